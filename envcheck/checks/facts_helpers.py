@@ -1,0 +1,59 @@
+"""Small readings of the snapshot that several checks share."""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from packaging.version import InvalidVersion, Version
+
+from envcheck.snapshot import Facts, Missing
+
+
+def providers(facts: Facts, module: str) -> Union[list[str], Missing]:
+    """Distributions that ship the top-level import `module`, in sys.path order."""
+    found = facts.lookup(f"modules.providers.{module}")
+    if isinstance(found, Missing):
+        return found
+    return list(found or [])
+
+
+def module_version(facts: Facts, module: str) -> Union[tuple[str, Version], None, Missing]:
+    """(distribution, version) of what `import module` loads; None when nothing provides it.
+
+    The first distribution on sys.path that ships the module wins the import. A
+    metapackage without files (tensorflow on Windows 2.13-2.15 depends on
+    tensorflow-intel) is not a provider, so the real build is found.
+    """
+    names = providers(facts, module)
+    if isinstance(names, Missing):
+        return names
+    if not names:
+        return None
+    version = facts.package_version(names[0])
+    if isinstance(version, Missing):
+        return version
+    parsed = parse_version(version)
+    if parsed is None:
+        return Missing(f"{names[0]} version {version!r} is not a PEP 440 version")
+    return names[0], parsed
+
+
+def parse_version(text: Optional[str]) -> Optional[Version]:
+    if text is None:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def env_int(facts: Facts, name: str) -> Union[int, None, Missing]:
+    """An environment variable as a positive integer; None when unset or not a number."""
+    value = facts.lookup(f"environment.{name}")
+    if isinstance(value, Missing) or value is None:
+        return value
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        return None
+    return number if number > 0 else None

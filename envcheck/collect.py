@@ -1,0 +1,40 @@
+"""Build a Snapshot by running every collector once, in order, each guarded."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Sequence
+
+from envcheck import __version__
+from envcheck.collectors import cpu, environment, memory, packages, platform, theano
+from envcheck.collectors.base import CollectContext, Collector, run_collector
+from envcheck.snapshot import SCHEMA_VERSION, Snapshot
+
+# (collector name, the sections it fills, the function)
+COLLECTORS: Sequence[tuple[str, tuple[str, ...], Collector]] = (
+    ("platform", ("platform", "interpreter"), platform.collect),
+    ("cpu", ("cpu",), cpu.collect),
+    ("memory", ("memory",), memory.collect),
+    ("packages", ("packages", "modules"), packages.collect),
+    ("environment", ("environment",), environment.collect),
+    ("theano", ("theano",), theano.collect),
+)
+
+
+def collect_snapshot(ctx: CollectContext) -> Snapshot:
+    data: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "envcheck", "version": __version__},
+        "created": now_iso(),
+        "collectors": {},
+    }
+    for name, sections, collector in COLLECTORS:
+        outcome = run_collector(name, collector, ctx)
+        for section in sections:
+            data["collectors"][section] = outcome.status_json()
+            data[section] = outcome.sections.get(section)
+    return Snapshot(data)
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()

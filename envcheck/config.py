@@ -1,0 +1,100 @@
+"""Project configuration: envcheck.toml, or [tool.envcheck] in pyproject.toml.
+
+Looked up from the current folder upwards (the first file found wins), or given with
+--config. Holds rule selection, extra rule folders, the --fail-on default and
+acknowledged findings, each with the reason a person gave:
+
+    select = ["EC1", "EC2"]
+    ignore = ["EC107"]
+    fail-on = "high"
+    rules = ["policy/"]          # relative to the config file
+    [[acknowledge]]
+    id = "EC102"
+    reason = "tensorflow-gpu pinned by the legacy image until Q3"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from envcheck.engine.selection import Selection
+from envcheck.errors import InputError
+from envcheck.model import Severity
+from envcheck.tomlread import load_toml
+
+KEYS = {"select", "ignore", "fail-on", "rules", "acknowledge"}
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Optional[Path] = None
+    selection: Selection = Selection()
+    fail_on: Optional[Severity] = None
+    rule_paths: tuple[Path, ...] = ()
+    acknowledged: dict[str, str] = field(default_factory=dict)
+
+
+def find(start: Path) -> Optional[Path]:
+    for folder in (start, *start.parents):
+        own = folder / "envcheck.toml"
+        if own.is_file():
+            return own
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file() and "[tool.envcheck]" in _head(pyproject):
+            return pyproject
+    return None
+
+
+def _head(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def load(path: Optional[Path], explicit: bool = False) -> Config:
+    if path is None:
+        return Config()
+    if explicit and not path.is_file():
+        raise InputError(f"--config {path}: no such file")
+    data = load_toml(path)
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("envcheck", {})
+    return _parse(data, path)
+
+
+def _parse(data: dict[str, Any], path: Path) -> Config:
+    extra = sorted(set(data) - KEYS)
+    if extra:
+        raise InputError(f"{path}: unknown envcheck setting(s) {', '.join(extra)}")
+    select = _strings(data, "select", path)
+    ignore = _strings(data, "ignore", path)
+    fail_on = None
+    if "fail-on" in data:
+        try:
+            fail_on = Severity.parse(str(data["fail-on"]))
+        except ValueError as exc:
+            raise InputError(f"{path}: fail-on: {exc}") from None
+    rule_paths = tuple(path.parent / p for p in _strings(data, "rules", path))
+    acknowledged = {}
+    entries = data.get("acknowledge", [])
+    if not isinstance(entries, list):
+        raise InputError(f"{path}: 'acknowledge' must be an array of tables ([[acknowledge]])")
+    for entry in entries:
+        if not isinstance(entry, dict) or set(entry) != {"id", "reason"}:
+            raise InputError(f"{path}: each [[acknowledge]] needs exactly an id and a reason")
+        if not str(entry["reason"]).strip():
+            raise InputError(f"{path}: acknowledge {entry['id']}: the reason must not be empty")
+        acknowledged[str(entry["id"]).upper()] = str(entry["reason"]).strip()
+    return Config(path, Selection.of(select, ignore), fail_on, rule_paths, acknowledged)
+
+
+def _strings(data: dict[str, Any], key: str, path: Path) -> list[str]:
+    value = data.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{path}: '{key}' must be a list of strings")
+    return value

@@ -1,0 +1,1 @@
+"""The rule engine: loading rules (TOML and Python), selecting, evaluating, ranking."""

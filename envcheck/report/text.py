@@ -1,0 +1,234 @@
+"""Human output, after flutter doctor: a ranked "fix first" list, then one line per area
+with ✓ ! ✗ and the details indented under it, then a closing count.
+
+Rendered through rich, which drops colour for NO_COLOR and for output that is not a
+terminal; symbols fall back to ASCII when the output encoding cannot show them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional
+
+from rich.console import Console
+from rich.markup import escape
+
+from envcheck.engine.template import human_bytes
+from envcheck.model import CheckResult, Finding, Report, Severity, Status
+
+AREAS = ("platform", "cpu", "memory", "packages", "environment")
+AREA_TITLES = {
+    "platform": "Platform",
+    "cpu": "CPU",
+    "memory": "Memory",
+    "packages": "Packages",
+    "environment": "Environment",
+}
+_SEVERITY_STYLE = {
+    Severity.CRITICAL: "bold red",
+    Severity.HIGH: "red",
+    Severity.MEDIUM: "yellow",
+    Severity.LOW: "cyan",
+    Severity.INFO: "dim",
+}
+
+
+def print_report(report: Report, console: Console, verbose: bool = False) -> None:
+    symbols = _symbols(console)
+    for line in _lines(report, symbols, verbose):
+        console.print(line, highlight=False)
+
+
+def _symbols(console: Console) -> dict[str, str]:
+    encoding = (console.encoding or "utf-8").lower()
+    try:
+        "✓✗•".encode(encoding)
+        return {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?", "dot": "•"}
+    except (UnicodeEncodeError, LookupError):
+        return {"ok": "+", "warn": "!", "bad": "x", "unknown": "?", "dot": "-"}
+
+
+def _lines(report: Report, sym: dict[str, str], verbose: bool) -> list[str]:
+    facts = report.facts
+    lines = [_header(report)]
+    active = [r for r in report.findings if r.finding.acknowledged is None]
+    if active:
+        lines += ["", "[bold]Fix first[/bold]"]
+        for ranked in active:
+            lines += _finding_block(ranked.rank, ranked.finding)
+    lines.append("")
+    for area in _areas(report):
+        lines += _area_block(area, report, facts, sym, verbose)
+    acked = [r for r in report.findings if r.finding.acknowledged is not None]
+    if acked:
+        lines += ["", "[dim]Acknowledged (not counted)[/dim]"]
+        for ranked in acked:
+            f = ranked.finding
+            lines.append(
+                f"  [dim]{f.id} {escape(f.message)} — {escape(f.acknowledged or '')}[/dim]"
+            )
+    lines += ["", _closing(report)]
+    return lines
+
+
+def _header(report: Report) -> str:
+    interp = report.facts.get("interpreter") or {}
+    plat = report.facts.get("platform") or {}
+    parts = [f"envcheck {report.tool_version}"]
+    if interp:
+        parts.append(f"{interp.get('executable')} (Python {interp.get('version')})")
+    if plat:
+        parts.append(f"{plat.get('system')} {plat.get('machine')}")
+    return "[bold]" + escape(" · ".join(parts)) + "[/bold]"
+
+
+def _finding_block(rank: int, f: Finding) -> list[str]:
+    style = _SEVERITY_STYLE[f.severity]
+    out = [
+        f" {rank:>2}. [{style}]{f.severity.value:<8}[/{style}] [bold]{f.id}[/bold] "
+        f"{escape(f.message)}"
+    ]
+    out.append(f"       fix:    [green]{escape(f.fix)}[/green]")
+    if f.impact:
+        out.append(
+            f"       impact: up to {f.impact.speedup:g}x faster "
+            f"({f.impact.basis.value}: {escape(f.impact.source)})"
+        )
+    if f.location:
+        where = f.location.path + (f":{f.location.line}" if f.location.line else "")
+        out.append(f"       where:  {escape(where)}")
+    out.append(f"       docs:   {escape(f.docs)}")
+    return out
+
+
+def _areas(report: Report) -> list[str]:
+    extra = sorted({c.category for c in report.checks} - set(AREAS))
+    return [*AREAS, *extra]
+
+
+def _area_block(
+    area: str, report: Report, facts: Mapping[str, Any], sym: dict[str, str], verbose: bool
+) -> list[str]:
+    checks = [c for c in report.checks if c.category == area]
+    collector = (facts.get("collectors") or {}).get(area) or {}
+    unavailable = collector.get("status") == "unavailable"
+    findings = [f for c in checks for f in c.findings if f.acknowledged is None]
+    unknown = [c for c in checks if c.status is Status.UNKNOWN]
+    if unavailable or any(f.severity >= Severity.HIGH for f in findings):
+        mark = f"[red]{sym['bad']}[/red]"
+    elif findings or unknown:
+        mark = f"[yellow]{sym['warn']}[/yellow]"
+    else:
+        mark = f"[green]{sym['ok']}[/green]"
+    title = AREA_TITLES.get(area, area.capitalize())
+    if unavailable:
+        detail = f"unavailable: {collector.get('reason')}"
+    else:
+        describe = _DESCRIBE.get(area)
+        detail = describe(facts) if describe else ""
+    lines = [f"[{mark}] [bold]{title}[/bold]  {escape(detail)}"]
+    for c in checks:
+        lines += _check_lines(c, report, sym, verbose)
+    return lines
+
+
+def _check_lines(c: CheckResult, report: Report, sym: dict[str, str], verbose: bool) -> list[str]:
+    if c.status is Status.FAIL:
+        out = []
+        for f in c.findings:
+            rank = next(r.rank for r in report.findings if r.finding is f)
+            note = " (acknowledged)" if f.acknowledged else f" (fix {rank})"
+            style = _SEVERITY_STYLE[f.severity]
+            out.append(
+                f"    [{style}]{sym['bad']}[/{style}] {c.id} {escape(f.message)}[dim]{note}[/dim]"
+            )
+        return out
+    if c.status is Status.UNKNOWN:
+        return [f"    [yellow]{sym['unknown']}[/yellow] {c.id} {c.name}: unknown — "
+                f"{escape(c.reason)}"]
+    if verbose:
+        mark = sym["ok"] if c.status is Status.PASS else "-"
+        return [f"    [dim]{mark} {c.id} {c.name}: {c.status.value} — {escape(c.reason)}[/dim]"]
+    return []
+
+
+def _closing(report: Report) -> str:
+    active = report.active_findings()
+    counts = {s: 0 for s in Status}
+    for c in report.checks:
+        counts[c.status] += 1
+    by_sev = [
+        f"{n} {s.value}"
+        for s in reversed(list(Severity))
+        if (n := sum(1 for f in active if f.severity is s))
+    ]
+    found = f"{len(active)} finding{'s' if len(active) != 1 else ''}"
+    if by_sev:
+        found += f" ({', '.join(by_sev)})"
+    return (
+        f"{found} · {len(report.checks)} checks: {counts[Status.PASS]} passed, "
+        f"{counts[Status.FAIL]} failed, {counts[Status.UNKNOWN]} unknown, "
+        f"{counts[Status.SKIPPED]} skipped"
+    )
+
+
+def _platform(facts: Mapping[str, Any]) -> str:
+    p = facts.get("platform") or {}
+    container = p.get("container") or "none"
+    wsl = f", WSL{p.get('wsl_version')}" if p.get("wsl") else ""
+    return (
+        f"{p.get('system')} {p.get('release')} {p.get('machine')}, Python {p.get('python')}, "
+        f"container: {container}{wsl}"
+    )
+
+
+def _cpu(facts: Mapping[str, Any]) -> str:
+    c = facts.get("cpu") or {}
+    quota = c.get("cgroup_quota_cpus")
+    quota_text = f", quota {quota:g} CPUs" if quota else ""
+    governor = c.get("governor") or "unknown"
+    return (
+        f"{c.get('usable')} usable of {c.get('logical')} logical ({c.get('physical')} physical)"
+        f"{quota_text}; governor {governor}"
+    )
+
+
+def _memory(facts: Mapping[str, Any]) -> str:
+    m = facts.get("memory") or {}
+
+    def size(key: str) -> str:
+        value = m.get(key)
+        return human_bytes(value) if isinstance(value, int) else "unknown"
+
+    return (
+        f"{size('total_bytes')} total, {size('available_bytes')} available, "
+        f"/dev/shm {size('shm_bytes')}"
+    )
+
+
+def _packages(facts: Mapping[str, Any]) -> str:
+    packages = facts.get("packages") or {}
+    interp = facts.get("interpreter") or {}
+    where = interp.get("prefix") or "?"
+    return f"{len(packages)} distributions in {where}"
+
+
+def _environment(facts: Mapping[str, Any]) -> str:
+    env = facts.get("environment") or {}
+    shown = [f"{k}={v}" for k, v in env.items() if k != "LD_LIBRARY_PATH"]
+    return ", ".join(shown) if shown else "no thread, GPU or framework variables set"
+
+
+_DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "platform": _platform,
+    "cpu": _cpu,
+    "memory": _memory,
+    "packages": _packages,
+    "environment": _environment,
+}
+
+
+def make_console(file: Optional[Any] = None, plain: bool = False) -> Console:
+    """A console for stdout (colour when it is a terminal and NO_COLOR is unset) or a file."""
+    if file is not None or plain:
+        return Console(file=file, no_color=True, highlight=False, width=120, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True)
