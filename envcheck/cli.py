@@ -62,9 +62,7 @@ def guarded(command: F) -> F:
             if verbose:
                 traceback.print_exc()
             hint = "" if verbose else " (run with -v for the traceback)"
-            typer.echo(
-                f"envcheck: internal error: {type(exc).__name__}: {exc}{hint}", err=True
-            )
+            typer.echo(f"envcheck: internal error: {type(exc).__name__}: {exc}{hint}", err=True)
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
@@ -87,22 +85,35 @@ FormatOpt = Annotated[
 ]
 OutputOpt = Annotated[
     Optional[Path],
-    typer.Option("--output", "-o", help="Write the output to this file instead of stdout.",
-                 show_default=False, dir_okay=False),
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the output to this file instead of stdout.",
+        show_default=False,
+        dir_okay=False,
+    ),
 ]
 RulesOpt = Annotated[
     Optional[List[Path]],
-    typer.Option("--rules", help="Extra rule file or folder of *.toml rule files "
-                 "(repeatable), e.g. your cluster's policy.", show_default=False),
+    typer.Option(
+        "--rules",
+        help="Extra rule file or folder of *.toml rule files "
+        "(repeatable), e.g. your cluster's policy.",
+        show_default=False,
+    ),
 ]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show passing checks too; tracebacks on errors.")
 ]
 ConfigOpt = Annotated[
     Optional[Path],
-    typer.Option("--config", help="Config file (default: envcheck.toml or [tool.envcheck] in "
-                 "pyproject.toml, searched from the current folder upwards).",
-                 show_default=False, dir_okay=False),
+    typer.Option(
+        "--config",
+        help="Config file (default: envcheck.toml or [tool.envcheck] in "
+        "pyproject.toml, searched from the current folder upwards).",
+        show_default=False,
+        dir_okay=False,
+    ),
 ]
 
 
@@ -116,8 +127,12 @@ def _version_callback(value: bool) -> None:
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version_callback, is_eager=True,
-                     help="Print the version and exit."),
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
     ] = False,
 ) -> None:
     """envcheck: measure why GPU training is slow and rank the fixes."""
@@ -132,31 +147,45 @@ def doctor(
     python: PythonOpt = None,
     facts: Annotated[
         Optional[Path],
-        typer.Option("--facts", help="Evaluate a saved snapshot (from `envcheck collect` or a "
-                     "JSON report) instead of collecting from this machine.",
-                     show_default=False, dir_okay=False),
+        typer.Option(
+            "--facts",
+            help="Evaluate a saved snapshot (from `envcheck collect` or a "
+            "JSON report) instead of collecting from this machine.",
+            show_default=False,
+            dir_okay=False,
+        ),
     ] = None,
     output_format: FormatOpt = OutputFormat.TEXT,
     output: OutputOpt = None,
     fail_on: Annotated[
         Optional[str],
-        typer.Option("--fail-on", help="Exit with code 1 when a finding has this severity or "
-                     "higher: info, low, medium, high, critical. [default: high]",
-                     show_default=False),
+        typer.Option(
+            "--fail-on",
+            help="Exit with code 1 when a finding has this severity or "
+            "higher: info, low, medium, high, critical. [default: high]",
+            show_default=False,
+        ),
     ] = None,
     exit_zero: Annotated[
         bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
     ] = False,
     select: Annotated[
         Optional[List[str]],
-        typer.Option("--select", help="Run only rules whose id starts with one of these "
-                     "prefixes (comma-separated or repeated), e.g. EC1.", show_default=False),
+        typer.Option(
+            "--select",
+            help="Run only rules whose id starts with one of these "
+            "prefixes (comma-separated or repeated), e.g. EC1.",
+            show_default=False,
+        ),
     ] = None,
     ignore: Annotated[
         Optional[List[str]],
-        typer.Option("--ignore", help="Skip rules whose id starts with one of these prefixes. "
-                     "The longest matching prefix of --select/--ignore wins.",
-                     show_default=False),
+        typer.Option(
+            "--ignore",
+            help="Skip rules whose id starts with one of these prefixes. "
+            "The longest matching prefix of --select/--ignore wins.",
+            show_default=False,
+        ),
     ] = None,
     rules: RulesOpt = None,
     config_path: ConfigOpt = None,
@@ -168,8 +197,10 @@ def doctor(
     2 usage or input error, 3 internal error.
     """
     if python and facts:
-        raise UsageError("--python and --facts exclude each other: a saved snapshot "
-                         "already names its interpreter")
+        raise UsageError(
+            "--python and --facts exclude each other: a saved snapshot "
+            "already names its interpreter"
+        )
     settings = _load_config(config_path)
     threshold = _severity(fail_on, "--fail-on") or settings.fail_on or DEFAULT_FAIL_ON
     registry = builtin_registry([*settings.rule_paths, *(rules or [])])
@@ -290,8 +321,10 @@ def rules_show(
     typer.echo(f"Message: {rule.message}")
     typer.echo(f"Fix:     {rule.fix}")
     if rule.impact:
-        typer.echo(f"Impact:  up to {rule.impact.speedup:g}x ({rule.impact.basis.value}: "
-                   f"{rule.impact.source})")
+        typer.echo(
+            f"Impact:  up to {rule.impact.speedup:g}x ({rule.impact.basis.value}: "
+            f"{rule.impact.source})"
+        )
     typer.echo("Evidence:")
     for item in rule.evidence:
         typer.echo(f"  - {item}")

@@ -30,7 +30,7 @@ KEYS = {"select", "ignore", "fail-on", "rules", "acknowledge"}
 @dataclass(frozen=True)
 class Config:
     path: Optional[Path] = None
-    selection: Selection = Selection()
+    selection: Selection = field(default_factory=Selection)
     fail_on: Optional[Severity] = None
     rule_paths: tuple[Path, ...] = ()
     acknowledged: dict[str, str] = field(default_factory=dict)

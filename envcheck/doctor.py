@@ -33,7 +33,7 @@ def load_snapshot(path: Path) -> Snapshot:
 def diagnose(
     snapshot: Snapshot,
     registry: Registry,
-    selection: Selection = Selection(),
+    selection: Optional[Selection] = None,
     acknowledged: Optional[Mapping[str, str]] = None,
 ) -> Report:
     checks = evaluate(registry, Facts(snapshot), selection, acknowledged)

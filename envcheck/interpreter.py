@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from envcheck import subprocess_runner
 from envcheck.errors import InputError
 
 # Runs inside the target interpreter: standard library only, and valid Python 2.7 too,
@@ -100,13 +101,7 @@ def target(python: str, timeout: float = TARGET_TIMEOUT_S) -> Interpreter:
     """Run the target interpreter once to learn its version and sys.path."""
     executable = resolve_executable(python)
     try:
-        proc = subprocess.run(
-            [str(executable), "-c", _PROBE_SCRIPT],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = subprocess_runner.run([str(executable), "-c", _PROBE_SCRIPT], timeout)
     except subprocess.TimeoutExpired:
         raise InputError(f"--python {python}: did not answer within {timeout:.0f} s") from None
     except OSError as exc:
@@ -133,4 +128,3 @@ def _from_answer(info: dict[str, Any], executable: Path) -> Interpreter:
         base_prefix=str(info.get("base_prefix", "")),
         conda=bool(info.get("conda", False)),
     )
-

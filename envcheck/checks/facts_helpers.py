@@ -17,7 +17,7 @@ def providers(facts: Facts, module: str) -> Union[list[str], Missing]:
     return list(found or [])
 
 
-def module_version(facts: Facts, module: str) -> Union[tuple[str, Version], None, Missing]:
+def module_version(facts: Facts, module: str) -> Union[tuple[str, Version], Missing, None]:
     """(distribution, version) of what `import module` loads; None when nothing provides it.
 
     The first distribution on sys.path that ships the module wins the import. A
@@ -47,7 +47,7 @@ def parse_version(text: Optional[str]) -> Optional[Version]:
         return None
 
 
-def env_int(facts: Facts, name: str) -> Union[int, None, Missing]:
+def env_int(facts: Facts, name: str) -> Union[int, Missing, None]:
     """An environment variable as a positive integer; None when unset or not a number."""
     value = facts.lookup(f"environment.{name}")
     if isinstance(value, Missing) or value is None:

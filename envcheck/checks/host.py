@@ -22,8 +22,11 @@ FRAMEWORKS = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "jax")
     "the threads time-slice the same cores and every parallel operator waits for the slowest",
     fix="export {variable}={suggested}",
     evidence=(
-        "https://pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html",
-        "https://github.com/pytorch/pytorch/issues/82219",
+        "https://pytorch.org/docs/stable/notes/multiprocessing.html (CPU oversubscription: "
+        "the maximum num_thread should be floor(N/M) for N vCPUs and M processes)",
+        "https://github.com/pytorch/pytorch/issues/19825 (an example twice as slow; "
+        "OMP_NUM_THREADS=1 restored the usual time)",
+        "https://github.com/pytorch/pytorch/issues/18183",
     ),
 )
 def thread_count_above_usable_cpus(facts: Facts) -> Outcome:
@@ -70,12 +73,16 @@ def thread_count_above_usable_cpus(facts: Facts) -> Outcome:
     category="cpu",
     summary="A container CPU quota is far below the cores that thread pools size themselves by",
     message="This container may use {quota} CPUs but sees {logical} cores, and no thread "
-    "count is set: OpenMP/MKL thread pools and os.cpu_count()-based worker counts size "
-    "themselves to {logical} and get throttled by the quota",
+    "count is set: framework thread pools (and worker counts taken from os.cpu_count()) "
+    "size themselves to the host's cores, and the quota throttles them",
     fix="export OMP_NUM_THREADS={suggested} MKL_NUM_THREADS={suggested}",
     evidence=(
-        "https://docs.kernel.org/scheduler/sched-bwc.html",
-        "https://github.com/pytorch/pytorch/issues/82219",
+        "https://github.com/pytorch/pytorch/issues/64864 (PyTorch sizes its thread pool from "
+        "the host's cores, not the CPUs available to the process)",
+        "https://docs.kernel.org/scheduler/sched-bwc.html (CFS bandwidth control throttles a "
+        "group once its quota for the period is used)",
+        "https://github.com/pytorch/pytorch/issues/22260 (performance dropped with more "
+        "processes until OMP_NUM_THREADS = cpu threads / processes)",
     ),
 )
 def cpu_quota_below_visible_cores(facts: Facts) -> Outcome:
@@ -83,7 +90,8 @@ def cpu_quota_below_visible_cores(facts: Facts) -> Outcome:
     **Anti-pattern.** A container limited by a CPU quota (`docker run --cpus`, a
     Kubernetes CPU limit) on a many-core host. The quota does not change the cores a
     process sees: `os.cpu_count()` and OpenMP's default thread count still report every
-    core of the host, so PyTorch, TensorFlow and NumPy start one thread per host core,
+    core of the host, so PyTorch (whose default is the host's physical cores,
+    pytorch/pytorch#64864), TensorFlow and NumPy start a thread per host core,
     and the kernel's CFS bandwidth control stops the whole group each period once the
     quota is spent. Throughput drops and step times jitter.
 
@@ -95,9 +103,10 @@ def cpu_quota_below_visible_cores(facts: Facts) -> Outcome:
     """
     quota = facts.lookup("cpu.cgroup_quota_cpus")
     logical = facts.lookup("cpu.logical")
-    for value in (quota, logical):
-        if isinstance(value, Missing):
-            return Outcome.unknown(value.reason)
+    if isinstance(quota, Missing):
+        return Outcome.unknown(quota.reason)
+    if isinstance(logical, Missing):
+        return Outcome.unknown(logical.reason)
     if quota is None:
         return Outcome.passed("no cgroup CPU quota")
     if not logical:

@@ -38,8 +38,10 @@ def _shadowing(facts: Facts, module: str) -> Outcome:
     "{winner}'s files and the other build is silently ignored (or their files are mixed)",
     fix="pip uninstall -y {others} && pip install --force-reinstall {winner}",
     evidence=(
-        "https://github.com/tensorflow/tensorflow/issues/22472",
-        "https://www.tensorflow.org/install/pip",
+        "https://github.com/tensorflow/tensorflow/issues/22472 ('I found there is a "
+        "tensorflow1.9.0 in my packages, when I uninstall it, everything works well')",
+        "https://github.com/keras-team/keras/issues/6997 (install order decides whether the "
+        "GPU or the CPU build is used)",
     ),
 )
 def tensorflow_installed_twice(facts: Facts) -> Outcome:

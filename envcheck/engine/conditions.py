@@ -126,7 +126,9 @@ class FactClause(Condition):
             result = bool(_COMPARISONS[self.op](found, self.value))
         except TypeError:
             return Truth(None, f"{self.path} = {found!r} cannot be compared with {self.value!r}")
-        return Truth(result, f"{self.path} = {found!r} {self.op} {self.value!r}: {result}", observed)
+        return Truth(
+            result, f"{self.path} = {found!r} {self.op} {self.value!r}: {result}", observed
+        )
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,11 @@ from envcheck.snapshot import Facts
 def evaluate(
     registry: Registry,
     facts: Facts,
-    selection: Selection = Selection(),
+    selection: Selection | None = None,
     acknowledged: Mapping[str, str] | None = None,
 ) -> list[CheckResult]:
     acknowledged = acknowledged or {}
+    selection = selection or Selection()
     results = []
     for rule in registry:
         skip = selection.skip_reason(rule.id)

@@ -48,7 +48,7 @@ class Selection:
 
 
 def _normalise(prefixes: Iterable[str]) -> tuple[str, ...]:
-    out = []
+    out: list[str] = []
     for item in prefixes:
         out.extend(p.strip().upper() for p in item.split(",") if p.strip())
     return tuple(out)

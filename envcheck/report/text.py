@@ -143,8 +143,9 @@ def _check_lines(c: CheckResult, report: Report, sym: dict[str, str], verbose: b
             )
         return out
     if c.status is Status.UNKNOWN:
-        return [f"    [yellow]{sym['unknown']}[/yellow] {c.id} {c.name}: unknown — "
-                f"{escape(c.reason)}"]
+        return [
+            f"    [yellow]{sym['unknown']}[/yellow] {c.id} {c.name}: unknown — {escape(c.reason)}"
+        ]
     if verbose:
         mark = sym["ok"] if c.status is Status.PASS else "-"
         return [f"    [dim]{mark} {c.id} {c.name}: {c.status.value} — {escape(c.reason)}[/dim]"]
