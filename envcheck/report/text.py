@@ -16,6 +16,11 @@ from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
 
 AREAS = ("platform", "cpu", "memory", "packages", "environment")
+# Snapshot sections whose collector failures show under each area.
+AREA_SECTIONS = {
+    "platform": ("platform", "interpreter"),
+    "packages": ("packages", "modules", "theano"),
+}
 AREA_TITLES = {
     "platform": "Platform",
     "cpu": "CPU",
@@ -34,7 +39,10 @@ _SEVERITY_STYLE = {
 
 def print_report(report: Report, console: Console, verbose: bool = False) -> None:
     symbols = _symbols(console)
+    encoding = console.encoding or "utf-8"
     for line in _lines(report, symbols, verbose):
+        if symbols["ok"] != "✓":  # an output that cannot show Unicode: degrade, never crash
+            line = line.encode(encoding, "replace").decode(encoding)
         console.print(line, highlight=False)
 
 
@@ -109,23 +117,31 @@ def _area_block(
     area: str, report: Report, facts: Mapping[str, Any], sym: dict[str, str], verbose: bool
 ) -> list[str]:
     checks = [c for c in report.checks if c.category == area]
-    collector = (facts.get("collectors") or {}).get(area) or {}
-    unavailable = collector.get("status") == "unavailable"
+    collectors = facts.get("collectors") or {}
+    failed = {
+        section: (collectors.get(section) or {}).get("reason") or "no reason given"
+        for section in AREA_SECTIONS.get(area, (area,))
+        if (collectors.get(section) or {}).get("status") == "unavailable"
+    }
     findings = [f for c in checks for f in c.findings if f.acknowledged is None]
     unknown = [c for c in checks if c.status is Status.UNKNOWN]
-    if unavailable or any(f.severity >= Severity.HIGH for f in findings):
+    if area in failed or any(f.severity >= Severity.HIGH for f in findings):
         mark = f"[red]{sym['bad']}[/red]"
-    elif findings or unknown:
+    elif findings or unknown or failed:
         mark = f"[yellow]{sym['warn']}[/yellow]"
     else:
         mark = f"[green]{sym['ok']}[/green]"
     title = AREA_TITLES.get(area, area.capitalize())
-    if unavailable:
-        detail = f"unavailable: {collector.get('reason')}"
+    if area in failed:
+        detail = f"unavailable: {failed.pop(area)}"
     else:
         describe = _DESCRIBE.get(area)
         detail = describe(facts) if describe else ""
     lines = [f"[{mark}] [bold]{title}[/bold]  {escape(detail)}"]
+    for section, reason in failed.items():
+        lines.append(
+            f"    [yellow]{sym['unknown']}[/yellow] {section} facts unavailable: {escape(reason)}"
+        )
     for c in checks:
         lines += _check_lines(c, report, sym, verbose)
     return lines
