@@ -143,7 +143,7 @@ class AllOf(Condition):
                 return Truth(False, r.reason, observed)
         unknown = [r for r in results if r.unknown]
         if unknown:
-            return Truth(None, "; ".join(r.reason for r in unknown), observed)
+            return Truth(None, _first_of(unknown), observed)
         return Truth(True, "; ".join(r.reason for r in results), observed)
 
 
@@ -159,7 +159,7 @@ class AnyOf(Condition):
             return Truth(True, "; ".join(r.reason for r in hits), _merge(hits))
         unknown = [r for r in results if r.unknown]
         if unknown:
-            return Truth(None, "; ".join(r.reason for r in unknown), observed)
+            return Truth(None, _first_of(unknown), observed)
         return Truth(False, "; ".join(r.reason for r in results), _merge(results))
 
 
@@ -171,6 +171,12 @@ class Not(Condition):
         inner = self.clause.evaluate(facts)
         value = None if inner.value is None else not inner.value
         return Truth(value, inner.reason, inner.observed)
+
+
+def _first_of(unknown: Sequence[Truth]) -> str:
+    """The first missing fact's reason, and how many more are missing."""
+    more = f" (and {len(unknown) - 1} more missing fact(s))" if len(unknown) > 1 else ""
+    return unknown[0].reason + more
 
 
 def _merge(results: Sequence[Truth]) -> dict[str, Any]:
