@@ -102,6 +102,15 @@ RulesOpt = Annotated[
         show_default=False,
     ),
 ]
+DeepOpt = Annotated[
+    bool,
+    typer.Option(
+        "--deep",
+        help="Also import each installed framework (TensorFlow, PyTorch) "
+        "in a child process of the audited interpreter, with a timeout, to see "
+        "whether it really finds the GPU. Takes seconds per framework.",
+    ),
+]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show passing checks too; tracebacks on errors.")
 ]
@@ -189,6 +198,7 @@ def doctor(
     ] = None,
     rules: RulesOpt = None,
     config_path: ConfigOpt = None,
+    deep: DeepOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Audit the environment and machine; print a ranked list of fixes.
@@ -196,10 +206,10 @@ def doctor(
     Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it,
     2 usage or input error, 3 internal error.
     """
-    if python and facts:
+    if facts and (python or deep):
+        flag = "--python" if python else "--deep"
         raise UsageError(
-            "--python and --facts exclude each other: a saved snapshot "
-            "already names its interpreter"
+            f"{flag} and --facts exclude each other: the saved snapshot was collected already"
         )
     settings = _load_config(config_path)
     threshold = _severity(fail_on, "--fail-on") or settings.fail_on or DEFAULT_FAIL_ON
@@ -209,7 +219,7 @@ def doctor(
     for rule_id in settings.acknowledged:
         if registry.get(rule_id) is None:
             raise InputError(f"{settings.path}: acknowledge {rule_id}: no such rule")
-    snapshot = pipeline.load_snapshot(facts) if facts else pipeline.take_snapshot(python)
+    snapshot = pipeline.load_snapshot(facts) if facts else pipeline.take_snapshot(python, deep)
     report = pipeline.diagnose(snapshot, registry, selection, settings.acknowledged)
     _emit_report(report, output_format, output, threshold, verbose)
     worst = report.worst_severity()
@@ -269,11 +279,12 @@ def _open_output(output: Path) -> Any:
 def collect(
     python: PythonOpt = None,
     output: OutputOpt = None,
+    deep: DeepOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Collect the snapshot of facts only (JSON), to evaluate later or elsewhere with
     `envcheck doctor --facts FILE`."""
-    snapshot = pipeline.take_snapshot(python)
+    snapshot = pipeline.take_snapshot(python, deep)
     _write(snapshot.to_json(), output)
 
 

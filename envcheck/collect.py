@@ -6,7 +6,16 @@ import datetime as _dt
 from typing import Any, Sequence
 
 from envcheck import __version__
-from envcheck.collectors import cpu, environment, memory, packages, platform, theano
+from envcheck.collectors import (
+    cpu,
+    environment,
+    frameworks,
+    gpu,
+    memory,
+    packages,
+    platform,
+    theano,
+)
 from envcheck.collectors.base import CollectContext, Collector, run_collector
 from envcheck.snapshot import SCHEMA_VERSION, Snapshot
 
@@ -18,6 +27,8 @@ COLLECTORS: Sequence[tuple[str, tuple[str, ...], Collector]] = (
     ("packages", ("packages", "modules"), packages.collect),
     ("environment", ("environment",), environment.collect),
     ("theano", ("theano",), theano.collect),
+    ("gpu", ("gpu",), gpu.collect),
+    ("frameworks", ("frameworks",), frameworks.collect),
 )
 
 

@@ -18,7 +18,8 @@ HEADER = """# envcheck rule reference
 Generated from the rule registry by `python -m envcheck.docs_gen` (`make docs`); do not
 edit by hand. `envcheck rules show ID` prints the same text in a terminal.
 
-Ids are grouped by area: EC1xx packages and builds, EC2xx host (CPU, memory).
+Ids are grouped by area: EC1xx packages, EC2xx host (CPU, memory), EC3xx GPU, driver
+and framework builds.
 Severities, ordered: info < low < medium < high < critical.
 """
 

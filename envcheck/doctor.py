@@ -11,7 +11,8 @@ from typing import Mapping, Optional
 
 from envcheck import __version__, interpreter
 from envcheck.collect import collect_snapshot, now_iso
-from envcheck.collectors.base import CollectContext
+from envcheck.collectors.base import CollectContext, run_collector
+from envcheck.deep import deep_check
 from envcheck.engine.evaluate import evaluate
 from envcheck.engine.rank import rank
 from envcheck.engine.registry import Registry
@@ -20,10 +21,25 @@ from envcheck.model import Report
 from envcheck.snapshot import Facts, Snapshot
 
 
-def take_snapshot(python: Optional[str] = None) -> Snapshot:
-    """Collect facts about this machine and the audited interpreter (this one by default)."""
+def take_snapshot(python: Optional[str] = None, deep: bool = False) -> Snapshot:
+    """Collect facts about this machine and the audited interpreter (this one by default).
+
+    With `deep`, each installed framework is also imported, in a child process of the
+    audited interpreter with a timeout, to record whether it really sees the GPU.
+    """
     audited = interpreter.target(python) if python else interpreter.current()
-    return collect_snapshot(CollectContext(interpreter=audited))
+    snapshot = collect_snapshot(CollectContext(interpreter=audited))
+    if not deep:
+        return snapshot
+    data = snapshot.as_dict()
+    frameworks = data.get("frameworks") or {}
+    installed = {name: bool(frameworks.get(name)) for name in ("tensorflow", "torch")}
+    outcome = run_collector(
+        "deep", lambda _ctx: deep_check(audited.executable, installed), CollectContext(audited)
+    )
+    data["collectors"]["deep"] = outcome.status_json()
+    data["deep"] = outcome.sections.get("deep")
+    return Snapshot(data)
 
 
 def load_snapshot(path: Path) -> Snapshot:

@@ -28,7 +28,12 @@ KNOWN_SECTIONS = (
     "modules",
     "environment",
     "theano",
+    "gpu",
+    "frameworks",
+    "deep",
 )
+# Sections only some runs collect (`--deep`).
+OPTIONAL_SECTIONS = ("deep",)
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,7 @@ def test_version_and_help(runner: CliRunner) -> None:
     helped = run(runner, "doctor", "--help").stdout
     for flag in (
         "--python",
+        "--deep",
         "--facts",
         "--format",
         "--fail-on",
@@ -295,9 +296,10 @@ def test_missing_python(runner: CliRunner, tmp_path: Path) -> None:
     assert_one_line_error(result, "python9", "no such interpreter")
 
 
-def test_python_and_facts_together(runner: CliRunner) -> None:
-    result = run(runner, "doctor", "--python", "python3", "--facts", str(KERAS_FIXTURE))
-    assert_one_line_error(result, "exclude each other")
+@pytest.mark.parametrize("flag", [("--python", "python3"), ("--deep",)])
+def test_collecting_flags_with_facts(runner: CliRunner, flag: tuple[str, ...]) -> None:
+    result = run(runner, "doctor", *flag, "--facts", str(KERAS_FIXTURE))
+    assert_one_line_error(result, f"{flag[0]} and --facts exclude each other")
 
 
 def test_unwritable_output(runner: CliRunner, tmp_path: Path) -> None:

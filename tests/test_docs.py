@@ -26,6 +26,7 @@ def test_readme_documents_every_doctor_flag() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for flag in (
         "--python",
+        "--deep",
         "--facts",
         "--format",
         "--output",

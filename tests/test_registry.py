@@ -27,7 +27,11 @@ def test_ids_and_names_are_well_formed_and_unique() -> None:
 
 
 def test_ids_are_grouped_by_area() -> None:
-    area_of_group = {"1": {"packages"}, "2": {"memory", "cpu", "platform", "environment"}}
+    area_of_group = {
+        "1": {"packages"},
+        "2": {"memory", "cpu", "platform", "environment"},
+        "3": {"gpu", "frameworks"},
+    }
     for rule in REGISTRY:
         assert rule.category in area_of_group[rule.id[2]], (rule.id, rule.category)
 

@@ -1,3 +1,10 @@
 """Python checks, grouped by area; importing this package registers them."""
 
-from envcheck.checks import host, keras_tf, packages, theano  # noqa: F401
+from envcheck.checks import (  # noqa: F401
+    gpu_devices,
+    gpu_stack,
+    host,
+    keras_tf,
+    packages,
+    theano,
+)

@@ -9,8 +9,9 @@ thousand-package environment cheap to scan.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 from packaging.utils import canonicalize_name
 
@@ -54,6 +55,34 @@ def collect(ctx: CollectContext) -> dict[str, Any]:
             "distribution_count": len(packages),
         },
     }
+
+
+@dataclass(frozen=True)
+class InstalledDistribution:
+    """One readable distribution's metadata on sys.path."""
+
+    name: str  # canonical: "tensorflow-cpu"
+    version: str
+    meta_path: Path  # the .dist-info / .egg-info folder or file
+    entry: Path  # the sys.path entry that holds it
+
+    def top_level_modules(self) -> set[str]:
+        """Its top-level import names (top_level.txt, else the watched modules in RECORD)."""
+        return _top_level_modules(self.meta_path)
+
+
+def iter_distributions(sys_path: Sequence[str]) -> Iterator[InstalledDistribution]:
+    """Every readable distribution in sys.path order, shadowed ones included.
+
+    Callers that want what the import system sees keep the first of each name.
+    """
+    for meta_path in _metadata_paths([Path(p) for p in sys_path]):
+        header = _read_header(meta_path)
+        if header is not None:
+            name, version = header
+            yield InstalledDistribution(
+                canonicalize_name(name), version, meta_path, meta_path.parent
+            )
 
 
 def _metadata_paths(entries: list[Path]) -> Iterator[Path]:

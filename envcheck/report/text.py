@@ -15,16 +15,19 @@ from rich.markup import escape
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
 
-AREAS = ("platform", "cpu", "memory", "packages", "environment")
+AREAS = ("platform", "cpu", "memory", "gpu", "frameworks", "packages", "environment")
 # Snapshot sections whose collector failures show under each area.
 AREA_SECTIONS = {
     "platform": ("platform", "interpreter"),
     "packages": ("packages", "modules", "theano"),
+    "frameworks": ("frameworks", "deep"),
 }
 AREA_TITLES = {
     "platform": "Platform",
     "cpu": "CPU",
     "memory": "Memory",
+    "gpu": "GPU",
+    "frameworks": "Frameworks",
     "packages": "Packages",
     "environment": "Environment",
 }
@@ -142,8 +145,17 @@ def _area_block(
         lines.append(
             f"    [yellow]{sym['unknown']}[/yellow] {section} facts unavailable: {escape(reason)}"
         )
+    by_reason: dict[str, list[CheckResult]] = {}
     for c in checks:
-        lines += _check_lines(c, report, sym, verbose)
+        if c.status is Status.UNKNOWN:
+            by_reason.setdefault(c.reason, []).append(c)
+        else:
+            lines += _check_lines(c, report, sym, verbose)
+    for reason, group in by_reason.items():
+        names = (
+            ", ".join(c.id for c in group) if len(group) > 1 else f"{group[0].id} {group[0].name}"
+        )
+        lines.append(f"    [yellow]{sym['unknown']}[/yellow] {names}: unknown — {escape(reason)}")
     return lines
 
 
@@ -158,10 +170,6 @@ def _check_lines(c: CheckResult, report: Report, sym: dict[str, str], verbose: b
                 f"    [{style}]{sym['bad']}[/{style}] {c.id} {escape(f.message)}[dim]{note}[/dim]"
             )
         return out
-    if c.status is Status.UNKNOWN:
-        return [
-            f"    [yellow]{sym['unknown']}[/yellow] {c.id} {c.name}: unknown — {escape(c.reason)}"
-        ]
     if verbose:
         mark = sym["ok"] if c.status is Status.PASS else "-"
         return [f"    [dim]{mark} {c.id} {c.name}: {c.status.value} — {escape(c.reason)}[/dim]"]
@@ -222,6 +230,42 @@ def _memory(facts: Mapping[str, Any]) -> str:
     )
 
 
+def _gpu(facts: Mapping[str, Any]) -> str:
+    gpu = facts.get("gpu") or {}
+    if gpu.get("status") != "ok":
+        pci = gpu.get("pci_nvidia_devices")
+        if pci == 0:
+            return "no NVIDIA GPU on the PCI bus, no NVIDIA driver"
+        on_bus = f"; {pci} NVIDIA GPU(s) on the PCI bus" if pci else ""
+        return f"no NVIDIA driver answers ({gpu.get('reason')}){on_bus}"
+    devices = gpu.get("devices") or []
+    models: dict[str, int] = {}
+    for d in devices:
+        models[str(d.get("name"))] = models.get(str(d.get("name")), 0) + 1
+    listed = ", ".join(f"{n}x {name}" for name, n in models.items()) or "no GPU"
+    return f"driver {gpu.get('driver_version')} (CUDA {gpu.get('cuda_driver_version')}), {listed}"
+
+
+def _frameworks(facts: Mapping[str, Any]) -> str:
+    fw = facts.get("frameworks") or {}
+    parts = []
+    torch = fw.get("torch")
+    if isinstance(torch, dict):
+        build = (
+            "CPU-only" if torch.get("cpu_only") else f"CUDA {torch.get('cuda') or torch.get('hip')}"
+        )
+        parts.append(f"torch {torch.get('version')} ({build})")
+    tf = fw.get("tensorflow")
+    if isinstance(tf, dict):
+        build = f"CUDA {tf.get('cuda_version')}" if tf.get("is_cuda_build") else "no CUDA"
+        parts.append(f"{tf.get('distribution') or 'tensorflow'} {tf.get('version')} ({build})")
+    jax = fw.get("jax")
+    if isinstance(jax, dict):
+        plugins = ", ".join(jax.get("cuda_plugins") or {}) or "no CUDA plugin"
+        parts.append(f"jax {jax.get('version')} ({plugins})")
+    return "; ".join(parts) or "no PyTorch, TensorFlow or JAX installed"
+
+
 def _packages(facts: Mapping[str, Any]) -> str:
     packages = facts.get("packages") or {}
     interp = facts.get("interpreter") or {}
@@ -239,6 +283,8 @@ _DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "platform": _platform,
     "cpu": _cpu,
     "memory": _memory,
+    "gpu": _gpu,
+    "frameworks": _frameworks,
     "packages": _packages,
     "environment": _environment,
 }

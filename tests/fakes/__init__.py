@@ -1,0 +1,1 @@
+"""Stand-ins for libraries that need hardware (NVML), driven by recorded data."""
