@@ -95,13 +95,21 @@ class Snapshot:
 
     @classmethod
     def load(cls, path: Path) -> Snapshot:
+        """Read a saved snapshot (or report) and check it against the snapshot schema.
+
+        A value of the wrong type anywhere (devices that are not a list, a count that is a
+        string) is an input error: evaluating it would give wrong answers. A field that is
+        simply absent is tolerated: rules that need it report unknown.
+        """
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"{path}: cannot read ({exc})") from None
-        return cls.from_json(text, str(path))
+        snapshot = cls.from_json(text, str(path))
+        _validate(snapshot.data, str(path))
+        return snapshot
 
 
 class Facts:
@@ -158,3 +166,16 @@ class Facts:
         if isinstance(packages, Missing):
             return packages
         return packages.get(name)
+
+
+def _validate(data: Mapping[str, Any], source: str) -> None:
+    """Raise InputError naming the first field that breaks the shipped snapshot schema."""
+    import jsonschema  # only when reading a file: it costs ~0.1 s to import
+
+    from envcheck.schemas import load as load_schema
+
+    validator = jsonschema.Draft202012Validator(load_schema("snapshot"))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise InputError(f"{source}: {where}: {error.message}")
