@@ -6,6 +6,7 @@ from typing import Optional, Union
 
 from packaging.version import InvalidVersion, Version
 
+from envcheck.engine.rule import Outcome
 from envcheck.snapshot import Facts, Missing
 
 
@@ -36,6 +37,23 @@ def module_version(facts: Facts, module: str) -> Union[tuple[str, Version], Miss
     if parsed is None:
         return Missing(f"{names[0]} version {version!r} is not a PEP 440 version")
     return names[0], parsed
+
+
+def tensorflow_at_least(
+    facts: Facts, minimum: tuple[int, int], older: str
+) -> Union[tuple[str, Version], Outcome]:
+    """(distribution, version) of the TensorFlow that `import tensorflow` loads, when it is
+    at least `minimum`; otherwise the Outcome a rule about newer releases returns: unknown,
+    passed as not installed, or passed with `older` (formatted with dist and version)."""
+    tf = module_version(facts, "tensorflow")
+    if isinstance(tf, Missing):
+        return Outcome.unknown(tf.reason)
+    if tf is None:
+        return Outcome.passed("TensorFlow is not installed")
+    dist, version = tf
+    if version.release[:2] < minimum:
+        return Outcome.passed(older.format(dist=dist, version=version))
+    return dist, version
 
 
 def parse_version(text: Optional[str]) -> Optional[Version]:

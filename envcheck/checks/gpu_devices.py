@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from envcheck.checks.gpu_facts import devices, label
+from envcheck.checks.gpu_facts import device_hit, devices, label
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.engine.template import human_bytes
@@ -87,20 +87,15 @@ def gpu_clocks_limited(facts: Facts) -> Outcome:
         if not limits:
             return None
         clocks = device.get("clocks_mhz") or {}
-        return Hit(
-            values={
-                "device": label(device),
+        return device_hit(
+            device,
+            {
                 "limits": ", ".join(f"{LIMITING_REASONS[r]} ({r})" for r in limits),
                 "sm": clocks.get("sm", "?"),
                 "max_sm": clocks.get("max_sm", "?"),
             },
-            evidence={
-                "facts": {
-                    "device": device.get("index"),
-                    "clocks_event_reasons": reasons,
-                    "clocks_mhz": clocks,
-                }
-            },
+            clocks_event_reasons=reasons,
+            clocks_mhz=clocks,
         )
 
     return per_device(facts, test, "no power or thermal clock limit active")
@@ -150,10 +145,7 @@ def pcie_link_below_max(facts: Facts) -> Outcome:
                 f"x{values['max_width']} read at idle (GPUs lower the link when idle; the "
                 "probe re-checks under load)"
             )
-        return Hit(
-            values={"device": label(device), **values},
-            evidence={"facts": {"device": device.get("index"), "pcie": pcie}},
-        )
+        return device_hit(device, dict(values), pcie=pcie)
 
     return per_device(facts, test, "every PCIe link at its maximum")
 
@@ -191,10 +183,7 @@ def persistence_mode_off(facts: Facts) -> Outcome:
             return _reason(device, "persistence_mode")
         if mode:
             return None
-        return Hit(
-            values={"device": label(device)},
-            evidence={"facts": {"device": device.get("index"), "persistence_mode": mode}},
-        )
+        return device_hit(device, {}, persistence_mode=mode)
 
     return per_device(facts, test, "persistence mode on for every GPU")
 
@@ -235,19 +224,11 @@ def gpu_memory_errors(facts: Facts) -> Outcome:
         if pages.get("pending"):
             problems.append("retired pages pending a reset")
         if problems:
-            return Hit(
-                values={
-                    "device": label(device),
-                    "problem": "; ".join(problems),
-                    "fix": fix.format(index=device.get("index")),
-                },
-                evidence={
-                    "facts": {
-                        "device": device.get("index"),
-                        "retired_pages": pages,
-                        "remapped_rows": rows,
-                    }
-                },
+            return device_hit(
+                device,
+                {"problem": "; ".join(problems), "fix": fix.format(index=device.get("index"))},
+                retired_pages=pages,
+                remapped_rows=rows,
             )
         if device.get("retired_pages") is None and device.get("remapped_rows") is None:
             reasons = device.get("reasons") or {}
@@ -302,9 +283,9 @@ def foreign_gpu_processes(facts: Facts) -> Outcome:
             f"{p.get('pid')} ({p.get('name') or '?'}, {human_bytes(p.get('used_bytes') or 0)})"
             for p in processes
         )
-        return Hit(
-            values={
-                "device": label(device),
+        return device_hit(
+            device,
+            {
                 "count": len(processes),
                 "used": human_bytes(used),
                 "total": human_bytes(total),
@@ -312,13 +293,8 @@ def foreign_gpu_processes(facts: Facts) -> Outcome:
                 "who": who,
                 "pids": " ".join(str(p.get("pid")) for p in processes),
             },
-            evidence={
-                "facts": {
-                    "device": device.get("index"),
-                    "processes": processes,
-                    "memory_total_bytes": total,
-                }
-            },
+            processes=processes,
+            memory_total_bytes=total,
         )
 
     return per_device(facts, test, "no other process holds 10 % of a GPU's memory")
@@ -357,10 +333,7 @@ def mig_enabled(facts: Facts) -> Outcome:
         if not mig.get("current") and not mig.get("pending"):
             return None
         state = "enabled" if mig.get("current") else "disabled, enabled after the next reset"
-        return Hit(
-            values={"device": label(device), "state": state, "index": device.get("index")},
-            evidence={"facts": {"device": device.get("index"), "mig_mode": mig}},
-        )
+        return device_hit(device, {"state": state, "index": device.get("index")}, mig_mode=mig)
 
     return per_device(facts, test, "MIG off on every GPU")
 

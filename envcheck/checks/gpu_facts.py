@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from envcheck.engine.rule import Hit
 from envcheck.snapshot import Facts, Missing
 
 
@@ -38,6 +39,14 @@ def nvidia_gpu_present(facts: Facts) -> Union[bool, Missing]:
 
 def label(device: dict[str, Any]) -> str:
     return f"GPU {device.get('index', '?')} {device.get('name') or 'unknown model'}"
+
+
+def device_hit(device: dict[str, Any], values: dict[str, Any], **observed: Any) -> Hit:
+    """A finding about one GPU: its label as {device}, and the facts that show it."""
+    return Hit(
+        values={"device": label(device), **values},
+        evidence={"facts": {"device": device.get("index"), **observed}},
+    )
 
 
 @dataclass(frozen=True)

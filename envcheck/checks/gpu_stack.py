@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 from envcheck.checks import cuda_tables
-from envcheck.checks.facts_helpers import module_version, parse_version
+from envcheck.checks.facts_helpers import parse_version, tensorflow_at_least
 from envcheck.checks.gpu_facts import (
     arch_supported,
     capability,
+    device_hit,
     devices,
     framework_cuda_builds,
     label,
@@ -399,14 +400,12 @@ def tensorflow_native_windows_no_gpu(facts: Facts) -> Outcome:
         return Outcome.unknown(system.reason)
     if system != "Windows":
         return Outcome.passed(f"not native Windows ({system})")
-    tf = module_version(facts, "tensorflow")
-    if isinstance(tf, Missing):
-        return Outcome.unknown(tf.reason)
-    if tf is None:
-        return Outcome.passed("TensorFlow is not installed")
+    tf = tensorflow_at_least(
+        facts, (2, 11), "{dist} {version} still has native Windows GPU support"
+    )
+    if isinstance(tf, Outcome):
+        return tf
     dist, version = tf
-    if version.release[:2] < (2, 11):
-        return Outcome.passed(f"{dist} {version} still has native Windows GPU support")
     present = nvidia_gpu_present(facts)
     if present is False:
         return Outcome.passed("no NVIDIA GPU on this machine")
@@ -514,22 +513,9 @@ def gpu_architecture_not_in_build(facts: Facts) -> Outcome:
 
 
 def _arch_hit(device: dict[str, Any], framework: str, why: str, fix: str) -> Hit:
-    return Hit(
-        values={
-            "device": label(device),
-            "capability": device.get("compute_capability"),
-            "framework": framework,
-            "why": why,
-            "fix": fix,
-        },
-        evidence={
-            "facts": {
-                "device": device.get("index"),
-                "compute_capability": device.get("compute_capability"),
-                "framework": framework,
-            }
-        },
-    )
+    cap = device.get("compute_capability")
+    values = {"capability": cap, "framework": framework, "why": why, "fix": fix}
+    return device_hit(device, values, compute_capability=cap, framework=framework)
 
 
 @check(

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from packaging.version import Version
-
-from envcheck.checks.facts_helpers import module_version, parse_version
+from envcheck.checks.facts_helpers import parse_version, tensorflow_at_least
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Severity
 from envcheck.snapshot import Facts, Missing
 
-KERAS3_TF = Version("2.16")
-LAZY_LOADER_TF = Version("2.15")  # TF_USE_LEGACY_KERAS is honoured from 2.15 on
+KERAS3 = (2, 16)  # the first release with Keras 3 as tf.keras
+LAZY_LOADER = (2, 15)  # TF_USE_LEGACY_KERAS is honoured from 2.15 on
 TRUE_VALUES = ("1", "true", "True")  # what tensorflow/python/util/lazy_loader.py accepts
 TF_216_NOTES = (
     "https://github.com/tensorflow/tensorflow/releases/tag/v2.16.1 ('Keras 3 will be the "
@@ -48,14 +46,10 @@ def keras2_packages_with_tf216(facts: Facts) -> Outcome:
     matching the TensorFlow minor version, and `TF_USE_LEGACY_KERAS=1` set before
     TensorFlow is imported), or port to Keras 3 and drop the Keras 2 era packages.
     """
-    tf = module_version(facts, "tensorflow")
-    if isinstance(tf, Missing):
-        return Outcome.unknown(tf.reason)
-    if tf is None:
-        return Outcome.passed("TensorFlow is not installed")
+    tf = tensorflow_at_least(facts, KERAS3, "{dist} {version} still ships Keras 2 as tf.keras")
+    if isinstance(tf, Outcome):
+        return tf
     dist, version = tf
-    if version.release[:2] < KERAS3_TF.release:
-        return Outcome.passed(f"{dist} {version} still ships Keras 2 as tf.keras")
     legacy = []
     keras = parse_version(_installed(facts, "keras"))
     if keras is not None and keras.major < 3:
@@ -110,14 +104,10 @@ def legacy_keras_misconfigured(facts: Facts) -> Outcome:
     **Best practice.** `pip install 'tf-keras~=X.Y'` with X.Y the TensorFlow version, and
     set `TF_USE_LEGACY_KERAS=1` only where it is installed.
     """
-    tf = module_version(facts, "tensorflow")
-    if isinstance(tf, Missing):
-        return Outcome.unknown(tf.reason)
-    if tf is None:
-        return Outcome.passed("TensorFlow is not installed")
+    tf = tensorflow_at_least(facts, LAZY_LOADER, "{dist} {version} predates TF_USE_LEGACY_KERAS")
+    if isinstance(tf, Outcome):
+        return tf
     dist, version = tf
-    if version.release[:2] < LAZY_LOADER_TF.release:
-        return Outcome.passed(f"{dist} {version} predates TF_USE_LEGACY_KERAS")
     flag = facts.lookup("environment.TF_USE_LEGACY_KERAS")
     if isinstance(flag, Missing):
         return Outcome.unknown(flag.reason)
