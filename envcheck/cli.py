@@ -16,7 +16,7 @@ from typing import Annotated, Any, Callable, List, Optional, TypeVar
 
 import typer
 
-from envcheck import __version__, config
+from envcheck import __version__, config, datadir
 from envcheck import doctor as pipeline
 from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
@@ -111,6 +111,37 @@ DeepOpt = Annotated[
         "whether it really finds the GPU. Takes seconds per framework.",
     ),
 ]
+DataOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--data",
+        help="The dataset folder to audit: its storage class, file layout, "
+        "cold and warm read rates, and antivirus scanning of it. Only ever read.",
+        show_default=False,
+        file_okay=True,
+        dir_okay=True,
+    ),
+]
+DataBudgetOpt = Annotated[
+    float,
+    typer.Option(
+        "--data-budget",
+        min=0.5,
+        max=600.0,
+        help="Seconds for walking the dataset and sampling its read rate together; "
+        "larger trees are estimated, and the estimate is marked.",
+    ),
+]
+TargetRateOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--target-rate",
+        min=1.0,
+        help="Samples per second the training must be fed "
+        "(e.g. the GPU's measured rate); EC407 compares the cold read rate with it.",
+        show_default=False,
+    ),
+]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show passing checks too; tracebacks on errors.")
 ]
@@ -199,6 +230,9 @@ def doctor(
     rules: RulesOpt = None,
     config_path: ConfigOpt = None,
     deep: DeepOpt = False,
+    data: DataOpt = None,
+    data_budget: DataBudgetOpt = 5.0,
+    target_rate: TargetRateOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Audit the environment and machine; print a ranked list of fixes.
@@ -206,8 +240,8 @@ def doctor(
     Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it,
     2 usage or input error, 3 internal error.
     """
-    if facts and (python or deep):
-        flag = "--python" if python else "--deep"
+    if facts and (python or deep or data):
+        flag = "--python" if python else "--deep" if deep else "--data"
         raise UsageError(
             f"{flag} and --facts exclude each other: the saved snapshot was collected already"
         )
@@ -219,12 +253,29 @@ def doctor(
     for rule_id in settings.acknowledged:
         if registry.get(rule_id) is None:
             raise InputError(f"{settings.path}: acknowledge {rule_id}: no such rule")
-    snapshot = pipeline.load_snapshot(facts) if facts else pipeline.take_snapshot(python, deep)
+    data, data_problem = _usable_data(data)
+    if facts:
+        snapshot = pipeline.load_snapshot(facts)
+    else:
+        snapshot = pipeline.take_snapshot(python, deep, data, data_budget)
+    snapshot = pipeline.with_target_rate(snapshot, target_rate)
     report = pipeline.diagnose(snapshot, registry, selection, settings.acknowledged)
     _emit_report(report, output_format, output, threshold, verbose)
+    if data_problem:  # the rest of the doctor ran; the bad --data is still an input error
+        raise InputError(data_problem)
     worst = report.worst_severity()
     if not exit_zero and worst is not None and worst >= threshold:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _usable_data(data: Optional[Path]) -> tuple[Optional[Path], Optional[str]]:
+    """(the folder to audit, or None; the problem with --data, if any)."""
+    if data is None:
+        return None, None
+    problem = datadir.problem_with(data)
+    if problem:
+        return None, f"--data {data}: {problem}"
+    return data, None
 
 
 def _load_config(path: Optional[Path]) -> config.Config:
@@ -280,11 +331,17 @@ def collect(
     python: PythonOpt = None,
     output: OutputOpt = None,
     deep: DeepOpt = False,
+    data: DataOpt = None,
+    data_budget: DataBudgetOpt = 5.0,
     verbose: VerboseOpt = False,
 ) -> None:
     """Collect the snapshot of facts only (JSON), to evaluate later or elsewhere with
     `envcheck doctor --facts FILE`."""
-    snapshot = pipeline.take_snapshot(python, deep)
+    if data is not None:
+        problem = datadir.problem_with(data)
+        if problem:
+            raise InputError(f"--data {data}: {problem}")
+    snapshot = pipeline.take_snapshot(python, deep, data, data_budget)
     _write(snapshot.to_json(), output)
 
 

@@ -7,13 +7,16 @@ from typing import Any, Sequence
 
 from envcheck import __version__
 from envcheck.collectors import (
+    antivirus,
     cpu,
+    dataset,
     environment,
     frameworks,
     gpu,
     memory,
     packages,
     platform,
+    storage,
     theano,
 )
 from envcheck.collectors.base import CollectContext, Collector, run_collector
@@ -29,6 +32,9 @@ COLLECTORS: Sequence[tuple[str, tuple[str, ...], Collector]] = (
     ("theano", ("theano",), theano.collect),
     ("gpu", ("gpu",), gpu.collect),
     ("frameworks", ("frameworks",), frameworks.collect),
+    ("storage", ("storage",), storage.collect),
+    ("dataset", ("dataset", "read_throughput"), dataset.collect),
+    ("antivirus", ("antivirus",), antivirus.collect),
 )
 
 

@@ -21,29 +21,47 @@ from envcheck.model import Report
 from envcheck.snapshot import Facts, Snapshot
 
 
-def take_snapshot(python: Optional[str] = None, deep: bool = False) -> Snapshot:
+def take_snapshot(
+    python: Optional[str] = None,
+    deep: bool = False,
+    data: Optional[Path] = None,
+    data_budget: float = 5.0,
+) -> Snapshot:
     """Collect facts about this machine and the audited interpreter (this one by default).
 
     With `deep`, each installed framework is also imported, in a child process of the
     audited interpreter with a timeout, to record whether it really sees the GPU.
     """
     audited = interpreter.target(python) if python else interpreter.current()
-    snapshot = collect_snapshot(CollectContext(interpreter=audited))
+    snapshot = collect_snapshot(
+        CollectContext(interpreter=audited, data=data, data_budget_s=data_budget)
+    )
     if not deep:
         return snapshot
-    data = snapshot.as_dict()
-    frameworks = data.get("frameworks") or {}
+    facts = snapshot.as_dict()
+    frameworks = facts.get("frameworks") or {}
     installed = {name: bool(frameworks.get(name)) for name in ("tensorflow", "torch")}
     outcome = run_collector(
         "deep", lambda _ctx: deep_check(audited.executable, installed), CollectContext(audited)
     )
-    data["collectors"]["deep"] = outcome.status_json()
-    data["deep"] = outcome.sections.get("deep")
-    return Snapshot(data)
+    facts["collectors"]["deep"] = outcome.status_json()
+    facts["deep"] = outcome.sections.get("deep")
+    return Snapshot(facts)
 
 
 def load_snapshot(path: Path) -> Snapshot:
     return Snapshot.load(path)
+
+
+def with_target_rate(snapshot: Snapshot, rate: Optional[float]) -> Snapshot:
+    """Record the samples/s the training needs next to the measured read rate (EC407)."""
+    throughput = snapshot.data.get("read_throughput")
+    if rate is None or not isinstance(throughput, dict):
+        return snapshot
+    data = snapshot.as_dict()
+    data["read_throughput"]["target_samples_per_s"] = rate
+    data["read_throughput"]["target_source"] = "given with --target-rate"
+    return Snapshot(data)
 
 
 def diagnose(

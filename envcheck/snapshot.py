@@ -31,9 +31,15 @@ KNOWN_SECTIONS = (
     "gpu",
     "frameworks",
     "deep",
+    "storage",
+    "dataset",
+    "read_throughput",
+    "antivirus",
 )
 # Sections only some runs collect (`--deep`).
 OPTIONAL_SECTIONS = ("deep",)
+# Sections that are null, with their collector "ok", when no `--data DIR` was given.
+DATA_SECTIONS = ("storage", "dataset", "read_throughput")
 
 
 @dataclass(frozen=True)

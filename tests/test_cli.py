@@ -153,6 +153,9 @@ def test_version_and_help(runner: CliRunner) -> None:
     for flag in (
         "--python",
         "--deep",
+        "--data",
+        "--data-budget",
+        "--target-rate",
         "--facts",
         "--format",
         "--fail-on",

@@ -27,6 +27,9 @@ def test_readme_documents_every_doctor_flag() -> None:
     for flag in (
         "--python",
         "--deep",
+        "--data",
+        "--data-budget",
+        "--target-rate",
         "--facts",
         "--format",
         "--output",

@@ -31,6 +31,7 @@ def test_ids_are_grouped_by_area() -> None:
         "1": {"packages"},
         "2": {"memory", "cpu", "platform", "environment"},
         "3": {"gpu", "frameworks"},
+        "4": {"data"},
     }
     for rule in REGISTRY:
         assert rule.category in area_of_group[rule.id[2]], (rule.id, rule.category)

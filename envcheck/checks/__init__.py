@@ -1,6 +1,7 @@
 """Python checks, grouped by area; importing this package registers them."""
 
 from envcheck.checks import (  # noqa: F401
+    data,
     gpu_devices,
     gpu_stack,
     host,

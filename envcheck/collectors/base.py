@@ -29,6 +29,8 @@ class CollectContext:
     sys_root: Path = Path("/sys")
     proc_root: Path = Path("/proc")
     home: Path = field(default_factory=Path.home)
+    data: Optional[Path] = None  # the dataset folder (--data), only ever read
+    data_budget_s: float = 5.0  # time for the dataset walk and the read sample together
 
     def path(self, absolute: str) -> Path:
         """An absolute path such as /dev/shm, under the injected root."""

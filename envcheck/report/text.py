@@ -15,12 +15,13 @@ from rich.markup import escape
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
 
-AREAS = ("platform", "cpu", "memory", "gpu", "frameworks", "packages", "environment")
+AREAS = ("platform", "cpu", "memory", "gpu", "frameworks", "data", "packages", "environment")
 # Snapshot sections whose collector failures show under each area.
 AREA_SECTIONS = {
     "platform": ("platform", "interpreter"),
     "packages": ("packages", "modules", "theano"),
     "frameworks": ("frameworks", "deep"),
+    "data": ("storage", "dataset", "read_throughput", "antivirus"),
 }
 AREA_TITLES = {
     "platform": "Platform",
@@ -28,6 +29,7 @@ AREA_TITLES = {
     "memory": "Memory",
     "gpu": "GPU",
     "frameworks": "Frameworks",
+    "data": "Data",
     "packages": "Packages",
     "environment": "Environment",
 }
@@ -266,6 +268,31 @@ def _frameworks(facts: Mapping[str, Any]) -> str:
     return "; ".join(parts) or "no PyTorch, TensorFlow or JAX installed"
 
 
+def _data(facts: Mapping[str, Any]) -> str:
+    storage = facts.get("storage")
+    dataset = facts.get("dataset")
+    if not isinstance(storage, dict) and not isinstance(dataset, dict):
+        return "no --data given"
+    parts = []
+    if isinstance(storage, dict):
+        doubt = "" if storage.get("certain", True) else "?"
+        parts.append(
+            f"{storage.get('path')} on {storage.get('kind')}{doubt} ({storage.get('fs_type')})"
+        )
+    if isinstance(dataset, dict) and isinstance(dataset.get("files"), int):
+        about = "" if dataset.get("complete", True) else "~"
+        size = dataset.get("bytes")
+        shown = human_bytes(size) if isinstance(size, int) else "? bytes"
+        parts.append(f"{about}{dataset['files']:,} files, {about}{shown}")
+    cold = (facts.get("read_throughput") or {}).get("cold")
+    if isinstance(cold, dict) and cold.get("files_per_s"):
+        parts.append(f"cold reads {cold['files_per_s']:,.0f} files/s")
+    products = [p.get("name") for p in (facts.get("antivirus") or {}).get("products") or []]
+    if products:
+        parts.append("on-access scanning: " + ", ".join(str(p) for p in products))
+    return "; ".join(parts)
+
+
 def _packages(facts: Mapping[str, Any]) -> str:
     packages = facts.get("packages") or {}
     interp = facts.get("interpreter") or {}
@@ -285,6 +312,7 @@ _DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "memory": _memory,
     "gpu": _gpu,
     "frameworks": _frameworks,
+    "data": _data,
     "packages": _packages,
     "environment": _environment,
 }
