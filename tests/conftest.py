@@ -41,3 +41,23 @@ def load_cases() -> list[Any]:
                 pytest.param(path.stem, case, id=f"{path.stem}-{index}-{case.get('expect')}")
             )
     return params
+
+
+def rule_statuses(**sections: Any) -> dict[str, str]:
+    """Status of every built-in rule on a snapshot holding just these sections.
+
+    Lets a collector test state what its fake machine leads to, so facts and rules are
+    checked together.
+    """
+    from envcheck.engine.evaluate import evaluate
+    from envcheck.engine.registry import builtin_registry
+    from envcheck.snapshot import Facts
+
+    collectors = {name: {"status": "ok", "reason": None} for name in sections}
+    snapshot = snapshot_from({"collectors": collectors, **sections})
+    return {r.id: r.status.value for r in evaluate(builtin_registry(), Facts(snapshot))}
+
+
+def failing_rules(**sections: Any) -> list[str]:
+    """Ids of the built-in rules that fail on a snapshot holding just these sections."""
+    return sorted(rule for rule, status in rule_statuses(**sections).items() if status == "fail")

@@ -141,3 +141,57 @@ def test_a_hanging_data_folder_is_bounded(monkeypatch: pytest.MonkeyPatch, tmp_p
     finally:
         release.set()
     assert problem is not None and "hung network mount" in problem
+
+
+def _tmpfs_mount() -> Path | None:
+    try:
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            fields = line.split(" - ")
+            if len(fields) == 2 and fields[1].split()[0] == "tmpfs":
+                point = Path(fields[0].split()[4])
+                if point == Path("/dev/shm") and os.access(point, os.W_OK):
+                    return point
+    except OSError:
+        return None
+    return None
+
+
+def test_real_tmpfs_is_classified_tmpfs() -> None:
+    import shutil
+    import tempfile
+
+    mount = _tmpfs_mount()
+    if mount is None:
+        pytest.skip("no writable tmpfs at /dev/shm on this machine")
+    folder = Path(tempfile.mkdtemp(prefix="envcheck-test-", dir=mount))
+    try:
+        (folder / "a.jpg").write_bytes(b"\xff\xd8\xff\xe0" + b"0" * 100)
+        result = run("collect", "--data", str(folder))
+        assert result.exit_code == 0, result.stderr
+        storage = json.loads(result.stdout)["storage"]
+        assert (storage["kind"], storage["fs_type"], storage["mount_point"]) == (
+            "tmpfs",
+            "tmpfs",
+            str(mount),
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_real_root_file_system_is_classified() -> None:
+    result = run("collect", "--data", "/")
+    assert result.exit_code == 0, result.stderr
+    storage = json.loads(result.stdout)["storage"]
+    assert storage["mount_point"] == "/"
+    assert storage["kind"] in (
+        "hdd",
+        "ssd",
+        "nvme",
+        "overlay",
+        "usb",
+        "network",
+        "fuse",
+        "tmpfs",
+        "unknown",
+    )
+    assert storage["fs_type"]

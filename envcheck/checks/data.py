@@ -47,11 +47,18 @@ def data_section(facts: Facts, name: str) -> Union[dict[str, Any], Outcome]:
     return dict(section)
 
 
+def effective_kind(storage: dict[str, Any]) -> Any:
+    """The class that decides speed: for an overlay, the disk under its upper dir."""
+    if storage.get("kind") == "overlay" and storage.get("backing_kind"):
+        return storage["backing_kind"]
+    return storage.get("kind")
+
+
 def _storage_of_kind(facts: Facts, kinds: tuple[str, ...]) -> Union[dict[str, Any], Outcome]:
     storage = data_section(facts, "storage")
     if isinstance(storage, Outcome):
         return storage
-    kind = storage.get("kind")
+    kind = effective_kind(storage)
     if kind in (None, "unknown"):
         reasons = dict.fromkeys((storage.get("reasons") or {}).values())  # unique, in order
         why = "; ".join(reasons) or "storage class not determined"
@@ -361,7 +368,8 @@ def dataset_larger_than_ram_on_slow_storage(facts: Facts) -> Outcome:
     dataset = data_section(facts, "dataset")
     if isinstance(dataset, Outcome):
         return dataset
-    kind = facts.lookup("storage.kind")
+    storage = facts.section("storage")
+    kind = effective_kind(storage) if isinstance(storage, dict) else storage
     available = facts.lookup("memory.available_bytes")
     size = dataset.get("bytes")
     for value in (kind, available):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 import pytest
+from conftest import failing_rules, rule_statuses
 
 from envcheck.collectors import antivirus
 from envcheck.collectors.base import CollectContext, run_collector
@@ -189,6 +190,8 @@ def test_defender_on_elevated_dir_excluded_or_not(machine, paths, excluded: bool
         assert any(note.startswith(f"DIR {DIR} is excluded") for note in product["notes"])
     else:
         assert any(f"Add-MpPreference -ExclusionPath '{DIR}'" in n for n in product["notes"])
+    storage = {"path": DIR}
+    assert failing_rules(storage=storage, antivirus=section) == ([] if excluded else ["EC408"])
 
 
 def test_defender_python_and_venv_excluded_but_not_dir(machine) -> None:
@@ -241,6 +244,8 @@ def test_defender_unelevated_exclusions_are_unknown(machine) -> None:
     assert antivirus.ADMIN_NOTE in product["notes"]
     assert "elevated" in antivirus.ADMIN_NOTE and "administrator" in antivirus.ADMIN_NOTE
     assert section["reasons"] == {}
+    # never "not excluded" when it cannot be told: the rule says unknown
+    assert rule_statuses(storage={"path": DIR}, antivirus=section)["EC408"] == "unknown"
 
 
 def test_defender_unelevated_single_string_form(machine) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import pytest
+from conftest import failing_rules
 
 from envcheck.collectors import storage
 from envcheck.collectors.base import CollectContext
@@ -98,6 +99,7 @@ def test_nvme_root(machine) -> None:
     assert facts["kind"] == "nvme"
     assert facts["certain"] is True
     assert facts["method"] == "linux-sysfs"
+    assert failing_rules(storage=facts) == []
     assert facts["resolved"] == "/home/me/data/train"
     assert (facts["mount_point"], facts["fs_type"], facts["source"]) == (
         "/",
@@ -150,6 +152,7 @@ def test_sata_ssd(machine) -> None:
     facts = probe(machine, data_dir(machine, "/data"))
     assert (facts["kind"], facts["certain"], names(facts)) == ("ssd", True, ["sda"])
     assert facts["disks"][0]["transport"] == "sata"
+    assert failing_rules(storage=facts) == []
 
 
 def test_hdd_behind_md_raid(machine) -> None:
@@ -161,6 +164,7 @@ def test_hdd_behind_md_raid(machine) -> None:
     assert facts["device"] == "md0"
     assert (facts["kind"], facts["certain"], names(facts)) == ("hdd", True, ["sda", "sdb"])
     assert {d["transport"] for d in facts["disks"]} == {"sata"}
+    assert failing_rules(storage=facts) == ["EC401"]
 
 
 def test_usb_hdd_is_usb_whatever_it_claims(machine) -> None:
@@ -176,6 +180,7 @@ def test_usb_hdd_is_usb_whatever_it_claims(machine) -> None:
     assert (facts["kind"], facts["certain"], names(facts)) == ("usb", True, ["sdc"])
     assert facts["disks"][0]["transport"] == "usb"
     assert facts["disks"][0]["rotational"] is True
+    assert failing_rules(storage=facts) == ["EC402"]
 
 
 def test_hdd_behind_lvm(machine) -> None:
@@ -284,6 +289,7 @@ def test_nfs(machine) -> None:
     assert (facts["kind"], facts["certain"], facts["disks"]) == ("network", True, [])
     assert (facts["fs_type"], facts["source"]) == ("nfs4", "fileserver:/export/datasets")
     assert facts["device"] is None
+    assert failing_rules(storage=facts) == ["EC403"]
 
 
 def test_gcsfuse(machine) -> None:
@@ -296,6 +302,7 @@ def test_gcsfuse(machine) -> None:
     facts = probe(machine, data_dir(machine, "/mnt/gcs/train"))
     assert (facts["kind"], facts["certain"], facts["disks"]) == ("fuse", True, [])
     assert facts["fs_type"] == "fuse.gcsfuse"
+    assert failing_rules(storage=facts) == ["EC403"]
 
 
 def test_tmpfs(machine) -> None:
@@ -329,6 +336,7 @@ def test_overlay_with_its_upper_dir_on_nvme(machine) -> None:
     assert (facts["kind"], facts["backing_kind"], facts["certain"]) == ("overlay", "nvme", True)
     assert names(facts) == ["nvme0n1"]
     assert facts["fs_type"] == "overlay"
+    assert failing_rules(storage=facts) == []
 
 
 def test_overlay_inside_a_container_has_no_visible_backing(machine) -> None:
@@ -363,6 +371,7 @@ def test_wsl_windows_drive_is_drvfs(machine, line: str, point: str) -> None:
     machine.proc_file("self/mountinfo", mountinfo(mnt(1, "8:32", "/", "ext4", "/dev/sdc"), line))
     facts = probe(machine, data_dir(machine, point))
     assert (facts["kind"], facts["certain"], facts["disks"]) == ("drvfs", True, [])
+    assert failing_rules(storage=facts) == ["EC404"]
 
 
 def test_plain_9p_outside_wsl_is_network(machine) -> None:
@@ -869,6 +878,7 @@ def test_macos_internal_ssd(machine) -> None:
         "size_bytes": 994662584320,
     }
     assert (facts["mount_point"], facts["fs_type"], facts["device"]) == ("/", "apfs", "disk3s1s1")
+    assert failing_rules(storage=facts) == []
 
 
 def test_macos_external_usb(machine) -> None:
@@ -879,6 +889,7 @@ def test_macos_external_usb(machine) -> None:
     assert (facts["kind"], facts["certain"], names(facts)) == ("usb", True, ["disk5"])
     assert facts["disks"][0]["rotational"] is True
     assert facts["source"] == "/dev/disk5s2"
+    assert failing_rules(storage=facts) == ["EC402"]
 
 
 def test_macos_smb_share_is_network_without_diskutil(machine) -> None:
