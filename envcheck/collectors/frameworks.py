@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from envcheck import subprocess_runner
 from envcheck.collectors.base import CollectContext
-from envcheck.collectors.packages import InstalledDistribution, iter_distributions
+from envcheck.collectors.packages import InstalledDistribution, scan
 
 # Distributions known to ship the `tensorflow` package (a metapackage of one of these
 # names ships no files and is passed over: its RECORD names no tensorflow/ file).
@@ -70,7 +70,7 @@ _WINDOWS_VERSION = re.compile(r"^64_(\d+)$")  # Windows builds record "64_112" f
 
 def collect(ctx: CollectContext) -> dict[str, Any]:
     sys_path = [p for p in ctx.interpreter.sys_path if p]
-    distributions = list(iter_distributions(sys_path))
+    distributions = list(scan(ctx).distributions)
     first: dict[str, InstalledDistribution] = {}
     for dist in distributions:
         first.setdefault(dist.name, dist)  # the first of a name on sys.path wins

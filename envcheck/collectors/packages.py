@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional
 
 from packaging.utils import canonicalize_name
 
@@ -25,33 +25,26 @@ _META_SUFFIXES = (".dist-info", ".egg-info")
 
 
 def collect(ctx: CollectContext) -> dict[str, Any]:
-    entries = [Path(p) for p in ctx.interpreter.sys_path]
-    if not entries:
+    if not ctx.interpreter.sys_path:
         raise Unavailable("the interpreter reported an empty sys.path")
+    found = scan(ctx)
     packages: dict[str, str] = {}
     shadowed: dict[str, list[str]] = {}
     modules: dict[str, list[str]] = {m: [] for m in WATCHED_MODULES}
-    unreadable: list[str] = []
-    for meta_path in _metadata_paths(entries):
-        header = _read_header(meta_path)
-        if header is None:
-            unreadable.append(str(meta_path))
+    for dist in found.distributions:
+        if dist.name in packages:
+            shadowed.setdefault(dist.name, []).append(dist.version)
             continue
-        name, version = header
-        canonical = canonicalize_name(name)
-        if canonical in packages:
-            shadowed.setdefault(canonical, []).append(version)
-            continue
-        packages[canonical] = version
-        for module in _top_level_modules(meta_path):
+        packages[dist.name] = dist.version
+        for module in dist.top_level_modules():
             if module in modules:
-                modules[module].append(canonical)
+                modules[module].append(dist.name)
     return {
         "packages": dict(sorted(packages.items())),
         "modules": {
             "providers": modules,
             "shadowed": dict(sorted(shadowed.items())),
-            "unreadable_metadata": unreadable,
+            "unreadable_metadata": list(found.unreadable),
             "distribution_count": len(packages),
         },
     }
@@ -71,18 +64,36 @@ class InstalledDistribution:
         return _top_level_modules(self.meta_path)
 
 
-def iter_distributions(sys_path: Sequence[str]) -> Iterator[InstalledDistribution]:
-    """Every readable distribution in sys.path order, shadowed ones included.
+@dataclass(frozen=True)
+class Scan:
+    """Every distribution on sys.path, in sys.path order, shadowed ones included.
 
     Callers that want what the import system sees keep the first of each name.
     """
-    for meta_path in _metadata_paths([Path(p) for p in sys_path]):
+
+    distributions: tuple[InstalledDistribution, ...]
+    unreadable: tuple[str, ...]  # metadata without a readable Name and Version
+
+
+def scan(ctx: CollectContext) -> Scan:
+    """The audited interpreter's distributions, read once per collection and shared."""
+    key = ("distributions", tuple(ctx.interpreter.sys_path))
+    cached = ctx.memo.get(key)
+    if isinstance(cached, Scan):
+        return cached
+    found, unreadable = [], []
+    for meta_path in _metadata_paths([Path(p) for p in ctx.interpreter.sys_path if p]):
         header = _read_header(meta_path)
-        if header is not None:
-            name, version = header
-            yield InstalledDistribution(
-                canonicalize_name(name), version, meta_path, meta_path.parent
-            )
+        if header is None:
+            unreadable.append(str(meta_path))
+            continue
+        name, version = header
+        found.append(
+            InstalledDistribution(canonicalize_name(name), version, meta_path, meta_path.parent)
+        )
+    result = Scan(tuple(found), tuple(unreadable))
+    ctx.memo[key] = result
+    return result
 
 
 def _metadata_paths(entries: list[Path]) -> Iterator[Path]:
