@@ -61,3 +61,15 @@ def rule_statuses(**sections: Any) -> dict[str, str]:
 def failing_rules(**sections: Any) -> list[str]:
     """Ids of the built-in rules that fail on a snapshot holding just these sections."""
     return sorted(rule for rule, status in rule_statuses(**sections).items() if status == "fail")
+
+
+def cli_flags(command: str) -> list[str]:
+    """The long options of an envcheck command, read from the CLI itself."""
+    import typer
+
+    from envcheck.cli import app
+
+    group: Any = typer.main.get_command(app)
+    params = group.commands[command].params
+    flags = [o for p in params for o in getattr(p, "opts", []) if o.startswith("--")]
+    return [f for f in flags if f != "--help"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, cli_flags
 from typer.testing import CliRunner
 
 from envcheck.cli import app
@@ -149,24 +149,12 @@ def test_rules_list_and_show(runner: CliRunner) -> None:
 
 def test_version_and_help(runner: CliRunner) -> None:
     assert run(runner, "--version").stdout.startswith("envcheck ")
-    helped = run(runner, "doctor", "--help").stdout
-    for flag in (
-        "--python",
-        "--deep",
-        "--data",
-        "--data-budget",
-        "--target-rate",
-        "--facts",
-        "--format",
-        "--fail-on",
-        "--exit-zero",
-        "--select",
-        "--ignore",
-        "--rules",
-        "--config",
-        "--output",
-    ):
-        assert flag in helped
+    for command in ("doctor", "collect"):
+        helped = run(runner, command, "--help").stdout
+        flags = cli_flags(command)
+        assert "--python" in flags and "--data" in flags
+        for flag in flags:
+            assert flag in helped, (command, flag)
 
 
 # user rules and configuration ---------------------------------------------------------

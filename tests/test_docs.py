@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import cli_flags
+
 from envcheck.docs_gen import render
 from envcheck.engine.registry import builtin_registry
 
@@ -22,23 +24,8 @@ def test_every_rule_has_an_anchor_the_findings_point_to() -> None:
         assert rule.docs_ref == f"docs/rules.md#{rule.id.lower()}"
 
 
-def test_readme_documents_every_doctor_flag() -> None:
+def test_readme_documents_every_flag() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for flag in (
-        "--python",
-        "--deep",
-        "--data",
-        "--data-budget",
-        "--target-rate",
-        "--facts",
-        "--format",
-        "--output",
-        "--fail-on",
-        "--exit-zero",
-        "--select",
-        "--ignore",
-        "--rules",
-        "--config",
-        "--verbose",
-    ):
-        assert flag in readme, flag
+    for command in ("doctor", "collect"):
+        for flag in cli_flags(command):
+            assert f"`{flag}" in readme, (command, flag)
