@@ -111,6 +111,16 @@ DeepOpt = Annotated[
         "whether it really finds the GPU. Takes seconds per framework.",
     ),
 ]
+ScriptOpt = Annotated[
+    Optional[List[Path]],
+    typer.Option(
+        "--script",
+        help="A training script, or a folder searched for *.py "
+        "(repeatable). Read with Python's ast, never run: DataLoader, tf.data and "
+        "Keras input-pipeline settings, each finding with file:line.",
+        show_default=False,
+    ),
+]
 DataOpt = Annotated[
     Optional[Path],
     typer.Option(
@@ -233,6 +243,7 @@ def doctor(
     data: DataOpt = None,
     data_budget: DataBudgetOpt = 5.0,
     target_rate: TargetRateOpt = None,
+    script: ScriptOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Audit the environment and machine; print a ranked list of fixes.
@@ -240,8 +251,8 @@ def doctor(
     Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it,
     2 usage or input error, 3 internal error.
     """
-    if facts and (python or deep or data):
-        flag = "--python" if python else "--deep" if deep else "--data"
+    if facts and (python or deep or data or script):
+        flag = "--python" if python else "--deep" if deep else "--data" if data else "--script"
         raise UsageError(
             f"{flag} and --facts exclude each other: the saved snapshot was collected already"
         )
@@ -257,7 +268,7 @@ def doctor(
     if facts:
         snapshot = pipeline.load_snapshot(facts)
     else:
-        snapshot = pipeline.take_snapshot(python, deep, data, data_budget)
+        snapshot = pipeline.take_snapshot(python, deep, data, data_budget, script or [])
     snapshot = pipeline.with_target_rate(snapshot, target_rate)
     report = pipeline.diagnose(snapshot, registry, selection, settings.acknowledged)
     _emit_report(report, output_format, output, threshold, verbose)
@@ -333,6 +344,7 @@ def collect(
     deep: DeepOpt = False,
     data: DataOpt = None,
     data_budget: DataBudgetOpt = 5.0,
+    script: ScriptOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Collect the snapshot of facts only (JSON), to evaluate later or elsewhere with
@@ -341,7 +353,7 @@ def collect(
         problem = datadir.problem_with(data)
         if problem:
             raise InputError(f"--data {data}: {problem}")
-    snapshot = pipeline.take_snapshot(python, deep, data, data_budget)
+    snapshot = pipeline.take_snapshot(python, deep, data, data_budget, script or [])
     _write(snapshot.to_json(), output)
 
 

@@ -16,6 +16,7 @@ from envcheck.collectors import (
     memory,
     packages,
     platform,
+    scripts,
     storage,
     theano,
 )
@@ -35,6 +36,7 @@ COLLECTORS: Sequence[tuple[str, tuple[str, ...], Collector]] = (
     ("storage", ("storage",), storage.collect),
     ("dataset", ("dataset", "read_throughput"), dataset.collect),
     ("antivirus", ("antivirus",), antivirus.collect),
+    ("scripts", ("scripts",), scripts.collect),
 )
 
 

@@ -19,7 +19,7 @@ Generated from the rule registry by `python -m envcheck.docs_gen` (`make docs`);
 edit by hand. `envcheck rules show ID` prints the same text in a terminal.
 
 Ids are grouped by area: EC1xx packages, EC2xx host (CPU, memory), EC3xx GPU, driver
-and framework builds, EC4xx the data directory.
+and framework builds, EC4xx the data directory, EC5xx training scripts.
 Severities, ordered: info < low < medium < high < critical.
 """
 

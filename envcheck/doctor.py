@@ -7,7 +7,7 @@ CLI, the pre-training hook and `envcheck.preflight()` all go through here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from envcheck import __version__, interpreter
 from envcheck.collect import collect_snapshot, now_iso
@@ -26,6 +26,7 @@ def take_snapshot(
     deep: bool = False,
     data: Optional[Path] = None,
     data_budget: float = 5.0,
+    scripts: Sequence[Path] = (),
 ) -> Snapshot:
     """Collect facts about this machine and the audited interpreter (this one by default).
 
@@ -34,7 +35,9 @@ def take_snapshot(
     """
     audited = interpreter.target(python) if python else interpreter.current()
     snapshot = collect_snapshot(
-        CollectContext(interpreter=audited, data=data, data_budget_s=data_budget)
+        CollectContext(
+            interpreter=audited, data=data, data_budget_s=data_budget, scripts=tuple(scripts)
+        )
     )
     if not deep:
         return snapshot

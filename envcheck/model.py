@@ -78,9 +78,11 @@ class Impact:
 class Location:
     path: str
     line: Optional[int] = None
+    column: Optional[int] = None  # 1-based
+    code: Optional[str] = None  # the source line, stripped
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line}
+        return {"path": self.path, "line": self.line, "column": self.column, "code": self.code}
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,14 @@ KNOWN_SECTIONS = (
     "dataset",
     "read_throughput",
     "antivirus",
+    "scripts",
 )
 # Sections only some runs collect (`--deep`).
 OPTIONAL_SECTIONS = ("deep",)
 # Sections that are null, with their collector "ok", when no `--data DIR` was given.
 DATA_SECTIONS = ("storage", "dataset", "read_throughput")
+# Null, with the collector "ok", when no `--script` was given.
+SCRIPT_SECTIONS = ("scripts",)
 
 
 @dataclass(frozen=True)

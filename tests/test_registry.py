@@ -32,6 +32,7 @@ def test_ids_are_grouped_by_area() -> None:
         "2": {"memory", "cpu", "platform", "environment"},
         "3": {"gpu", "frameworks"},
         "4": {"data"},
+        "5": {"scripts"},
     }
     for rule in REGISTRY:
         assert rule.category in area_of_group[rule.id[2]], (rule.id, rule.category)

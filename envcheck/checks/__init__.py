@@ -7,5 +7,6 @@ from envcheck.checks import (  # noqa: F401
     host,
     keras_tf,
     packages,
+    scripts_torch,
     theano,
 )

@@ -31,6 +31,7 @@ class CollectContext:
     home: Path = field(default_factory=Path.home)
     data: Optional[Path] = None  # the dataset folder (--data), only ever read
     data_budget_s: float = 5.0  # time for the dataset walk and the read sample together
+    scripts: tuple[Path, ...] = ()  # training scripts or folders (--script), read, never run
     # Work several collectors share within one collection (the metadata scan), so that it
     # runs once; not part of the context's identity.
     memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)

@@ -15,13 +15,24 @@ from rich.markup import escape
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
 
-AREAS = ("platform", "cpu", "memory", "gpu", "frameworks", "data", "packages", "environment")
+AREAS = (
+    "platform",
+    "cpu",
+    "memory",
+    "gpu",
+    "frameworks",
+    "data",
+    "scripts",
+    "packages",
+    "environment",
+)
 # Snapshot sections whose collector failures show under each area.
 AREA_SECTIONS = {
     "platform": ("platform", "interpreter"),
     "packages": ("packages", "modules", "theano"),
     "frameworks": ("frameworks", "deep"),
     "data": ("storage", "dataset", "read_throughput", "antivirus"),
+    "scripts": ("scripts",),
 }
 AREA_TITLES = {
     "platform": "Platform",
@@ -30,6 +41,7 @@ AREA_TITLES = {
     "gpu": "GPU",
     "frameworks": "Frameworks",
     "data": "Data",
+    "scripts": "Scripts",
     "packages": "Packages",
     "environment": "Environment",
 }
@@ -108,6 +120,7 @@ def _finding_block(rank: int, f: Finding) -> list[str]:
         )
     if f.location:
         where = f.location.path + (f":{f.location.line}" if f.location.line else "")
+        where += f":{f.location.column}" if f.location.column else ""
         out.append(f"       where:  {escape(where)}")
     out.append(f"       docs:   {escape(f.docs)}")
     return out
@@ -293,6 +306,26 @@ def _data(facts: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _scripts(facts: Mapping[str, Any]) -> str:
+    scripts = facts.get("scripts")
+    if not isinstance(scripts, dict):
+        return "no --script given"
+    files = len(scripts.get("files") or [])
+    parts = [
+        f"{files} file(s) read",
+        f"{len(scripts.get('loaders') or [])} DataLoader(s)",
+        f"{len(scripts.get('tf_pipelines') or [])} tf.data pipeline(s)",
+    ]
+    errors = scripts.get("errors") or []
+    if errors:
+        shown = "; ".join(
+            f"{e.get('path')}{':' + str(e['line']) if e.get('line') else ''}: {e.get('reason')}"
+            for e in errors[:3]
+        )
+        parts.append(f"not audited: {shown}")
+    return ", ".join(parts)
+
+
 def _packages(facts: Mapping[str, Any]) -> str:
     packages = facts.get("packages") or {}
     interp = facts.get("interpreter") or {}
@@ -313,6 +346,7 @@ _DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "gpu": _gpu,
     "frameworks": _frameworks,
     "data": _data,
+    "scripts": _scripts,
     "packages": _packages,
     "environment": _environment,
 }

@@ -15,6 +15,7 @@ from envcheck.snapshot import (
     KNOWN_SECTIONS,
     OPTIONAL_SECTIONS,
     SCHEMA_VERSION,
+    SCRIPT_SECTIONS,
     Snapshot,
 )
 
@@ -36,8 +37,8 @@ def _assert_statuses(snapshot: Snapshot) -> None:
         assert status["status"] in ("ok", "unavailable"), section
         if status["status"] == "ok":
             assert status["reason"] is None, section
-            if section in DATA_SECTIONS and snapshot.data[section] is None:
-                continue  # no --data given
+            if section in (*DATA_SECTIONS, *SCRIPT_SECTIONS) and snapshot.data[section] is None:
+                continue  # no --data / --script given
             assert isinstance(snapshot.data[section], dict), section
         else:
             assert isinstance(status["reason"], str), section

@@ -1,0 +1,104 @@
+"""The training scripts named with --script: files, or folders searched for *.py.
+
+Each file is parsed, never imported or run (envcheck/scripts/analyze.py). A file that
+does not parse, is not Python, or is too large is listed in `errors` with the reason and
+location, and the other files are still audited. The search is bounded in files and time
+so that pointing --script at a whole repository stays quick.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from envcheck.collectors.base import CollectContext
+from envcheck.scripts.analyze import analyze_file
+
+MAX_FILES = 2_000
+BUDGET_S = 10.0
+SKIPPED_FOLDERS = {
+    ".git",
+    ".hg",
+    ".venv",
+    "venv",
+    "env",
+    "site-packages",
+    "node_modules",
+    "__pycache__",
+    ".tox",
+    ".mypy_cache",
+    "build",
+    "dist",
+}
+
+
+def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    if not ctx.scripts:
+        return {"scripts": None}
+    deadline = clock() + BUDGET_S
+    section: dict[str, Any] = {
+        "paths": [str(p) for p in ctx.scripts],
+        "files": [],
+        "errors": [],
+        "file_facts": [],
+        "loaders": [],
+        "tf_pipelines": [],
+        "keras_calls": [],
+        "reasons": {},
+    }
+    for path, shown in _python_files(ctx.scripts, section):
+        if len(section["files"]) >= MAX_FILES or clock() > deadline:
+            section["reasons"]["files"] = (
+                f"stopped after {len(section['files'])} files (limit {MAX_FILES} files, "
+                f"{BUDGET_S:g} s)"
+            )
+            break
+        report = analyze_file(path, shown)
+        section["files"].append(shown)
+        if report.error is not None:
+            section["errors"].append({"path": shown, **report.error})
+            continue
+        section["file_facts"].append({"path": shown, **report.facts})
+        section["loaders"].extend(report.loaders)
+        section["tf_pipelines"].extend(report.tf_pipelines)
+        section["keras_calls"].extend(report.keras_calls)
+    return {"scripts": section}
+
+
+def _python_files(paths: tuple[Path, ...], section: dict[str, Any]) -> Iterator[tuple[Path, str]]:
+    """(path, how to show it): explicit files as given, *.py found in folders, sorted."""
+    for given in paths:
+        if given.is_file():
+            yield given, str(given)
+        elif given.is_dir():
+            found = sorted(_walk(given))
+            if not found:
+                section["errors"].append(
+                    {
+                        "path": str(given),
+                        "reason": "no *.py files in this folder",
+                        "line": None,
+                        "column": None,
+                    }
+                )
+            for path in found:
+                yield path, str(path)
+        else:
+            section["errors"].append(
+                {
+                    "path": str(given),
+                    "reason": "no such file or folder",
+                    "line": None,
+                    "column": None,
+                }
+            )
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and not d.startswith("."))
+        for name in files:
+            if name.endswith(".py"):
+                yield Path(root) / name

@@ -1,0 +1,1 @@
+"""Static audit of training scripts: observations from source code, never executed."""

@@ -1,0 +1,609 @@
+"""tf.data and Keras observations, read from the source without running it.
+
+`observe_call` is called by the walker for every call in a file; it records Keras calls
+(`fit_generator`, `fit` with its worker settings, `ImageDataGenerator`, the
+`flow_from_*` loaders) and the mixed-precision policy. `finish` runs once per file after
+the walk and reads what needs the whole file: tf.data pipelines followed through
+`ds = ds.map(...)` reassignments and chained calls within one function or module body,
+and NumPy calls inside custom layers' `call`. Every observation is a plain JSON dict
+with `path`, `line`, `column`, `code` and `function`; nothing here judges.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
+
+from envcheck.scripts.values import Scope, keyword_values, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import FileReport, _Walker
+
+# Where a tf.data pipeline starts (qualified names, after import aliases).
+SOURCE_PREFIXES = ("tensorflow.data.Dataset.",)
+SOURCES = {
+    "tensorflow.data.TFRecordDataset",
+    "tensorflow.data.TextLineDataset",
+    "tensorflow.data.FixedLengthRecordDataset",
+    "tensorflow.keras.utils.image_dataset_from_directory",
+    "tensorflow.keras.utils.text_dataset_from_directory",
+    "tensorflow.keras.preprocessing.image_dataset_from_directory",
+    "keras.utils.image_dataset_from_directory",
+    "keras.utils.text_dataset_from_directory",
+    "keras.preprocessing.image_dataset_from_directory",
+}
+FILE_READERS = {"TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"}
+# Operations that may follow the final prefetch without undoing its overlap.
+AFTER_PREFETCH_OK = {"with_options", "take", "repeat", "skip"}
+PY_FUNCTIONS = {
+    "tensorflow.py_function",
+    "tensorflow.numpy_function",
+    "tensorflow.py_func",
+    "tensorflow.compat.v1.py_func",
+    "tensorflow.compat.v1.numpy_function",
+}
+KERAS_ROOTS = ("keras.", "tensorflow.keras.", "tensorflow.python.keras.", "tf_keras.")
+SEQUENCE_BASES = {
+    f"{root}{name}"
+    for root in KERAS_ROOTS
+    for name in ("utils.Sequence", "utils.PyDataset", "PyDataset", "utils.data_utils.Sequence")
+}
+LAYER_BASES = {
+    f"{root}{name}"
+    for root in KERAS_ROOTS
+    for name in ("layers.Layer", "Layer", "Model", "models.Model", "layers.core.Layer")
+}
+MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
+GENERATOR_METHODS = ("fit_generator", "evaluate_generator", "predict_generator")
+FIT_ARGS = ("workers", "use_multiprocessing", "max_queue_size")
+
+
+def observe_call(walker: _Walker, node: ast.Call, name: Optional[str]) -> None:
+    """Record Keras calls of interest and the mixed-precision policy."""
+    if name is not None and name.endswith(
+        ("mixed_precision.set_global_policy", "mixed_precision.experimental.set_policy")
+    ):
+        if node.args and _policy_name(node.args[0], walker) in MIXED_POLICIES:
+            walker.facts["mixed_precision"] = True
+        return
+    if name is not None and _is_keras(name) and name.endswith(".ImageDataGenerator"):
+        walker.report.keras_calls.append(_observation(walker, node, kind="ImageDataGenerator"))
+        return
+    if not isinstance(node.func, ast.Attribute):
+        return
+    attr = node.func.attr
+    if attr in GENERATOR_METHODS or (attr == "fit" and _uses_keras(walker)):
+        values, opaque = keyword_values(node, walker.scope())
+        first = node.args[0] if node.args else _keyword(node, "x" if attr == "fit" else "generator")
+        walker.report.keras_calls.append(
+            _observation(
+                walker,
+                node,
+                kind=attr,
+                args={k: values[k].to_json() for k in FIT_ARGS if k in values},
+                opaque_kwargs=opaque,
+                input=_input_kind(walker, first),
+                input_code=ast.unparse(first) if first is not None else None,
+            )
+        )
+    elif attr == "flow_from_directory" and _uses_keras(walker):
+        walker.report.keras_calls.append(_observation(walker, node, kind=attr))
+    elif attr == "flow_from_dataframe" and _uses_keras(walker):
+        values, opaque = keyword_values(node, walker.scope())
+        validate = values.get("validate_filenames")
+        walker.report.keras_calls.append(
+            _observation(
+                walker,
+                node,
+                kind=attr,
+                validate_filenames=validate.to_json() if validate is not None else None,
+                opaque_kwargs=opaque,
+            )
+        )
+
+
+def finish(walker: _Walker, report: FileReport) -> None:
+    """tf.data pipelines and NumPy in custom layers: observations needing the whole file."""
+    walker.facts.setdefault("mixed_precision", False)
+    files = _FileIndex(walker)
+    bodies: list[tuple[Optional[ast.AST], list[ast.stmt]]] = [(None, walker.module.body)]
+    bodies += [(f, f.body) for f in files.function_nodes]
+    for function, body in bodies:
+        scope = walker.module_scope if function is None else walker.module_scope.inside(function)
+        report.tf_pipelines.extend(_Pipelines(walker, files, function, scope).read(body))
+    report.keras_calls.extend(_layer_numpy(walker, files))
+
+
+# -- helpers shared by both passes -------------------------------------------------------
+
+
+def _is_keras(name: str) -> bool:
+    return name.startswith(KERAS_ROOTS)
+
+
+def _uses_keras(walker: _Walker) -> bool:
+    return any(
+        v.split(".")[0] in ("keras", "tensorflow", "tf_keras") for v in walker.aliases.values()
+    )
+
+
+def _keyword(node: ast.Call, name: str) -> Optional[ast.expr]:
+    for keyword in node.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def _code(lines: list[str], line: int) -> str:
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def _observation(
+    walker: _Walker, node: ast.AST, function: Optional[str] = None, **extra: Any
+) -> dict[str, Any]:
+    line = getattr(node, "lineno", 0)
+    if function is None:
+        current = walker.functions[-1] if walker.functions else None
+        function = getattr(current, "name", None)
+    return {
+        "path": walker.report.path,
+        "line": line,
+        "column": getattr(node, "col_offset", 0) + 1,
+        "code": _code(walker.lines, line),
+        "function": function,
+        **extra,
+    }
+
+
+def _policy_name(node: ast.expr, walker: _Walker) -> Any:
+    if isinstance(node, ast.Call) and node.args:  # mixed_precision.Policy("mixed_float16")
+        node = node.args[0]
+    value = resolve(node, walker.scope())
+    return value.value if value.known else None
+
+
+def _input_kind(walker: _Walker, node: Optional[ast.expr]) -> Optional[str]:
+    """ "generator" (a call to a function of this file that yields), "sequence" (an
+    instance of a keras Sequence/PyDataset subclass of this file), or None."""
+    if isinstance(node, ast.Name):
+        assigned = walker.scope().lookup(node.id)
+        node = assigned if assigned is not None else node
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    index = _FileIndex(walker)
+    if node.func.id in index.generators:
+        return "generator"
+    if node.func.id in index.sequences:
+        return "sequence"
+    return None
+
+
+def _qualified_base(base: ast.expr, aliases: dict[str, str]) -> str:
+    text = ast.unparse(base)
+    head, _, rest = text.partition(".")
+    return aliases.get(head, head) + (f".{rest}" if rest else "")
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Nodes under `node`, not descending into nested functions, classes or lambdas."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            yield from _own_nodes(child)
+
+
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers")
+
+
+def _header_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+    """Nodes of a statement outside its nested blocks (a `for`'s iterable, an `if`'s
+    test, a simple statement whole): blocks are read statement by statement."""
+    for field, value in ast.iter_fields(statement):
+        if field in BLOCK_FIELDS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.AST):
+                yield item
+                if not isinstance(item, ast.Lambda):
+                    yield from _own_nodes(item)
+
+
+class _FileIndex:
+    """Functions, generators and Keras subclasses defined in one file."""
+
+    def __init__(self, walker: _Walker):
+        module = walker.module
+        self.function_nodes: list[Union[ast.FunctionDef, ast.AsyncFunctionDef]] = [
+            n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        by_name: dict[str, list[Union[ast.FunctionDef, ast.AsyncFunctionDef]]] = {}
+        for function in self.function_nodes:
+            by_name.setdefault(function.name, []).append(function)
+        self.functions = {k: v[0] for k, v in by_name.items() if len(v) == 1}
+        self.generators = {
+            name
+            for name, f in self.functions.items()
+            if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(f))
+        }
+        classes = [n for n in ast.walk(module) if isinstance(n, ast.ClassDef)]
+        self.sequences = _derived(classes, walker.aliases, SEQUENCE_BASES)
+        self.layers = _derived(classes, walker.aliases, LAYER_BASES)
+        self.classes = {c.name: c for c in classes}
+        # Functions of this file whose result is chained (`make_ds().prefetch(...)`) or
+        # that receive a dataset: pipelines they return may be finished by the caller.
+        self.chained_results: set[str] = set()
+        for node in ast.walk(module):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+            ):
+                self.chained_results.add(node.value.func.id)
+
+
+def _derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str]) -> set[str]:
+    """Classes deriving from `bases`, directly or through other classes of the file."""
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            if cls.name in found:
+                continue
+            for base in cls.bases:
+                qualified = _qualified_base(base, aliases)
+                if qualified in bases or (isinstance(base, ast.Name) and base.id in found):
+                    found.add(cls.name)
+                    changed = True
+                    break
+    return found
+
+
+# -- tf.data pipelines --------------------------------------------------------------------
+
+
+class _Pipelines:
+    """The tf.data pipelines built in one function (or module) body, in source order."""
+
+    def __init__(
+        self, walker: _Walker, files: _FileIndex, function: Optional[ast.AST], scope: Scope
+    ):
+        self.walker = walker
+        self.files = files
+        self.function = function
+        self.scope = scope
+        self.live: dict[str, dict[str, Any]] = {}  # variable -> its pipeline so far
+        self.records: list[dict[str, Any]] = []
+
+    def read(self, body: list[ast.stmt]) -> list[dict[str, Any]]:
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            self._statement(statement)
+        return [self._finished(r) for r in self.records if not r["derived"]]
+
+    def _statement(self, statement: ast.stmt) -> None:
+        calls = [n for n in _header_nodes(statement) if isinstance(n, ast.Call)]
+        inner = {
+            id(c.func.value)
+            for c in calls
+            if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Call)
+        }
+        seen: set[int] = set()
+        target = None
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            target = statement.targets[0].id
+        returned = isinstance(statement, ast.Return)
+        for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+            if id(call) in inner or id(call) in seen:
+                continue
+            seen.add(id(call))
+            assigned = (
+                target if (isinstance(statement, ast.Assign) and call is statement.value) else None
+            )
+            self._chain(call, assigned, returned and call is getattr(statement, "value", None))
+        self._uses(statement)
+        # Plain statements nested in blocks (if/for/with/try) are read in order too.
+        for field in ("body", "orelse", "finalbody"):
+            for child in getattr(statement, field, []) or []:
+                if isinstance(child, ast.stmt) and not isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+                ):
+                    self._statement(child)
+        for handler in getattr(statement, "handlers", []) or []:
+            for child in handler.body:
+                self._statement(child)
+
+    def _chain(self, call: ast.Call, target: Optional[str], returned: bool) -> None:
+        ops: list[ast.Call] = []
+        node: ast.expr = call
+        base: Optional[dict[str, Any]] = None
+        while isinstance(node, ast.Call):
+            name = self.walker.qualname(node.func)
+            if name is not None and (name in SOURCES or name.startswith(SOURCE_PREFIXES)):
+                base = self._new(node, name)
+                break
+            if not isinstance(node.func, ast.Attribute):
+                return
+            ops.append(node)
+            node = node.func.value
+        else:
+            if isinstance(node, ast.Name) and node.id in self.live and ops:
+                previous = self.live[node.id]
+                previous["derived"] = True
+                base = {**previous, "ops": list(previous["ops"]), "derived": False}
+                self.records.append(base)
+        if base is None:
+            return
+        for op in reversed(ops):
+            base["ops"].append(self._op(op))
+        base["variable"] = target or base.get("variable")
+        if returned:
+            base["returned"] = True
+        if target is not None:
+            self.live[target] = base
+
+    def _new(self, node: ast.Call, name: str) -> dict[str, Any]:
+        record = {
+            "node": node,
+            "source": name.rsplit(".", 1)[-1],
+            "callee": name,
+            "ops": [],
+            "derived": False,
+            "variable": None,
+            "returned": False,
+            "used_by": None,
+            "files": self._files(node, name),
+        }
+        self.records.append(record)
+        return record
+
+    def _files(self, node: ast.Call, name: str) -> Optional[str]:
+        """Why the source reads many files ("list_files", "TFRecordDataset over a list"),
+        or None; a reader given num_parallel_reads reads them in parallel already."""
+        short = name.rsplit(".", 1)[-1]
+        if short == "list_files":
+            return "list_files"
+        if short not in FILE_READERS:
+            return None
+        values, _ = keyword_values(node, self.scope)
+        if "num_parallel_reads" in values or len(node.args) >= 4:
+            return None
+        files = node.args[0] if node.args else _keyword(node, "filenames")
+        if files is None:
+            return None
+        if isinstance(files, ast.Name):
+            assigned = self.scope.lookup(files.id)
+            files = assigned if assigned is not None else files
+        if isinstance(files, ast.Constant):
+            return None
+        if isinstance(files, (ast.List, ast.Tuple)) and len(files.elts) <= 1:
+            return None
+        return f"{short} over {ast.unparse(files)}"
+
+    def _op(self, call: ast.Call) -> dict[str, Any]:
+        assert isinstance(call.func, ast.Attribute)
+        name = call.func.attr
+        line = call.func.end_lineno or call.lineno
+        op: dict[str, Any] = {
+            "op": name,
+            "line": line,
+            "column": (call.func.end_col_offset or 0) - len(name) + 1,
+            "code": _code(self.walker.lines, line),
+        }
+        if name in ("map", "interleave", "flat_map"):
+            values, opaque = keyword_values(call, self.scope)
+            position = 1 if name == "map" else 3
+            parallel = values.get("num_parallel_calls")
+            if parallel is None and len(call.args) > position:
+                parallel = resolve(call.args[position], self.scope)
+            op["num_parallel_calls"] = parallel.to_json() if parallel is not None else None
+            op["opaque_kwargs"] = opaque
+            func = call.args[0] if call.args else _keyword(call, "map_func")
+            op["map_function"] = ast.unparse(func) if func is not None else None
+            op.update(self._function_calls(func))
+        return op
+
+    def _function_calls(self, func: Optional[ast.expr]) -> dict[str, Any]:
+        """Host-bound calls and random augmentation inside a map function."""
+        host: list[dict[str, Any]] = []
+        random: list[dict[str, Any]] = []
+        todo: list[ast.AST] = []
+        if isinstance(func, ast.Lambda):
+            todo.append(func.body)
+        elif isinstance(func, ast.Name) and func.id in self.files.functions:
+            todo.append(self.files.functions[func.id])
+        visited: set[int] = set()
+        while todo:
+            root = todo.pop()
+            if id(root) in visited:
+                continue
+            visited.add(id(root))
+            for node in ast.walk(root):
+                if not isinstance(node, ast.Call):
+                    continue
+                kind = self._host_kind(node)
+                entry = {
+                    "line": node.lineno,
+                    "call": ast.unparse(node.func),
+                    "code": _code(self.walker.lines, node.lineno),
+                }
+                if kind is not None:
+                    host.append({**entry, "kind": kind})
+                name = self.walker.qualname(node.func) or ""
+                if name.startswith(
+                    ("tensorflow.image.random_", "tensorflow.image.stateless_random_")
+                ) or name.startswith("tensorflow.random."):
+                    random.append(entry)
+                if isinstance(node.func, ast.Name) and node.func.id in self.files.functions:
+                    todo.append(self.files.functions[node.func.id])
+        return {"host_calls": host, "random_augmentation": random}
+
+    def _host_kind(self, node: ast.Call) -> Optional[str]:
+        name = self.walker.qualname(node.func) or ""
+        if name in PY_FUNCTIONS:
+            return "py_function"
+        if name.startswith("numpy."):
+            return "numpy"
+        if name.startswith("PIL."):
+            return "PIL"
+        if name.startswith("cv2."):
+            return "OpenCV"
+        if name == "time.sleep":
+            return "time.sleep"
+        if isinstance(node.func, ast.Name) and node.func.id == "open" and name == "open":
+            return "open()"
+        return None
+
+    def _uses(self, statement: ast.stmt) -> None:
+        """`model.fit(ds)`, `for batch in ds`, `return ds`, and datasets handed to a
+        function of this file (which may finish the pipeline)."""
+        if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Name):
+            self._mark(statement.iter.id, "for loop")
+        if (
+            isinstance(statement, ast.Return)
+            and isinstance(statement.value, ast.Name)
+            and statement.value.id in self.live
+        ):
+            self.live[statement.value.id]["returned"] = True
+        for node in _header_nodes(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            args = [*node.args, *(k.value for k in node.keywords)]
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            own = isinstance(node.func, ast.Name) and node.func.id in self.files.functions
+            for arg in args:
+                if isinstance(arg, ast.Name) and arg.id in self.live:
+                    if callee in ("fit", "evaluate", "predict", *GENERATOR_METHODS):
+                        self._mark(arg.id, callee)
+                    elif own:
+                        self.live[arg.id]["handed_to"] = ast.unparse(node.func)
+                elif own and isinstance(arg, ast.Call):
+                    for record in self.records:
+                        if record["node"] is arg or _chain_root(arg) is record["node"]:
+                            record["handed_to"] = ast.unparse(node.func)
+
+    def _mark(self, variable: str, use: str) -> None:
+        record = self.live.get(variable)
+        if record is not None and record["used_by"] is None:
+            record["used_by"] = use
+
+    def _finished(self, record: dict[str, Any]) -> dict[str, Any]:
+        node: ast.Call = record["node"]
+        ops: list[dict[str, Any]] = record["ops"]
+        names = [op["op"] for op in ops]
+        prefetch_at = max((i for i, n in enumerate(names) if n == "prefetch"), default=None)
+        ends_with_prefetch = prefetch_at is not None and all(
+            n in AFTER_PREFETCH_OK for n in names[prefetch_at + 1 :]
+        )
+        function = getattr(self.function, "name", None)
+        finished_elsewhere = None
+        if record.get("handed_to"):
+            finished_elsewhere = f"handed to {record['handed_to']}()"
+        elif record["returned"] and function in self.files.chained_results:
+            finished_elsewhere = f"returned by {function}(), whose callers chain more operations"
+        cache_after_random = None
+        random_seen: Optional[dict[str, Any]] = None
+        for op in ops:
+            if op.get("random_augmentation") and random_seen is None:
+                random_seen = op
+            if op["op"] == "cache" and random_seen is not None and cache_after_random is None:
+                cache_after_random = {
+                    "line": op["line"],
+                    "code": op["code"],
+                    "augmentation_line": random_seen["line"],
+                    "augmentation": random_seen["random_augmentation"][0]["call"],
+                }
+        many_files = None
+        if record["files"] and "interleave" not in names:
+            if record["files"] == "list_files":
+                if "flat_map" in names:
+                    many_files = "list_files followed by flat_map (one file at a time)"
+            else:
+                many_files = record["files"]
+        return {
+            "path": self.walker.report.path,
+            "line": node.lineno,
+            "column": node.col_offset + 1,
+            "code": _code(self.walker.lines, node.lineno),
+            "function": function,
+            "variable": record["variable"],
+            "source": record["source"],
+            "callee": record["callee"],
+            "operations": ops,
+            "last_operation": names[-1] if names else record["source"],
+            "ends_with_prefetch": ends_with_prefetch,
+            "used_by": record["used_by"],
+            "finished_elsewhere": finished_elsewhere,
+            "many_files_without_interleave": many_files,
+            "cache_after_random_augmentation": cache_after_random,
+        }
+
+
+def _chain_root(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if not isinstance(node.func.value, ast.Call):
+            return node
+        node = node.func.value
+    return node
+
+
+# -- NumPy in custom layers ------------------------------------------------------------------
+
+
+def _layer_numpy(walker: _Walker, files: _FileIndex) -> list[dict[str, Any]]:
+    """NumPy calls on the inputs inside `call` of Layer/Model subclasses of this file."""
+    found: list[dict[str, Any]] = []
+    for name in sorted(files.layers):
+        cls = files.classes[name]
+        for method in cls.body:
+            if not (isinstance(method, ast.FunctionDef) and method.name == "call"):
+                continue
+            tainted = {a.arg for a in [*method.args.args, *method.args.kwonlyargs]} - {"self"}
+            if method.args.vararg:
+                tainted.add(method.args.vararg.arg)
+            calls: list[dict[str, Any]] = []
+            for node in _in_order(method):
+                if isinstance(node, ast.Assign) and _mentions(node.value, tainted):
+                    for target in node.targets:
+                        tainted |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+                if not isinstance(node, ast.Call):
+                    continue
+                qualified = walker.qualname(node.func) or ""
+                on_inputs = _mentions(node, tainted)
+                numpy_method = isinstance(node.func, ast.Attribute) and node.func.attr == "numpy"
+                if (qualified.startswith("numpy.") and on_inputs) or (numpy_method and on_inputs):
+                    calls.append(
+                        {
+                            "line": node.lineno,
+                            "call": ast.unparse(node.func),
+                            "code": _code(walker.lines, node.lineno),
+                        }
+                    )
+            if calls:
+                first = min(calls, key=lambda c: c["line"])
+                record = _observation(walker, method, function="call", kind="layer_numpy")
+                record.update(
+                    line=first["line"],
+                    code=first["code"],
+                    column=1
+                    + len(walker.lines[first["line"] - 1])
+                    - len(walker.lines[first["line"] - 1].lstrip()),
+                    layer=name,
+                    numpy_calls=calls,
+                )
+                found.append(record)
+    return found
+
+
+def _in_order(root: ast.AST) -> list[ast.AST]:
+    nodes = [n for n in ast.walk(root) if hasattr(n, "lineno")]
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))

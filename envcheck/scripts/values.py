@@ -1,0 +1,279 @@
+"""Following a value in a training script without running it.
+
+`DataLoader(ds, num_workers=args.workers)` is only useful to audit if `args.workers` can
+be traced to `parser.add_argument("--workers", default=4)`. The resolver follows what is
+knowable from the source alone — literals, module constants, simple assignments in the
+same function or at module level, argparse defaults, dict literals and `dict(...)` calls
+passed with `**`, `os.cpu_count()` — and otherwise says the value is unknown, with the
+expression, rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
+
+
+@dataclass(frozen=True)
+class Value:
+    """What an argument is known to be: a literal value, symbolic, or unknown."""
+
+    known: bool
+    value: Any = None
+    text: str = ""  # the expression as written
+    source: str = ""  # how it was found: "literal", "default", "argparse --workers default", ...
+
+    def to_json(self) -> dict[str, Any]:
+        value = self.value if _json_safe(self.value) else repr(self.value)
+        return {"known": self.known, "value": value, "text": self.text, "source": self.source}
+
+
+def _json_safe(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def unknown(node: ast.AST, why: str) -> Value:
+    return Value(False, None, ast.unparse(node), why)
+
+
+class Scope:
+    """Assignments visible at one point: the enclosing function's, then the module's."""
+
+    def __init__(
+        self,
+        module_names: dict[str, ast.expr],
+        argparse: dict[str, tuple[str, ast.expr]],
+        function: Optional[ast.AST] = None,
+    ):
+        self.module_names = module_names
+        self.argparse = argparse
+        self.local_names = _simple_assignments(_body(function)) if function is not None else {}
+
+    @classmethod
+    def of_module(cls, module: ast.Module) -> Scope:
+        return cls(_simple_assignments(module.body), _argparse_defaults(module))
+
+    def inside(self, function: Optional[ast.AST]) -> Scope:
+        """The scope within `function` (module-level facts are shared, not recomputed)."""
+        return Scope(self.module_names, self.argparse, function)
+
+    def lookup(self, name: str) -> Optional[ast.expr]:
+        if name in self.local_names:
+            return self.local_names[name]
+        return self.module_names.get(name)
+
+
+def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
+    """The value of `node` as far as the source tells."""
+    text = ast.unparse(node)
+    if depth > 8:
+        return Value(False, None, text, "too many indirections")
+    if isinstance(node, ast.Constant):
+        return Value(True, node.value, text, "literal")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = resolve(node.operand, scope, depth + 1)
+        if inner.known and isinstance(inner.value, (int, float)):
+            return Value(True, -inner.value, text, inner.source)
+        return Value(False, None, text, inner.source)
+    if _is_cpu_count(node):
+        return Value(True, CPU_COUNT, text, "os.cpu_count()")
+    if isinstance(node, ast.Name):
+        if node.id in ("True", "False", "None"):
+            return Value(
+                True, {"True": True, "False": False, "None": None}[node.id], text, "literal"
+            )
+        assigned = scope.lookup(node.id)
+        if assigned is None:
+            return Value(False, None, text, f"{node.id} is not a simple assignment here")
+        found = resolve(assigned, scope, depth + 1)
+        return Value(found.known, found.value, text, found.source or f"{node.id} = ...")
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        default = scope.argparse.get(node.attr)
+        if default is not None:
+            option, expr = default
+            found = resolve(expr, scope, depth + 1)
+            source = f"argparse {option} default"
+            return Value(found.known, found.value, text, source)
+        return Value(False, None, text, f"{text} is not an argparse option with a default")
+    if isinstance(node, ast.BinOp):
+        return _binop(node, scope, depth)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("min", "max", "int")
+    ):
+        return _builtin_call(node, scope, depth)
+    return Value(False, None, text, "computed at run time")
+
+
+_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b if b else None,
+}
+_BUILTINS: dict[str, Callable[[list[Any]], Any]] = {
+    "min": min,
+    "max": max,
+    "int": lambda values: int(values[0]),
+}
+
+
+def _binop(node: ast.BinOp, scope: Scope, depth: int) -> Value:
+    text = ast.unparse(node)
+    left, right = resolve(node.left, scope, depth + 1), resolve(node.right, scope, depth + 1)
+    numbers = all(
+        v.known and isinstance(v.value, (int, float)) and not isinstance(v.value, bool)
+        for v in (left, right)
+    )
+    if not numbers:
+        symbolic = CPU_COUNT in (left.value, right.value)
+        return Value(
+            False, None, text, "depends on os.cpu_count()" if symbolic else "computed at run time"
+        )
+    op = _OPERATORS.get(type(node.op))
+    result = op(left.value, right.value) if op else None
+    if result is None:
+        return Value(False, None, text, "computed at run time")
+    return Value(True, result, text, "arithmetic on known values")
+
+
+def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
+    text = ast.unparse(node)
+    args = [resolve(a, scope, depth + 1) for a in node.args]
+    if (
+        node.keywords
+        or not args
+        or not all(a.known and isinstance(a.value, (int, float)) for a in args)
+    ):
+        return Value(False, None, text, "computed at run time")
+    name = node.func.id  # type: ignore[attr-defined]
+    values = [a.value for a in args]
+    result = _BUILTINS[name](values)
+    return Value(True, result, text, "arithmetic on known values")
+
+
+def keyword_values(call: ast.Call, scope: Scope) -> tuple[dict[str, Value], list[str]]:
+    """Keyword arguments of a call, `**dict` expanded where the dict is knowable.
+
+    Returns the values by name and the `**` expressions that could not be expanded
+    (any argument may hide in those: callers must treat absent names as unknown then).
+    """
+    values: dict[str, Value] = {}
+    opaque: list[str] = []
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            values[keyword.arg] = resolve(keyword.value, scope)
+            continue
+        expanded = _dict_items(keyword.value, scope)
+        if expanded is None:
+            opaque.append(ast.unparse(keyword.value))
+            continue
+        for name, expr in expanded.items():
+            found = resolve(expr, scope)
+            values.setdefault(
+                name,
+                Value(found.known, found.value, found.text, f"via **{ast.unparse(keyword.value)}"),
+            )
+    return values, opaque
+
+
+def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[str, ast.expr]]:
+    if depth > 4:
+        return None
+    if isinstance(node, ast.Name):
+        assigned = scope.lookup(node.id)
+        return _dict_items(assigned, scope, depth + 1) if assigned is not None else None
+    if isinstance(node, ast.Dict):
+        items: dict[str, ast.expr] = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            items[key.value] = value
+        return items
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        if node.args:
+            return None
+        return {k.arg: k.value for k in node.keywords if k.arg is not None}
+    return None
+
+
+def _is_cpu_count(node: ast.expr) -> bool:
+    if not isinstance(node, ast.Call) or node.args:
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "cpu_count":
+        return isinstance(func.value, ast.Name) and func.value.id in ("os", "multiprocessing", "mp")
+    return isinstance(func, ast.Name) and func.id == "cpu_count"
+
+
+def _body(node: Optional[ast.AST]) -> list[ast.stmt]:
+    return list(getattr(node, "body", []) or [])
+
+
+def _simple_assignments(body: list[ast.stmt]) -> dict[str, ast.expr]:
+    """name -> the expression of its only plain assignment in this body (walked into
+    if/with/for/try blocks, not into nested functions). A name assigned twice with
+    different expressions is left out: which one applies depends on the run."""
+    found: dict[str, ast.expr] = {}
+    ambiguous: set[str] = set()
+    for node in _statements(body):
+        targets: list[ast.expr] = []
+        value: Optional[ast.expr] = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        for target in targets:
+            if isinstance(target, ast.Name) and value is not None:
+                previous = found.get(target.id)
+                if previous is not None and ast.dump(previous) != ast.dump(value):
+                    ambiguous.add(target.id)
+                found[target.id] = value
+    return {k: v for k, v in found.items() if k not in ambiguous}
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        out.append(node)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                out.extend(_statements([n for n in inner if isinstance(n, ast.stmt)]))
+            if field == "handlers" and isinstance(inner, list):
+                for handler in inner:
+                    out.extend(_statements(list(getattr(handler, "body", []))))
+    return out
+
+
+def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
+    """dest -> (option string, default expression) for every `add_argument(..., default=...)`."""
+    found: dict[str, tuple[str, ast.expr]] = {}
+    for node in ast.walk(module):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            continue
+        options = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        default = keywords.get("default")
+        if not options or default is None:
+            continue
+        dest_node = keywords.get("dest")
+        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+            dest = dest_node.value
+        else:
+            longs = [o for o in options if o.startswith("--")]
+            dest = (longs[0] if longs else options[0]).lstrip("-").replace("-", "_")
+        found[dest] = (max(options, key=len), default)
+    return found
