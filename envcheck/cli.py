@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated, Any, Callable, List, Optional, TypeVar
+from typing import Annotated, Any, Callable, List, Mapping, Optional, TypeVar
 
 import typer
 
@@ -274,9 +274,28 @@ def doctor(
     _emit_report(report, output_format, output, threshold, verbose)
     if data_problem:  # the rest of the doctor ran; the bad --data is still an input error
         raise InputError(data_problem)
+    script_problem = _script_problem(snapshot.data)
+    if script_problem:  # the other scripts were audited; the bad ones are input errors
+        raise InputError(script_problem)
     worst = report.worst_severity()
     if not exit_zero and worst is not None and worst >= threshold:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _script_problem(facts: Mapping[str, Any]) -> Optional[str]:
+    """One line naming the --script files that could not be audited, if any."""
+    section = facts.get("scripts")
+    errors = section.get("errors") if isinstance(section, dict) else None
+    if not errors:
+        return None
+    shown = []
+    for error in errors[:3]:
+        where = str(error.get("path"))
+        if error.get("line"):
+            where += f":{error['line']}" + (f":{error['column']}" if error.get("column") else "")
+        shown.append(f"{where}: {error.get('reason')}")
+    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+    return f"--script: {len(errors)} could not be audited: " + "; ".join(shown) + more
 
 
 def _usable_data(data: Optional[Path]) -> tuple[Optional[Path], Optional[str]]:
@@ -355,6 +374,9 @@ def collect(
             raise InputError(f"--data {data}: {problem}")
     snapshot = pipeline.take_snapshot(python, deep, data, data_budget, script or [])
     _write(snapshot.to_json(), output)
+    problem = _script_problem(snapshot.data)
+    if problem:
+        raise InputError(problem)
 
 
 # rules --------------------------------------------------------------------------------

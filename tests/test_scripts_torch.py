@@ -114,7 +114,10 @@ def test_bad_files_are_reported_and_the_others_audited(tmp_path: Path) -> None:
     )
     (tmp_path / "huge.py").write_text("x = 1\n" * 400_000)
     result = run("--script", str(tmp_path))
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 2  # the others were audited; the bad ones are input errors
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("envcheck: error: --script: 3 could not be audited: ")
+    assert "broken.py:1:10: syntax error" in line
     section = json.loads(result.stdout)["facts"]["scripts"]
     errors = {Path(e["path"]).name: e for e in section["errors"]}
     assert errors["broken.py"]["reason"].startswith("syntax error")
@@ -128,7 +131,7 @@ def test_empty_folder_and_missing_path(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     result = run("--script", str(empty), "--script", str(tmp_path / "missing.py"))
-    assert result.exit_code == 0
+    assert result.exit_code == 2 and "2 could not be audited" in result.stderr
     reasons = [e["reason"] for e in json.loads(result.stdout)["facts"]["scripts"]["errors"]]
     assert reasons == ["no *.py files in this folder", "no such file or folder"]
 

@@ -1,0 +1,549 @@
+"""tf.data and Keras input pipelines in training scripts (EC511-EC519), read statically
+from the files named with `--script` (envcheck/scripts/tf_keras.py). Without
+`--script` they are skipped."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Union
+
+from envcheck.checks.facts_helpers import module_version
+from envcheck.engine.python_rules import check
+from envcheck.engine.rule import Hit, Outcome
+from envcheck.model import Location, Severity, Status
+from envcheck.snapshot import Facts, Missing
+
+GUIDE = "https://www.tensorflow.org/guide/data_performance"
+GUIDE_MAP = (
+    f"{GUIDE} (Parallelizing data transformation: 'the map transformation provides the "
+    "num_parallel_calls argument to specify the level of parallelism ... Using "
+    "tf.data.AUTOTUNE'; without it elements are transformed sequentially)"
+)
+GUIDE_PREFETCH = (
+    f"{GUIDE} (Prefetching: 'you should add a tf.data.Dataset.prefetch transformation to "
+    "the end of your input pipeline'; it 'overlaps the preprocessing and model execution of "
+    "a training step')"
+)
+GUIDE_HOST = (
+    f"{GUIDE} (Best practice summary: 'Vectorize user-defined functions passed in to the map "
+    "transformation'; tf.py_function runs Python and holds the GIL)"
+)
+GUIDE_CACHE = (
+    f"{GUIDE} (Caching: 'If the user-defined function passed into the map transformation is "
+    "expensive, apply the cache transformation after the map transformation as long as the "
+    "resulting dataset can still fit into memory or local storage' -- and before random "
+    "augmentation, which would otherwise be frozen into the cache)"
+)
+GUIDE_INTERLEAVE = (
+    f"{GUIDE} (Parallelizing data extraction: 'Use the interleave transformation to "
+    "parallelize the data loading step, interleaving the contents of other datasets (such as "
+    "data file readers)' with num_parallel_calls)"
+)
+KERAS_FIT_GENERATOR = (
+    "https://www.tensorflow.org/api_docs/python/tf/keras/Model#fit_generator ('DEPRECATED: "
+    "Model.fit now supports generators, so there is no longer any need to use this "
+    "endpoint')"
+)
+KERAS_WORKERS = (
+    "https://keras.io/2.16/api/models/model_training_apis/ (fit: workers 'Integer. Used for "
+    "generator or keras.utils.Sequence input only ... If unspecified, workers will default "
+    "to 1'; use_multiprocessing defaults to False)"
+)
+KERAS_THREADSAFE = (
+    "https://github.com/keras-team/keras/issues/8540 (generators with workers > 1 must be "
+    "thread-safe; keras.utils.Sequence is the safe way to load in parallel)"
+)
+KERAS_PYDATASET = (
+    "https://keras.io/api/utils/python_utils/#pydataset-class (Keras 3: workers and "
+    "use_multiprocessing are arguments of PyDataset, not of fit)"
+)
+KERAS_IDG = (
+    "https://www.tensorflow.org/api_docs/python/tf/keras/preprocessing/image/"
+    "ImageDataGenerator ('Deprecated: tf.keras.preprocessing.image.ImageDataGenerator is "
+    "not recommended for new code. Prefer loading images with "
+    "tf.keras.utils.image_dataset_from_directory and transforming the output tf.data.Dataset "
+    "with preprocessing layers')"
+)
+TF_LAYERS = (
+    "https://www.tensorflow.org/guide/function (Python side effects and NumPy calls run only "
+    "while tracing; 'Use TensorFlow ops inside tf.function')"
+)
+
+
+def scripts_section(facts: Facts) -> Union[dict[str, Any], Outcome]:
+    """The --script section, or the Outcome when it is absent: skipped without --script."""
+    section = facts.section("scripts")
+    if isinstance(section, Missing):
+        status = (facts.data.get("collectors") or {}).get("scripts") or {}
+        if status.get("status") == "ok":  # collected, and empty: no --script was given
+            return Outcome(Status.SKIPPED, "needs `--script PATH`")
+        return Outcome.unknown(section.reason)
+    return dict(section)
+
+
+def _items(facts: Facts, key: str) -> Union[list[dict[str, Any]], Outcome]:
+    section = scripts_section(facts)
+    if isinstance(section, Outcome):
+        return section
+    return [i for i in section.get(key) or [] if isinstance(i, dict)]
+
+
+def _hit(
+    item: dict[str, Any], line: Optional[int] = None, code: Optional[str] = None, **values: Any
+) -> Hit:
+    line = line if line is not None else item.get("line")
+    code = code if code is not None else item.get("code", "")
+    path = str(item.get("path", "?"))
+    return Hit(
+        values={"where": f"{path}:{line}", "code": code, **values},
+        evidence={"observation": item},
+        location=Location(path, line),
+    )
+
+
+def _judge(
+    items: Union[list[dict[str, Any]], Outcome],
+    hits_of: Callable[[dict[str, Any]], list[Hit]],
+    what: str,
+    clean: str,
+) -> Outcome:
+    if isinstance(items, Outcome):
+        return items
+    if not items:
+        return Outcome.passed(f"no {what} in the scripts")
+    hits = [hit for item in items for hit in hits_of(item)]
+    if not hits:
+        return Outcome.passed(f"{len(items)} {what}: {clean}")
+    return Outcome.failed(*hits, reason=f"{len(hits)} of the {what}")
+
+
+def _serial(value: Optional[dict[str, Any]]) -> bool:
+    """num_parallel_calls absent, or known to be None or 1."""
+    if value is None:
+        return True
+    return bool(value.get("known")) and value.get("value") in (None, 1)
+
+
+@check(
+    id="EC511",
+    name="tf-data-serial-map",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="A tf.data map/interleave runs serially (no num_parallel_calls)",
+    message="{where}: `{code}` -- {op}({function}) without num_parallel_calls transforms one "
+    "element at a time on one CPU core",
+    fix=".{op}({function}, num_parallel_calls=tf.data.AUTOTUNE)   # at {where}",
+    evidence=(GUIDE_MAP,),
+)
+def tf_data_serial_map(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `ds.map(decode)` with no `num_parallel_calls`: tf.data applies the
+    function to one element at a time, so decoding and resizing use a single core while
+    the GPU waits. The same holds for `interleave` (sequential unless given
+    `num_parallel_calls`). A value that cannot be read from the source (a variable set at
+    run time) is taken as given.
+
+    **Best practice.** `ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)` (and the same for
+    `interleave`), letting tf.data tune the parallelism to the CPUs available.
+    """
+
+    def hits(pipeline: dict[str, Any]) -> list[Hit]:
+        return [
+            _hit(
+                pipeline,
+                line=op.get("line"),
+                code=op.get("code"),
+                op=op["op"],
+                function=op.get("map_function") or "f",
+            )
+            for op in pipeline.get("operations") or []
+            if op.get("op") in ("map", "interleave")
+            and not op.get("opaque_kwargs")
+            and _serial(op.get("num_parallel_calls"))
+        ]
+
+    return _judge(_items(facts, "tf_pipelines"), hits, "tf.data pipelines", "maps run in parallel")
+
+
+@check(
+    id="EC512",
+    name="tf-data-no-prefetch",
+    severity=Severity.LOW,
+    category="scripts",
+    summary="A tf.data pipeline does not end with prefetch",
+    message="{where}: the pipeline `{code}` ends with .{last}() and never prefetches: the "
+    "next batch is prepared only after the training step that consumes this one",
+    fix="end the pipeline with ds = ds.prefetch(tf.data.AUTOTUNE)   # after .{last}() ({where})",
+    evidence=(GUIDE_PREFETCH,),
+)
+def tf_data_no_prefetch(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** A tf.data pipeline whose last operation is `batch` (or `map`, ...)
+    without `prefetch`: the producer and the training step alternate instead of
+    overlapping. Prefetch *after* batch is the recommended order and is not flagged;
+    `take`, `repeat` and `with_options` after the prefetch are accepted. A pipeline
+    handed to another function of the file, or returned to callers that chain more
+    operations, is not judged (the rest is out of sight). Recent TensorFlow releases can
+    inject a final prefetch themselves (`tf.data.Options().experimental_optimization.
+    inject_prefetch`), so the cost is often smaller than it was: hence the low severity.
+
+    **Best practice.** End every input pipeline with `.prefetch(tf.data.AUTOTUNE)`.
+    """
+
+    def hits(pipeline: dict[str, Any]) -> list[Hit]:
+        if (
+            pipeline.get("ends_with_prefetch")
+            or pipeline.get("finished_elsewhere")
+            or not pipeline.get("operations")
+        ):
+            return []
+        return [_hit(pipeline, last=pipeline.get("last_operation") or "batch")]
+
+    return _judge(
+        _items(facts, "tf_pipelines"), hits, "tf.data pipelines", "each ends with prefetch"
+    )
+
+
+@check(
+    id="EC513",
+    name="tf-data-host-bound-map",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="A tf.data map function runs Python, NumPy, PIL or tf.py_function on the host",
+    message="{where}: `{code}` -- the map function {function} calls {calls}: Python code "
+    "that holds the GIL (tf.py_function/numpy_function) or runs only once, at trace time",
+    fix="rewrite {function} with TensorFlow ops (tf.io.decode_*, tf.image.*), or move the "
+    "Python work offline (preprocess once, store TFRecords)",
+    evidence=(GUIDE_HOST, "https://www.tensorflow.org/api_docs/python/tf/py_function"),
+)
+def tf_data_host_bound_map(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** A `map` whose function (a lambda, or a function of the same file,
+    followed into the helpers it calls) uses `tf.py_function`/`tf.numpy_function`,
+    NumPy, PIL, OpenCV, `open()` or `time.sleep`. Wrapped in `py_function` that code runs
+    in the Python interpreter under the GIL, so `num_parallel_calls` buys little; not
+    wrapped, NumPy and PIL run once while the function is traced and their result is
+    baked into the graph (a silent bug rather than a slowdown).
+
+    **Best practice.** Express the transformation with TensorFlow ops (`tf.io`,
+    `tf.image`, `tf.strings`) so it runs in the tf.data C++ runtime in parallel, or do
+    the Python work once offline.
+    """
+
+    def hits(pipeline: dict[str, Any]) -> list[Hit]:
+        found = []
+        for op in pipeline.get("operations") or []:
+            host = op.get("host_calls") or []
+            if host:
+                calls = ", ".join(
+                    dict.fromkeys(f"{h.get('call')} (line {h.get('line')})" for h in host)
+                )
+                found.append(
+                    _hit(
+                        pipeline,
+                        line=op.get("line"),
+                        code=op.get("code"),
+                        function=op.get("map_function") or "the map function",
+                        calls=calls,
+                    )
+                )
+        return found
+
+    return _judge(
+        _items(facts, "tf_pipelines"), hits, "tf.data pipelines", "map functions use TF ops"
+    )
+
+
+@check(
+    id="EC514",
+    name="tf-data-cache-after-augmentation",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="cache() after a random augmentation freezes it (and caches the wrong stage)",
+    message="{where}: `{code}` caches after the random augmentation {augmentation} (line "
+    "{augmentation_line}): every epoch then sees the same augmented images",
+    fix="move .cache() before the augmenting map: ds.map(decode, ...).cache().map(augment, "
+    "num_parallel_calls=tf.data.AUTOTUNE)",
+    evidence=(GUIDE_CACHE,),
+)
+def tf_data_cache_after_augmentation(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `ds.map(augment).cache()` where `augment` calls
+    `tf.image.random_*` or `tf.random.*`: the first epoch's random draws are cached and
+    replayed, so augmentation stops augmenting, while the expensive deterministic work
+    before it is cached no better.
+
+    **Best practice.** Cache right after the expensive deterministic steps (decode,
+    resize) and apply random augmentation after the cache, in parallel.
+    """
+
+    def hits(pipeline: dict[str, Any]) -> list[Hit]:
+        cached = pipeline.get("cache_after_random_augmentation")
+        if not isinstance(cached, dict):
+            return []
+        return [
+            _hit(
+                pipeline,
+                line=cached.get("line"),
+                code=cached.get("code"),
+                augmentation=cached.get("augmentation"),
+                augmentation_line=cached.get("augmentation_line"),
+            )
+        ]
+
+    return _judge(
+        _items(facts, "tf_pipelines"), hits, "tf.data pipelines", "no cache after augmentation"
+    )
+
+
+@check(
+    id="EC515",
+    name="tf-data-files-without-interleave",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="Many files read one after another (no interleave / num_parallel_reads)",
+    message="{where}: `{code}` -- {why}: files are read sequentially, one at a time",
+    fix="ds = tf.data.Dataset.from_tensor_slices(files).interleave(tf.data.TFRecordDataset, "
+    "cycle_length=8, num_parallel_calls=tf.data.AUTOTUNE)   # or TFRecordDataset(files, "
+    "num_parallel_reads=tf.data.AUTOTUNE)",
+    evidence=(GUIDE_INTERLEAVE,),
+)
+def tf_data_files_without_interleave(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `tf.data.TFRecordDataset(list_of_files)` without
+    `num_parallel_reads`, or `list_files(...).flat_map(...)`: the shards are read one
+    after another, so a remote or slow disk's latency is paid in series. (`list_files`
+    followed by a parallel `map` that reads one image per element is fine and is not
+    flagged.)
+
+    **Best practice.** Read shards in parallel: `interleave(tf.data.TFRecordDataset,
+    cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE)` or
+    `TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)`.
+    """
+
+    def hits(pipeline: dict[str, Any]) -> list[Hit]:
+        why = pipeline.get("many_files_without_interleave")
+        return [_hit(pipeline, why=why)] if why else []
+
+    return _judge(
+        _items(facts, "tf_pipelines"), hits, "tf.data pipelines", "files read in parallel"
+    )
+
+
+def _keras(facts: Facts, kinds: tuple[str, ...]) -> Union[list[dict[str, Any]], Outcome]:
+    items = _items(facts, "keras_calls")
+    if isinstance(items, Outcome):
+        return items
+    return [i for i in items if i.get("kind") in kinds]
+
+
+@check(
+    id="EC516",
+    name="keras-fit-generator",
+    severity=Severity.LOW,
+    category="scripts",
+    summary="Deprecated Model.fit_generator / evaluate_generator / predict_generator",
+    message="{where}: `{code}` uses {method}, deprecated since TensorFlow 2.1 and removed "
+    "in Keras 3",
+    fix="model.{replacement}(...) takes generators and Sequences directly   # at {where}",
+    evidence=(KERAS_FIT_GENERATOR,),
+)
+def keras_fit_generator(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `model.fit_generator(gen, ...)` (and `evaluate_generator`,
+    `predict_generator`): deprecated wrappers that only forward to `fit`; in Keras 3 they
+    no longer exist, so the script breaks on upgrade, and they keep the Keras 2 era
+    single-worker Python loading in place.
+
+    **Best practice.** Call `fit`/`evaluate`/`predict` with the generator, a
+    `keras.utils.Sequence`/`PyDataset`, or better a `tf.data.Dataset`.
+    """
+
+    def hits(call: dict[str, Any]) -> list[Hit]:
+        method = str(call.get("kind"))
+        return [_hit(call, method=method, replacement=method.replace("_generator", ""))]
+
+    return _judge(
+        _keras(facts, ("fit_generator", "evaluate_generator", "predict_generator")),
+        hits,
+        "Keras calls",
+        "none deprecated",
+    )
+
+
+def _keras_major(facts: Facts) -> Union[int, Outcome]:
+    """The Keras major version that `fit` comes from: keras itself, else tf.keras."""
+    keras = module_version(facts, "keras")
+    if isinstance(keras, Missing):
+        return Outcome.unknown(keras.reason)
+    if keras is not None:
+        return keras[1].major
+    tf = module_version(facts, "tensorflow")
+    if isinstance(tf, Missing):
+        return Outcome.unknown(tf.reason)
+    if tf is None:
+        return Outcome.unknown("neither keras nor tensorflow is installed here")
+    return 2 if tf[1].release[:2] < (2, 16) else 3
+
+
+@check(
+    id="EC517",
+    name="keras-generator-default-workers",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="A Keras generator or Sequence is loaded by one worker (workers left at 1)",
+    message="{where}: `{code}` feeds {input} to {method} with workers={workers}: batches are "
+    "produced by a single thread, in turn with training",
+    fix="use a keras.utils.Sequence and {method}(..., workers=8, use_multiprocessing=True, "
+    "max_queue_size=32), or build a tf.data pipeline with map(num_parallel_calls=AUTOTUNE)",
+    evidence=(KERAS_WORKERS, KERAS_THREADSAFE, KERAS_PYDATASET),
+)
+def keras_generator_default_workers(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Keras 2 `fit(generator_or_sequence)` (or `fit_generator`) with
+    `workers` unset: one worker thread fills the queue (`max_queue_size=10`), so Python
+    loading and augmentation run on one core. Plain Python generators are also not
+    thread-safe, so raising `workers` on them is unsafe (keras-team/keras#8540); a
+    `Sequence` is. Keras 3's `fit` takes no `workers` (they moved to `PyDataset`), so for
+    Keras 3 the rule answers unknown.
+
+    **Best practice.** Wrap loading in a `keras.utils.Sequence` and pass `workers=N,
+    use_multiprocessing=True`, or move to `tf.data` with parallel `map` and `prefetch`.
+    """
+    items = _keras(facts, ("fit", "fit_generator"))
+    if isinstance(items, Outcome):
+        return items
+    fed = [i for i in items if i.get("input") or i.get("kind") == "fit_generator"]
+    if not fed:
+        return Outcome.passed("no Keras fit fed by a Python generator or Sequence")
+    major = _keras_major(facts)
+    if isinstance(major, Outcome):
+        return major
+    if major >= 3:
+        return Outcome.unknown(
+            f"Keras {major}: fit() takes no workers; set them on PyDataset(workers=..., "
+            "use_multiprocessing=...)"
+        )
+    hits = []
+    for call in fed:
+        workers = (call.get("args") or {}).get("workers")
+        if call.get("opaque_kwargs") and workers is None:
+            continue
+        if workers is None or (workers.get("known") and workers.get("value") in (0, 1)):
+            shown = "1 (the default)" if workers is None else str(workers.get("value"))
+            what = {"generator": "a Python generator", "sequence": "a keras Sequence"}
+            hits.append(
+                _hit(
+                    call,
+                    input=what.get(str(call.get("input")), str(call.get("input_code"))),
+                    method=call.get("kind"),
+                    workers=shown,
+                )
+            )
+    if not hits:
+        return Outcome.passed(f"{len(fed)} generator-fed fit calls set workers")
+    return Outcome.failed(*hits, reason=f"{len(hits)} generator-fed fit calls with one worker")
+
+
+@check(
+    id="EC518",
+    name="keras-imagedatagenerator",
+    severity=Severity.LOW,
+    category="scripts",
+    summary="Deprecated ImageDataGenerator / flow_from_*: serial Python image loading",
+    message="{where}: `{code}` -- {problem}",
+    fix="{fix}",
+    evidence=(
+        KERAS_IDG,
+        "https://www.tensorflow.org/api_docs/python/tf/keras/preprocessing/image/"
+        "ImageDataGenerator#flow_from_dataframe (validate_filenames: 'Boolean, whether to "
+        "validate image filenames in x_col. If True, invalid images will be ignored. "
+        "Disabling this option can lead to speed-up in the execution of this function', "
+        "default True)",
+    ),
+)
+def keras_imagedatagenerator(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `ImageDataGenerator(...).flow_from_directory(...)`: deprecated,
+    decodes and augments images in Python (PIL and NumPy), one batch at a time. Its
+    `flow_from_dataframe` also opens every listed file up front to validate it
+    (`validate_filenames=True` by default), which takes minutes on large datasets before
+    the first step.
+
+    **Best practice.** `keras.utils.image_dataset_from_directory(...)` followed by
+    preprocessing layers or `map(..., num_parallel_calls=tf.data.AUTOTUNE)` and
+    `.prefetch(tf.data.AUTOTUNE)`; when keeping `flow_from_dataframe` on a large,
+    trusted list, pass `validate_filenames=False`.
+    """
+    items = _keras(facts, ("ImageDataGenerator", "flow_from_directory", "flow_from_dataframe"))
+    if isinstance(items, Outcome):
+        return items
+    if not items:
+        return Outcome.passed("no ImageDataGenerator in the scripts")
+    constructed = {i.get("path") for i in items if i.get("kind") == "ImageDataGenerator"}
+    replace = (
+        "ds = keras.utils.image_dataset_from_directory(DIR, image_size=(224, 224), "
+        "batch_size=32).map(augment, num_parallel_calls=tf.data.AUTOTUNE)"
+        ".prefetch(tf.data.AUTOTUNE)"
+    )
+    hits = []
+    for item in items:
+        kind = item.get("kind")
+        if kind == "ImageDataGenerator" or (
+            kind == "flow_from_directory" and item.get("path") not in constructed
+        ):
+            problem = (
+                "ImageDataGenerator is deprecated and loads and augments images serially in Python"
+            )
+            hits.append(_hit(item, problem=problem, fix=replace))
+        elif kind == "flow_from_dataframe":
+            validate = item.get("validate_filenames")
+            if item.get("opaque_kwargs") and validate is None:
+                continue
+            if validate is None or (validate.get("known") and validate.get("value") is True):
+                hits.append(
+                    _hit(
+                        item,
+                        problem="flow_from_dataframe validates every filename before the "
+                        "first batch (validate_filenames defaults to True): slow on large "
+                        "datasets",
+                        fix="flow_from_dataframe(..., validate_filenames=False)   # or " + replace,
+                    )
+                )
+    if not hits:
+        return Outcome.passed("ImageDataGenerator calls validated off")
+    return Outcome.failed(*hits, reason=f"{len(hits)} ImageDataGenerator uses")
+
+
+@check(
+    id="EC519",
+    name="keras-layer-numpy",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="NumPy on the inputs inside a custom Keras layer's call()",
+    message="{where}: `{code}` -- {layer}.call runs {calls} on its inputs: outside the graph "
+    "(eager only, on the host) or only once while tracing",
+    fix="replace the NumPy calls in {layer}.call with tf.* / keras.ops equivalents "
+    "(e.g. np.clip -> tf.clip_by_value)",
+    evidence=(TF_LAYERS, "https://keras.io/guides/making_new_layers_and_models_via_subclassing/"),
+)
+def keras_layer_numpy(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `np.clip(inputs, ...)` (or `inputs.numpy()`) inside `call` of a
+    `Layer`/`Model` subclass. Under `tf.function` (as `fit` runs it) NumPy cannot see
+    tensor values: it fails or runs once at trace time; eagerly it copies the batch to
+    the host and back every step. NumPy on constants (`np.float32(0.5)`) is harmless and
+    is not flagged: only calls whose arguments derive from `call`'s parameters are.
+
+    **Best practice.** Use TensorFlow / `keras.ops` operations inside `call`, so the layer
+    runs on the GPU as part of the compiled step.
+    """
+
+    def hits(item: dict[str, Any]) -> list[Hit]:
+        calls = ", ".join(
+            dict.fromkeys(
+                f"{c.get('call')} (line {c.get('line')})" for c in item.get("numpy_calls") or []
+            )
+        )
+        return [_hit(item, layer=item.get("layer"), calls=calls)]
+
+    return _judge(_keras(facts, ("layer_numpy",)), hits, "custom layers with NumPy", "none")

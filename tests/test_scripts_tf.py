@@ -1,0 +1,143 @@
+"""tf.data / Keras rules (EC511-EC519) on the corpus in tests/scripts_corpus/: the
+analyser's observations evaluated by the real rules, findings and their locations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.engine.evaluate import evaluate
+from envcheck.engine.registry import Registry, builtin_registry
+from envcheck.model import Status
+from envcheck.scripts.analyze import analyze_file
+from envcheck.snapshot import Facts, Snapshot
+
+CORPUS = Path(__file__).parent / "scripts_corpus"
+OURS = [f"EC5{n}" for n in range(11, 20)]
+KERAS2 = {
+    "packages": {"tensorflow": "2.15.0", "keras": "2.15.0"},
+    "modules": {"providers": {"tensorflow": ["tensorflow"], "keras": ["keras"]}},
+}
+
+
+def _findings(name: str, **extra: Any) -> list[tuple[str, int]]:
+    path = CORPUS / name
+    report = analyze_file(path, name)
+    assert report.error is None
+    data = {
+        "schema_version": 1,
+        "collectors": {"scripts": {"status": "ok", "reason": None}},
+        "scripts": {
+            "files": [name],
+            "tf_pipelines": report.tf_pipelines,
+            "keras_calls": report.keras_calls,
+            "file_facts": [{"path": name, **report.facts}],
+        },
+        **extra,
+    }
+    registry = builtin_registry()
+    rules = Registry([r for r in registry if r.id in OURS])
+    found = []
+    for result in evaluate(rules, Facts(Snapshot.from_dict(data))):
+        assert result.status in (Status.PASS, Status.FAIL, Status.UNKNOWN), result
+        for finding in result.findings:
+            assert finding.location is not None and finding.location.path == name
+            assert f"{name}:{finding.location.line}" in finding.message
+            assert "<unknown>" not in finding.message + finding.fix
+            found.append((finding.id, finding.location.line or 0))
+    return sorted(found)
+
+
+def test_serial_map_without_prefetch() -> None:
+    assert _findings("tf_serial_map_no_prefetch.py") == [("EC511", 14), ("EC512", 12)]
+
+
+def test_fixed_pipeline_has_no_findings() -> None:
+    assert _findings("tf_pipeline_fixed.py", **KERAS2) == []
+    report = analyze_file(CORPUS / "tf_pipeline_fixed.py", "x.py")
+    assert report.facts["mixed_precision"] is True
+    [first, *_] = report.tf_pipelines
+    assert [op["op"] for op in first["operations"]] == [
+        "map",
+        "cache",
+        "shuffle",
+        "map",
+        "batch",
+        "prefetch",
+    ]
+    assert first["operations"][0]["num_parallel_calls"]["text"] == "AUTOTUNE"
+
+
+def test_keras2_imagedatagenerator_and_fit_generator() -> None:
+    assert _findings("keras2_imagedatagenerator_fit_generator.py", **KERAS2) == [
+        ("EC516", 27),
+        ("EC517", 27),
+        ("EC517", 28),
+        ("EC518", 24),
+        ("EC518", 26),
+    ]
+
+
+def test_keras3_workers_rule_is_unknown() -> None:
+    keras3 = {
+        "packages": {"tensorflow": "2.16.1", "keras": "3.3.3"},
+        "modules": {"providers": {"tensorflow": ["tensorflow"], "keras": ["keras"]}},
+    }
+    found = _findings("keras2_imagedatagenerator_fit_generator.py", **keras3)
+    assert "EC517" not in {f for f, _ in found}
+
+
+def test_custom_layer_numpy() -> None:
+    assert _findings("keras_custom_layer_numpy.py") == [("EC519", 14)]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            "import tensorflow as tf\n"
+            "files = tf.io.gfile.glob('*.tfrecord')\n"
+            "ds = tf.data.TFRecordDataset(files).map(parse, num_parallel_calls=4)\n"
+            "ds = ds.batch(8).prefetch(1)\n",
+            [("EC515", 3)],
+        ),
+        (
+            "import tensorflow as tf\n"
+            "import numpy as np\n"
+            "def aug(x):\n"
+            "    return tf.image.random_flip_left_right(x)\n"
+            "def load(p):\n"
+            "    return tf.py_function(lambda q: np.load(q), [p], tf.float32)\n"
+            "ds = tf.data.Dataset.list_files('*.npy')\n"
+            "ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE)\n"
+            "ds = ds.map(aug, num_parallel_calls=tf.data.AUTOTUNE).cache()\n"
+            "model.fit(ds.batch(32).prefetch(tf.data.AUTOTUNE))\n",
+            [("EC513", 8), ("EC514", 9)],
+        ),
+        (
+            "from tensorflow import data\n"
+            "def prepare(ds):\n"
+            "    return ds\n"
+            "ds = prepare(data.Dataset.range(10).map(lambda x: x, num_parallel_calls=2))\n",
+            [],
+        ),
+    ],
+)
+def test_snippets(tmp_path: Path, source: str, expected: list[tuple[str, int]]) -> None:
+    (tmp_path / "snippet.py").write_text(source)
+    global CORPUS
+    saved, CORPUS = CORPUS, tmp_path
+    try:
+        assert _findings("snippet.py") == expected
+    finally:
+        CORPUS = saved
+
+
+def test_skipped_without_script() -> None:
+    data = {"schema_version": 1, "collectors": {"scripts": {"status": "ok", "reason": None}}}
+    registry = builtin_registry()
+    rules = Registry([r for r in registry if r.id in OURS])
+    results = evaluate(rules, Facts(Snapshot.from_dict(data)))
+    assert {r.status for r in results} == {Status.SKIPPED}
