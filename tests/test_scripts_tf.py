@@ -22,8 +22,8 @@ KERAS2 = {
 }
 
 
-def _findings(name: str, **extra: Any) -> list[tuple[str, int]]:
-    path = CORPUS / name
+def _findings(name: str, folder: Path = CORPUS, **extra: Any) -> list[tuple[str, int]]:
+    path = folder / name
     report = analyze_file(path, name)
     assert report.error is None
     data = {
@@ -127,12 +127,7 @@ def test_custom_layer_numpy() -> None:
 )
 def test_snippets(tmp_path: Path, source: str, expected: list[tuple[str, int]]) -> None:
     (tmp_path / "snippet.py").write_text(source)
-    global CORPUS
-    saved, CORPUS = CORPUS, tmp_path
-    try:
-        assert _findings("snippet.py") == expected
-    finally:
-        CORPUS = saved
+    assert _findings("snippet.py", tmp_path) == expected
 
 
 def test_skipped_without_script() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
+from envcheck.checks.facts_helpers import requested_section
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.engine.template import human_bytes
@@ -38,13 +39,7 @@ MANY_FILES = 100_000
 
 def data_section(facts: Facts, name: str) -> Union[dict[str, Any], Outcome]:
     """A --data section, or the Outcome when it is absent: skipped without --data."""
-    section = facts.section(name)
-    if isinstance(section, Missing):
-        status = (facts.data.get("collectors") or {}).get(name) or {}
-        if status.get("status") == "ok":  # collected, and empty: no --data was given
-            return Outcome(Status.SKIPPED, "needs `--data DIR`")
-        return Outcome.unknown(section.reason)
-    return dict(section)
+    return requested_section(facts, name, "--data DIR")
 
 
 def effective_kind(storage: dict[str, Any]) -> Any:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from packaging.version import InvalidVersion, Version
 
 from envcheck.engine.rule import Outcome
+from envcheck.model import Status
 from envcheck.snapshot import Facts, Missing
 
 
@@ -75,3 +76,16 @@ def env_int(facts: Facts, name: str) -> Union[int, Missing, None]:
     except ValueError:
         return None
     return number if number > 0 else None
+
+
+def requested_section(facts: Facts, name: str, flag: str) -> Union[dict[str, Any], Outcome]:
+    """A section collected only on request (--data, --script): the section, or the Outcome
+    a rule returns without it — skipped when the flag was not given, unknown when the
+    collector failed."""
+    section = facts.section(name)
+    if isinstance(section, Missing):
+        status = (facts.data.get("collectors") or {}).get(name) or {}
+        if status.get("status") == "ok":  # collected, and empty: the flag was not given
+            return Outcome(Status.SKIPPED, f"needs `{flag}`")
+        return Outcome.unknown(section.reason)
+    return dict(section)

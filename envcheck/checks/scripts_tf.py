@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Union
 
 from envcheck.checks.facts_helpers import module_version
+from envcheck.checks.scripts_torch import scripts_section
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
-from envcheck.model import Location, Severity, Status
+from envcheck.model import Location, Severity
 from envcheck.snapshot import Facts, Missing
 
 GUIDE = "https://www.tensorflow.org/guide/data_performance"
@@ -69,17 +70,6 @@ TF_LAYERS = (
 )
 
 
-def scripts_section(facts: Facts) -> Union[dict[str, Any], Outcome]:
-    """The --script section, or the Outcome when it is absent: skipped without --script."""
-    section = facts.section("scripts")
-    if isinstance(section, Missing):
-        status = (facts.data.get("collectors") or {}).get("scripts") or {}
-        if status.get("status") == "ok":  # collected, and empty: no --script was given
-            return Outcome(Status.SKIPPED, "needs `--script PATH`")
-        return Outcome.unknown(section.reason)
-    return dict(section)
-
-
 def _items(facts: Facts, key: str) -> Union[list[dict[str, Any]], Outcome]:
     section = scripts_section(facts)
     if isinstance(section, Outcome):
@@ -90,13 +80,15 @@ def _items(facts: Facts, key: str) -> Union[list[dict[str, Any]], Outcome]:
 def _hit(
     item: dict[str, Any], line: Optional[int] = None, code: Optional[str] = None, **values: Any
 ) -> Hit:
+    own_line = line is None or line == item.get("line")
     line = line if line is not None else item.get("line")
     code = code if code is not None else item.get("code", "")
     path = str(item.get("path", "?"))
+    column = item.get("column") if own_line else None
     return Hit(
         values={"where": f"{path}:{line}", "code": code, **values},
         evidence={"observation": item},
-        location=Location(path, line),
+        location=Location(path, line, column, code or None),
     )
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
+from envcheck.checks.facts_helpers import requested_section
 from envcheck.checks.gpu_facts import nvidia_gpu_present
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
-from envcheck.model import Location, Severity, Status
+from envcheck.model import Location, Severity
 from envcheck.scripts.values import CPU_COUNT
 from envcheck.snapshot import Facts, Missing
 
@@ -24,13 +25,7 @@ PYTORCH_DATALOADER_DOCS = (
 
 def scripts_section(facts: Facts) -> Union[dict[str, Any], Outcome]:
     """The `scripts` section, or the Outcome when absent: skipped without --script."""
-    section = facts.section("scripts")
-    if isinstance(section, Missing):
-        status = (facts.data.get("collectors") or {}).get("scripts") or {}
-        if status.get("status") == "ok":
-            return Outcome(Status.SKIPPED, "needs `--script PATH`")
-        return Outcome.unknown(section.reason)
-    return dict(section)
+    return requested_section(facts, "scripts", "--script PATH")
 
 
 LoaderTest = Callable[[dict[str, Any], dict[str, Any]], "Optional[Hit] | str"]
