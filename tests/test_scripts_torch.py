@@ -27,7 +27,9 @@ CORPUS = TESTS / "scripts_corpus"
 TORCH_RULES = ("EC501", "EC502", "EC503", "EC504", "EC505")
 
 
-def audit(path: Path, system: str = "Linux") -> dict[str, Any]:
+def audit(
+    path: Path, system: str = "Linux", rules: tuple[str, ...] = TORCH_RULES
+) -> dict[str, Any]:
     ctx = CollectContext(interpreter=interpreter.current(), scripts=(path,))
     section = scripts.collect(ctx)["scripts"]
     snapshot = snapshot_from(
@@ -36,11 +38,16 @@ def audit(path: Path, system: str = "Linux") -> dict[str, Any]:
             "scripts": section,
             "cpu": {"usable": 16, "logical": 64},
             "platform": {"system": system},
-            "gpu": {"status": "ok", "devices": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB"}]},
+            "gpu": {
+                "status": "ok",
+                "devices": [
+                    {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
+                ],
+            },
         }
     )
     results = evaluate(builtin_registry(), Facts(snapshot))
-    return {r.id: r for r in results if r.id in TORCH_RULES}
+    return {r.id: r for r in results if r.id in rules}
 
 
 def failing(results: dict[str, Any]) -> list[str]:
@@ -139,3 +146,12 @@ def test_empty_folder_and_missing_path(tmp_path: Path) -> None:
 def test_without_script_the_rules_are_skipped() -> None:
     checks = json.loads(run().stdout)["checks"]
     assert {c["status"] for c in checks if c["id"] in TORCH_RULES} == {"skipped"}
+
+
+def test_precision_settings_read_from_the_scripts() -> None:
+    precision = ("EC506", "EC507", "EC508")
+    clean = audit(CORPUS / "torch_imagenet_clean.py", rules=precision)
+    # cudnn.benchmark is on for the resnet; float32 without autocast on an A100
+    assert failing(clean) == ["EC507", "EC508"]
+    linear = audit(CORPUS / "torch_no_workers.py", rules=precision)
+    assert linear["EC506"].status.value == "pass"  # no convolutions

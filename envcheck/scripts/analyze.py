@@ -91,6 +91,7 @@ class _Walker(ast.NodeVisitor):
             "cudnn_benchmark": None,
             "autocast": False,
             "tf32": None,
+            "conv_layers": False,
         }
 
     def run(self) -> None:
@@ -161,6 +162,8 @@ class _Walker(ast.NodeVisitor):
             precision = resolve(node.args[0], self.scope())
             if precision.known:
                 self.facts["tf32"] = precision.value in ("high", "medium")
+        if name and (".Conv" in name or name.startswith("torchvision.models.")):
+            self.facts["conv_layers"] = True
         tf_keras.observe_call(self, node, name)
         self._note_cuda(node, name)
         self.generic_visit(node)

@@ -1,0 +1,182 @@
+"""GPU math settings in PyTorch training scripts (EC506-EC508): cuDNN autotuning, mixed
+precision and TF32, judged against the GPUs this machine has."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from envcheck.checks.gpu_facts import capability, devices
+from envcheck.checks.scripts_torch import scripts_section
+from envcheck.engine.python_rules import check
+from envcheck.engine.rule import Hit, Outcome
+from envcheck.model import Basis, Impact, Location, Severity
+from envcheck.snapshot import Facts, Missing
+
+TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+
+
+def _cuda_files(facts: Facts) -> Union[list[dict[str, Any]], Outcome]:
+    section = scripts_section(facts)
+    if isinstance(section, Outcome):
+        return section
+    files = [f for f in section.get("file_facts") or [] if f.get("uses_cuda")]
+    return files
+
+
+def _lowest_capability(facts: Facts) -> Union[tuple[int, int], Missing, None]:
+    """The oldest GPU's compute capability (training runs at the pace of the slowest)."""
+    found = devices(facts)
+    if isinstance(found, Missing):
+        return found
+    caps = [c for c in (capability(d) for d in found) if c is not None]
+    return min(caps) if caps else None
+
+
+def _file_hit(file_facts: dict[str, Any], **values: Any) -> Hit:
+    path = str(file_facts.get("path"))
+    return Hit(
+        values={"path": path, **values},
+        evidence={"facts": {"file": file_facts}},
+        location=Location(path),
+    )
+
+
+def _gpu_gate(facts: Facts, minimum: tuple[int, int], what: str) -> Optional[Outcome]:
+    """None when the GPUs here support `what`; otherwise the Outcome to return."""
+    cap = _lowest_capability(facts)
+    if isinstance(cap, Missing):
+        return Outcome.unknown(f"{what} depends on the GPU: {cap.reason}")
+    if cap is None:
+        return Outcome.passed("no NVIDIA GPU here to judge against")
+    if cap < minimum:
+        return Outcome.passed(
+            f"the GPUs here (compute capability {cap[0]}.{cap[1]}) predate {what}"
+        )
+    return None
+
+
+@check(
+    id="EC506",
+    name="cudnn-benchmark-off",
+    severity=Severity.LOW,
+    category="scripts",
+    summary="A convolutional model trains on CUDA without cuDNN autotuning",
+    message="{path} trains convolutions on CUDA without torch.backends.cudnn.benchmark = True: "
+    "cuDNN uses its default algorithms instead of timing the fastest for each layer",
+    fix="torch.backends.cudnn.benchmark = True   # when input sizes do not change between steps",
+    evidence=(TUNING_GUIDE + " (Enable cuDNN auto-tuner)",),
+)
+def cudnn_benchmark_off(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Training a convolutional network on CUDA with cuDNN autotuning off
+    (the default). With `cudnn.benchmark = True`, the first step of each input shape times
+    the available convolution algorithms and keeps the fastest (PyTorch performance
+    tuning guide).
+
+    Input shapes that change every step (variable image sizes, NLP sequences) would re-run
+    the tuning each time; leave it off there.
+
+    **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
+    """
+    files = _cuda_files(facts)
+    if isinstance(files, Outcome):
+        return files
+    hits = [
+        _file_hit(f) for f in files if f.get("conv_layers") and f.get("cudnn_benchmark") is not True
+    ]
+    if hits:
+        return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
+    return Outcome.passed("no convolutional CUDA training without cuDNN autotuning")
+
+
+@check(
+    id="EC507",
+    name="no-mixed-precision",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="Training on a tensor-core GPU in float32, without autocast",
+    message="{path} trains on CUDA without torch.autocast / GradScaler, on GPUs with tensor "
+    "cores (compute capability {cap}): the matmuls and convolutions run in float32",
+    fix="with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
+    "# float16 needs torch.amp.GradScaler",
+    evidence=(
+        TUNING_GUIDE + " (Use mixed precision and AMP: up to 3x overall speedup on "
+        "Volta and newer GPU architectures)",
+        "https://pytorch.org/docs/stable/amp.html",
+    ),
+    impact=Impact(
+        3.0,
+        Basis.ESTIMATED,
+        "PyTorch performance tuning guide: mixed precision "
+        "offers up to 3x overall speedup on Volta and newer",
+    ),
+)
+def no_mixed_precision(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Training in float32 on a GPU with tensor cores (Volta, compute
+    capability 7.0, and newer). Automatic mixed precision runs matmuls and convolutions
+    in float16/bfloat16 on the tensor cores; the PyTorch performance tuning guide quotes
+    up to 3x overall speedup on Volta and newer. The figure is an upper bound: models
+    limited by their input pipeline or memory bandwidth gain less.
+
+    **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
+    and newer), or float16 with `torch.amp.GradScaler`.
+    """
+    files = _cuda_files(facts)
+    if isinstance(files, Outcome):
+        return files
+    if not files:
+        return Outcome.passed("no CUDA training script")
+    gate = _gpu_gate(facts, (7, 0), "tensor cores")
+    if gate is not None:
+        return gate
+    cap = _lowest_capability(facts)
+    shown = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "?"
+    hits = [_file_hit(f, cap=shown) for f in files if not f.get("autocast")]
+    if hits:
+        return Outcome.failed(*hits, reason=f"{len(hits)} file(s) in float32")
+    return Outcome.passed("every CUDA training script uses autocast")
+
+
+@check(
+    id="EC508",
+    name="tf32-matmul-off",
+    severity=Severity.LOW,
+    category="scripts",
+    summary="float32 matmuls on an Ampere-or-newer GPU without TF32",
+    message="{path} trains in float32 on GPUs of compute capability {cap} without enabling "
+    "TF32 for matmuls (off by default since PyTorch 1.12)",
+    fix="torch.set_float32_matmul_precision('high')",
+    evidence=(
+        "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-"
+        "later-devices (torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12)",
+    ),
+)
+def tf32_matmul_off(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Float32 training on Ampere or newer GPUs (compute capability 8.0+)
+    with TF32 matmuls off, the default since PyTorch 1.12. TF32 runs float32 matmuls on
+    the tensor cores with a 10-bit mantissa, much faster, and is accurate enough for most
+    training. Scripts that already use autocast are not flagged (their matmuls run in
+    half precision).
+
+    **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
+    """
+    files = _cuda_files(facts)
+    if isinstance(files, Outcome):
+        return files
+    if not files:
+        return Outcome.passed("no CUDA training script")
+    gate = _gpu_gate(facts, (8, 0), "TF32")
+    if gate is not None:
+        return gate
+    cap = _lowest_capability(facts)
+    shown = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "?"
+    hits = [
+        _file_hit(f, cap=shown)
+        for f in files
+        if not f.get("autocast") and f.get("tf32") is not True
+    ]
+    if hits:
+        return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
+    return Outcome.passed("TF32 or autocast in every CUDA training script")
