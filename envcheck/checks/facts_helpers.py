@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 from packaging.version import InvalidVersion, Version
 
-from envcheck.engine.rule import Outcome
+from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Status
 from envcheck.snapshot import Facts, Missing
 
@@ -89,3 +89,30 @@ def requested_section(facts: Facts, name: str, flag: str) -> Union[dict[str, Any
             return Outcome(Status.SKIPPED, f"needs `{flag}`")
         return Outcome.unknown(section.reason)
     return dict(section)
+
+
+T = TypeVar("T")
+
+
+def outcome_over(
+    items: Sequence[T],
+    test: Callable[[T], Optional[Hit] | str],
+    where: Callable[[T], str],
+    none_found: str,
+    what: str,
+) -> Outcome:
+    """One rule over many items (GPUs, DataLoader calls): each Hit fails the rule, each
+    string is a reason the item cannot be judged (unknown when nothing fails)."""
+    hits: list[Hit] = []
+    unknown: list[str] = []
+    for item in items:
+        result = test(item)
+        if isinstance(result, Hit):
+            hits.append(result)
+        elif isinstance(result, str):
+            unknown.append(f"{where(item)}: {result}")
+    if hits:
+        return Outcome.failed(*hits, reason=f"{len(hits)} of {len(items)} {what}")
+    if unknown:
+        return Outcome.unknown("; ".join(unknown))
+    return Outcome.passed(none_found)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from envcheck.checks.facts_helpers import outcome_over
 from envcheck.checks.gpu_facts import device_hit, devices, label
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
@@ -22,18 +23,7 @@ def per_device(facts: Facts, test: DeviceTest, none_found: str) -> Outcome:
         return Outcome.unknown(found.reason)
     if not found:
         return Outcome.passed("no NVIDIA GPU")
-    hits, unknown = [], []
-    for device in found:
-        result = test(device)
-        if isinstance(result, Hit):
-            hits.append(result)
-        elif isinstance(result, str):
-            unknown.append(f"{label(device)}: {result}")
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} of {len(found)} GPU(s)")
-    if unknown:
-        return Outcome.unknown("; ".join(unknown))
-    return Outcome.passed(none_found)
+    return outcome_over(found, test, label, none_found, "GPU(s)")
 
 
 def _reason(device: dict[str, Any], field: str) -> str:

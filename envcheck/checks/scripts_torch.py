@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
-from envcheck.checks.facts_helpers import requested_section
+from envcheck.checks.facts_helpers import outcome_over, requested_section
 from envcheck.checks.gpu_facts import nvidia_gpu_present
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
@@ -40,18 +40,13 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
     if not loaders:
         return Outcome.passed("no torch DataLoader in the audited scripts")
     by_path = {f.get("path"): f for f in section.get("file_facts") or []}
-    hits, unknown = [], []
-    for loader in loaders:
-        result = test(loader, by_path.get(loader.get("path"), {}))
-        if isinstance(result, Hit):
-            hits.append(result)
-        elif isinstance(result, str):
-            unknown.append(f"{where(loader)}: {result}")
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} of {len(loaders)} DataLoader(s)")
-    if unknown:
-        return Outcome.unknown("; ".join(unknown))
-    return Outcome.passed(none_found)
+    return outcome_over(
+        loaders,
+        lambda loader: test(loader, by_path.get(loader.get("path"), {})),
+        where,
+        none_found,
+        "DataLoader(s)",
+    )
 
 
 def where(loader: dict[str, Any]) -> str:
