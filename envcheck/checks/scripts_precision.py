@@ -3,7 +3,7 @@ precision and TF32, judged against the GPUs this machine has."""
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from envcheck.checks.gpu_facts import capability, devices
 from envcheck.checks.scripts_torch import scripts_section
@@ -41,8 +41,16 @@ def _file_hit(file_facts: dict[str, Any], **values: Any) -> Hit:
     )
 
 
-def _gpu_gate(facts: Facts, minimum: tuple[int, int], what: str) -> Optional[Outcome]:
-    """None when the GPUs here support `what`; otherwise the Outcome to return."""
+def _files_on_capable_gpus(
+    facts: Facts, minimum: tuple[int, int], what: str
+) -> Union[tuple[list[dict[str, Any]], str], Outcome]:
+    """The CUDA training scripts and the oldest GPU's capability ("8.0") when the GPUs here
+    support `what`; otherwise the Outcome the rule returns."""
+    files = _cuda_files(facts)
+    if isinstance(files, Outcome):
+        return files
+    if not files:
+        return Outcome.passed("no CUDA training script")
     cap = _lowest_capability(facts)
     if isinstance(cap, Missing):
         return Outcome.unknown(f"{what} depends on the GPU: {cap.reason}")
@@ -52,7 +60,7 @@ def _gpu_gate(facts: Facts, minimum: tuple[int, int], what: str) -> Optional[Out
         return Outcome.passed(
             f"the GPUs here (compute capability {cap[0]}.{cap[1]}) predate {what}"
         )
-    return None
+    return files, f"{cap[0]}.{cap[1]}"
 
 
 @check(
@@ -122,17 +130,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
     """
-    files = _cuda_files(facts)
-    if isinstance(files, Outcome):
-        return files
-    if not files:
-        return Outcome.passed("no CUDA training script")
-    gate = _gpu_gate(facts, (7, 0), "tensor cores")
-    if gate is not None:
-        return gate
-    cap = _lowest_capability(facts)
-    shown = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "?"
-    hits = [_file_hit(f, cap=shown) for f in files if not f.get("autocast")]
+    found = _files_on_capable_gpus(facts, (7, 0), "tensor cores")
+    if isinstance(found, Outcome):
+        return found
+    files, cap = found
+    hits = [_file_hit(f, cap=cap) for f in files if not f.get("autocast")]
     if hits:
         return Outcome.failed(*hits, reason=f"{len(hits)} file(s) in float32")
     return Outcome.passed("every CUDA training script uses autocast")
@@ -162,20 +164,12 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
-    files = _cuda_files(facts)
-    if isinstance(files, Outcome):
-        return files
-    if not files:
-        return Outcome.passed("no CUDA training script")
-    gate = _gpu_gate(facts, (8, 0), "TF32")
-    if gate is not None:
-        return gate
-    cap = _lowest_capability(facts)
-    shown = f"{cap[0]}.{cap[1]}" if isinstance(cap, tuple) else "?"
+    found = _files_on_capable_gpus(facts, (8, 0), "TF32")
+    if isinstance(found, Outcome):
+        return found
+    files, cap = found
     hits = [
-        _file_hit(f, cap=shown)
-        for f in files
-        if not f.get("autocast") and f.get("tf32") is not True
+        _file_hit(f, cap=cap) for f in files if not f.get("autocast") and f.get("tf32") is not True
     ]
     if hits:
         return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
