@@ -5,8 +5,13 @@ PYTHON ?= python3
 VENV ?= .venv
 AUDIT ?= $(PYTHON)
 BIN := $(VENV)/bin
+# A second environment with the probe's frameworks (CPU builds), audited by the probe
+# tests through --python, as a user's training environment would be.
+FWVENV ?= .venv-fw
+TORCH_VERSION ?= 2.13.0
+TF_VERSION ?= 2.21.*
 
-.PHONY: doctor test lint typecheck unit docs bench clean
+.PHONY: doctor test lint typecheck unit docs bench frameworks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +25,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
+$(FWVENV)/.installed:
+	$(PYTHON) -m venv $(FWVENV)
+	$(FWVENV)/bin/python -m pip install -q --upgrade pip
+	$(FWVENV)/bin/python -m pip install -q 'torch==$(TORCH_VERSION)' 'tensorflow-cpu==$(TF_VERSION)' pillow numpy
+	touch $@
+
+frameworks: $(FWVENV)/.installed
+
 doctor: $(VENV)/.installed
 	$(BIN)/envcheck doctor --python $(AUDIT) --exit-zero
 
@@ -30,8 +43,8 @@ lint: $(VENV)/.dev-installed
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
 
-unit: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest
+unit: $(VENV)/.dev-installed $(FWVENV)/.installed
+	ENVCHECK_FW_PYTHON=$(FWVENV)/bin/python $(BIN)/python -m pytest
 
 test: lint typecheck unit
 
@@ -42,4 +55,4 @@ bench: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/doctor_speed.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FWVENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,3 +1,22 @@
 """envcheck: why is GPU training slow here, and what fix buys the most."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from envcheck.model import Finding
+
 __version__ = "0.1.0"
+
+
+def inspect(obj: object, **kwargs: Any) -> list[Finding]:
+    """The input-pipeline findings for a live torch DataLoader or tf.data.Dataset.
+
+    Kept here as a thin stub: this package is imported where envcheck's dependencies may
+    be missing (the probe's child process), so the real work is imported only when
+    called. See envcheck/live.py.
+    """
+    from envcheck.live import inspect as inspect_live
+
+    return inspect_live(obj, **kwargs)

@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Annotated, Any, Callable, List, Mapping, Optional, TypeVar
@@ -22,7 +23,11 @@ from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
 from envcheck.errors import EnvcheckError, InputError, UsageError
 from envcheck.model import Report, Severity
+from envcheck.probe.plan import plan
+from envcheck.probe.session import measure
+from envcheck.probe.settings import DEFAULT_BUDGET_S, ProbeSettings, usable_cores
 from envcheck.report import OutputFormat, json_report, text
+from envcheck.snapshot import Snapshot
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 DEFAULT_FAIL_ON = Severity.HIGH
@@ -244,6 +249,19 @@ def doctor(
     data_budget: DataBudgetOpt = 5.0,
     target_rate: TargetRateOpt = None,
     script: ScriptOpt = None,
+    probe: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--probe/--no-probe",
+            help="Run the micro training probe (see `envcheck probe`) inside the doctor. "
+            "Default: probe when an NVIDIA GPU is visible and --data is given.",
+            show_default=False,
+        ),
+    ] = None,
+    probe_budget: Annotated[
+        float,
+        typer.Option("--probe-budget", min=2.0, max=3600.0, help="Seconds for the probe."),
+    ] = DEFAULT_BUDGET_S,
     verbose: VerboseOpt = False,
 ) -> None:
     """Audit the environment and machine; print a ranked list of fixes.
@@ -251,8 +269,18 @@ def doctor(
     Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it,
     2 usage or input error, 3 internal error.
     """
-    if facts and (python or deep or data or script):
-        flag = "--python" if python else "--deep" if deep else "--data" if data else "--script"
+    if facts and (python or deep or data or script or probe):
+        flag = (
+            "--python"
+            if python
+            else "--deep"
+            if deep
+            else "--data"
+            if data
+            else "--script"
+            if script
+            else "--probe"
+        )
         raise UsageError(
             f"{flag} and --facts exclude each other: the saved snapshot was collected already"
         )
@@ -270,6 +298,14 @@ def doctor(
     else:
         snapshot = pipeline.take_snapshot(python, deep, data, data_budget, script or [])
     snapshot = pipeline.with_target_rate(snapshot, target_rate)
+    if not facts and _should_probe(probe, snapshot.data, data):
+        snapshot = _probed(
+            snapshot,
+            ProbeSettings(data=data, budget_s=probe_budget),
+            None,
+            {},
+            explicit=bool(probe),
+        )
     report = pipeline.diagnose(snapshot, registry, selection, settings.acknowledged)
     _emit_report(report, output_format, output, threshold, verbose)
     if data_problem:  # the rest of the doctor ran; the bad --data is still an input error
@@ -280,6 +316,40 @@ def doctor(
     worst = report.worst_severity()
     if not exit_zero and worst is not None and worst >= threshold:
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _should_probe(asked: Optional[bool], facts: Mapping[str, Any], data: Any) -> bool:
+    """--probe / --no-probe, else: a visible NVIDIA GPU and a --data folder."""
+    if asked is not None:
+        return asked
+    gpu = facts.get("gpu") or {}
+    return gpu.get("status") == "ok" and bool(gpu.get("devices")) and data is not None
+
+
+def _probed(
+    snapshot: Any,
+    base: ProbeSettings,
+    framework: Optional[str],
+    flags: Mapping[str, Any],
+    explicit: bool,
+) -> Any:
+    """The snapshot with the probe's section; an automatic probe that cannot choose a
+    framework is recorded as skipped instead of failing the doctor."""
+    start = time.monotonic()
+    try:
+        settings = plan(snapshot.data, base, framework, flags, usable_cores())
+    except UsageError as exc:
+        if explicit:
+            raise
+        data = snapshot.as_dict()
+        data.setdefault("collectors", {})["probe"] = {
+            "status": "unavailable",
+            "reason": str(exc),
+            "seconds": 0.0,
+        }
+        return Snapshot(data)
+    section = measure(snapshot.data, settings)
+    return pipeline.with_probe(snapshot, section, time.monotonic() - start)
 
 
 def _script_problem(facts: Mapping[str, Any]) -> Optional[str]:
@@ -377,6 +447,145 @@ def collect(
     problem = _script_problem(snapshot.data)
     if problem:
         raise InputError(problem)
+
+
+# probe --------------------------------------------------------------------------------
+
+
+@app.command("probe")
+@guarded
+def probe_command(
+    data: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--data",
+            help="An image folder (class subfolders of JPEG/PNG files) to feed the model. "
+            "Without it the probe generates ImageNet-sized JPEGs in a temporary folder "
+            "and removes them afterwards. Only ever read.",
+            show_default=False,
+        ),
+    ] = None,
+    python: PythonOpt = None,
+    script: ScriptOpt = None,
+    framework: Annotated[
+        str,
+        typer.Option(
+            "--framework",
+            help="torch, tensorflow, or auto: the training script's framework, else the "
+            "one installed in the audited interpreter (torch first).",
+        ),
+    ] = "auto",
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            help="small-cnn (light, shows the input pipeline), deep-cnn, or a torchvision / "
+            "keras.applications architecture by name (random weights, nothing downloaded).",
+        ),
+    ] = "small-cnn",
+    batch_size: Annotated[
+        Optional[int],
+        typer.Option(
+            "--batch-size",
+            help="Batch size [default: the script's, else 64 on a GPU, 32 on the CPU]. "
+            "Out of memory halves it, and the report says so.",
+            show_default=False,
+        ),
+    ] = None,
+    image_size: Annotated[
+        int, typer.Option("--image-size", help="Side of the square crop fed to the model.")
+    ] = 224,
+    budget: Annotated[
+        float,
+        typer.Option(
+            "--budget",
+            min=2.0,
+            max=3600.0,
+            help="Seconds for all measuring phases together, after the framework import.",
+        ),
+    ] = DEFAULT_BUDGET_S,
+    workers: Annotated[
+        Optional[int],
+        typer.Option(
+            "--workers",
+            help="Loader workers as the training uses them (DataLoader num_workers; tf.data "
+            "map num_parallel_calls, 0 = serial) [default: the script's, else the "
+            "framework's default].",
+            show_default=False,
+        ),
+    ] = None,
+    pin_memory: Annotated[
+        Optional[bool],
+        typer.Option("--pin-memory/--no-pin-memory", help="torch: DataLoader pin_memory."),
+    ] = None,
+    prefetch: Annotated[
+        Optional[int],
+        typer.Option(
+            "--prefetch",
+            help="torch: prefetch_factor; tf.data: prefetch buffer (-1 = AUTOTUNE).",
+            show_default=False,
+        ),
+    ] = None,
+    tune_workers: Annotated[
+        bool,
+        typer.Option(
+            "--tune-workers",
+            help="Sweep the worker count (0, 1, 2, 4, ... up to the usable cores) and "
+            "report the smallest within 5 % of the best. Without it the sweep runs only "
+            "when training is input-bound.",
+        ),
+    ] = False,
+    device: Annotated[
+        str, typer.Option("--device", help="auto (the GPU if the framework sees one), cuda, cpu.")
+    ] = "auto",
+    output_format: FormatOpt = OutputFormat.TEXT,
+    output: OutputOpt = None,
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a probe finding has this severity or higher. [default: high]",
+            show_default=False,
+        ),
+    ] = None,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
+    ] = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Measure whether training is input-bound: the model's compute ceiling, the input
+    pipeline alone (cached and cold files), the two together, and the worker count that
+    fixes it. Runs in a child process of the audited interpreter with a hard timeout.
+
+    Without a GPU it runs on the CPU and labels every number as CPU.
+    """
+    threshold = _severity(fail_on, "--fail-on") or DEFAULT_FAIL_ON
+    if data is not None:
+        problem = datadir.problem_with(data)
+        if problem:
+            raise InputError(f"--data {data}: {problem}")
+    snapshot = pipeline.take_snapshot(python, False, None, 5.0, script or [])
+    base = ProbeSettings(
+        model=model,
+        image_size=image_size,
+        budget_s=budget,
+        data=data,
+        device=device,
+        sweep="full" if tune_workers else "auto",
+    )
+    flags = {
+        "workers": workers,
+        "pin_memory": pin_memory,
+        "prefetch": prefetch,
+        "batch_size": batch_size,
+    }
+    snapshot = _probed(snapshot, base, framework, flags, explicit=True)
+    registry = builtin_registry()
+    report = pipeline.diagnose(snapshot, registry, Selection.of(["EC6"], []))
+    _emit_report(report, output_format, output, threshold, verbose)
+    worst = report.worst_severity()
+    if not exit_zero and worst is not None and worst >= threshold:
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 # rules --------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ CLI, the pre-training hook and `envcheck.preflight()` all go through here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from envcheck import __version__, interpreter
 from envcheck.collect import collect_snapshot, now_iso
@@ -67,6 +67,24 @@ def with_target_rate(snapshot: Snapshot, rate: Optional[float]) -> Snapshot:
     return Snapshot(data)
 
 
+def with_probe(snapshot: Snapshot, probe: Mapping[str, Any], seconds: float) -> Snapshot:
+    """Add the probe's measurements; its compute rate becomes EC407's target read rate
+    unless --target-rate gave one."""
+    data = snapshot.as_dict()
+    data["probe"] = dict(probe)
+    data.setdefault("collectors", {})["probe"] = {
+        "status": "ok",
+        "reason": None,
+        "seconds": round(seconds, 4),
+    }
+    throughput = data.get("read_throughput")
+    compute = (probe.get("rates") or {}).get("compute")
+    if isinstance(throughput, dict) and compute and not throughput.get("target_samples_per_s"):
+        throughput["target_samples_per_s"] = compute
+        throughput["target_source"] = f"the probe's compute ceiling on {probe.get('device')}"
+    return Snapshot(data)
+
+
 def diagnose(
     snapshot: Snapshot,
     registry: Registry,
@@ -81,4 +99,5 @@ def diagnose(
         findings=rank(findings),
         checks=checks,
         facts=snapshot.data,
+        probe=snapshot.data.get("probe"),
     )

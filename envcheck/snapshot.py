@@ -36,9 +36,10 @@ KNOWN_SECTIONS = (
     "read_throughput",
     "antivirus",
     "scripts",
+    "probe",
 )
-# Sections only some runs collect (`--deep`).
-OPTIONAL_SECTIONS = ("deep",)
+# Sections only some runs collect (`--deep`, the probe).
+OPTIONAL_SECTIONS = ("deep", "probe")
 # Sections that are null, with their collector "ok", when no `--data DIR` was given.
 DATA_SECTIONS = ("storage", "dataset", "read_throughput")
 # Null, with the collector "ok", when no `--script` was given.

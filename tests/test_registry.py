@@ -33,6 +33,7 @@ def test_ids_are_grouped_by_area() -> None:
         "3": {"gpu", "frameworks"},
         "4": {"data"},
         "5": {"scripts"},
+        "6": {"probe"},
     }
     for rule in REGISTRY:
         assert rule.category in area_of_group[rule.id[2]], (rule.id, rule.category)

@@ -1,4 +1,4 @@
-"""tf.data / Keras rules (EC511-EC519) on the corpus in tests/scripts_corpus/: the
+"""tf.data / Keras rules (EC511-EC522) on the corpus in tests/scripts_corpus/: the
 analyser's observations evaluated by the real rules, findings and their locations."""
 
 from __future__ import annotations
@@ -15,10 +15,16 @@ from envcheck.scripts.analyze import analyze_file
 from envcheck.snapshot import Facts, Snapshot
 
 CORPUS = Path(__file__).parent / "scripts_corpus"
-OURS = [f"EC5{n}" for n in range(11, 20)]
+OURS = [f"EC5{n}" for n in range(11, 23)]
 KERAS2 = {
     "packages": {"tensorflow": "2.15.0", "keras": "2.15.0"},
     "modules": {"providers": {"tensorflow": ["tensorflow"], "keras": ["keras"]}},
+}
+A100 = {
+    "gpu": {
+        "status": "ok",
+        "devices": [{"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}],
+    }
 }
 
 
@@ -136,3 +142,79 @@ def test_skipped_without_script() -> None:
     rules = Registry([r for r in registry if r.id in OURS])
     results = evaluate(rules, Facts(Snapshot.from_dict(data)))
     assert {r.status for r in results} == {Status.SKIPPED}
+
+
+# EC520-EC522 ------------------------------------------------------------------------------
+
+
+def test_keras2_generator_with_worker_threads() -> None:
+    linux = {**KERAS2, **A100, "platform": {"system": "Linux"}}
+    # batches() read by 4 threads (not the Sequence, not the @threadsafe_generator one, not
+    # the generator wrapped in a locking iterator); float32 on an A100
+    assert _findings("keras2_generator_workers.py", **linux) == [("EC521", 71), ("EC522", 71)]
+    windows = {**linux, "platform": {"system": "Windows"}}
+    assert _findings("keras2_generator_workers.py", **windows) == [
+        ("EC520", 75),
+        ("EC521", 71),
+        ("EC522", 71),
+    ]
+
+
+def test_windows_multiprocessing_needs_the_platform() -> None:
+    report = analyze_file(CORPUS / "keras2_imagedatagenerator_fit_generator.py", "k.py")
+    data = {
+        "schema_version": 1,
+        "collectors": {"scripts": {"status": "ok", "reason": None}},
+        "scripts": {"keras_calls": report.keras_calls, "file_facts": [report.facts]},
+    }
+    rule = builtin_registry().get("EC520")
+    assert rule is not None
+    [result] = evaluate(Registry([rule]), Facts(Snapshot.from_dict(data)))
+    assert result.status is Status.UNKNOWN
+    assert "platform" in result.reason
+    data["platform"] = {"system": "Windows"}
+    [result] = evaluate(Registry([rule]), Facts(Snapshot.from_dict(data)))
+    [finding] = result.findings
+    assert finding.location is not None and finding.location.line == 29
+    assert finding.fix.startswith("fit(..., workers=")
+
+
+def test_keras_float32_on_tensor_cores() -> None:
+    assert ("EC522", 22) in _findings("tf_serial_map_no_prefetch.py", **A100)
+    assert _findings("tf_pipeline_fixed.py", **KERAS2, **A100) == []  # mixed_float16
+    pascal = {"gpu": {"status": "ok", "devices": [{"index": 0, "compute_capability": "6.1"}]}}
+    assert "EC522" not in {f for f, _ in _findings("tf_serial_map_no_prefetch.py", **pascal)}
+
+
+@pytest.mark.parametrize(
+    ("source", "mixed"),
+    [
+        (
+            "from tensorflow.keras import mixed_precision\n"
+            "mixed_precision.set_global_policy('mixed_bfloat16')\n",
+            True,
+        ),
+        (
+            "from tensorflow.keras import mixed_precision\n"
+            "policy = mixed_precision.Policy('mixed_float16')\n"
+            "mixed_precision.experimental.set_policy(policy)\n",
+            True,
+        ),
+        ("import keras\nkeras.config.set_dtype_policy('mixed_float16')\n", True),
+        ("import tensorflow as tf\ntf.keras.layers.Dense(10, dtype='mixed_float16')\n", True),
+        (
+            "import tensorflow as tf\n"
+            "opt = tf.train.experimental.enable_mixed_precision_graph_rewrite(opt)\n",
+            True,
+        ),
+        (
+            "import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy(args.policy)\n",
+            None,
+        ),
+        ("import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('float32')\n", False),
+        ("import tensorflow as tf\ntf.keras.layers.Dense(10)\n", False),
+    ],
+)
+def test_mixed_precision_policy_is_read(tmp_path: Path, source: str, mixed: Any) -> None:
+    (tmp_path / "policy.py").write_text(source)
+    assert analyze_file(tmp_path / "policy.py", "policy.py").facts["mixed_precision"] is mixed

@@ -20,11 +20,13 @@ from envcheck.cli import app
 from envcheck.collectors import scripts
 from envcheck.collectors.base import CollectContext
 from envcheck.engine.evaluate import evaluate
-from envcheck.engine.registry import builtin_registry
+from envcheck.engine.registry import Registry, builtin_registry
+from envcheck.scripts.analyze import analyze_file
 from envcheck.snapshot import Facts
 
 CORPUS = TESTS / "scripts_corpus"
-TORCH_RULES = ("EC501", "EC502", "EC503", "EC504", "EC505")
+REGISTRY = builtin_registry()
+TORCH_RULES = ("EC501", "EC502", "EC503", "EC504", "EC505", "EC509", "EC510")
 
 
 def audit(
@@ -63,6 +65,8 @@ def failing(results: dict[str, Any]) -> list[str]:
         ("torch_cpu_count_workers.py", ["EC504"]),
         ("lightning_module.py", ["EC501"]),
         ("torch_opaque_config.py", []),
+        ("torch_step_sync.py", ["EC509", "EC510"]),
+        ("torch_step_sync_fixed.py", []),
     ],
 )
 def test_corpus_findings(script: str, expected: list[str]) -> None:
@@ -155,3 +159,174 @@ def test_precision_settings_read_from_the_scripts() -> None:
     assert failing(clean) == ["EC507", "EC508"]
     linear = audit(CORPUS / "torch_no_workers.py", rules=precision)
     assert linear["EC506"].status.value == "pass"  # no convolutions
+
+
+# the training-step loop (EC509, EC510) ---------------------------------------------------
+
+
+def locations(result: Any) -> list[tuple[int, int]]:
+    return [(f.location.line, f.location.column) for f in result.findings]
+
+
+def test_per_step_syncs_point_at_the_calls() -> None:
+    results = audit(CORPUS / "torch_step_sync.py")
+    # total += loss.item(); print(f"... {loss}"); not the `if step % 100 == 0:` logging,
+    # not the evaluation loop (no backward)
+    assert locations(results["EC509"]) == [(47, 23), (48, 15)]
+    first = results["EC509"].findings[0]
+    assert first.location.code == "total += loss.item()"
+    assert ".item() copies a result to the host in every step of the training loop" in (
+        first.message
+    )
+    assert "over loader (line 37)" in first.message
+    assert first.fix.startswith("running_loss += loss.detach()")
+    # image.to(device) per element; .to(self.device) and .cuda() in Frames.__getitem__
+    assert locations(results["EC510"]) == [(40, 32), (22, 36), (23, 36)]
+    per_sample, getitem, _ = results["EC510"].findings
+    assert "inside the loop `for image in images:` (line 39)" in per_sample.message
+    assert per_sample.fix.startswith("x = x.to(device, non_blocking=True)")
+    assert "Frames.__getitem__ puts each sample on the GPU with .to(self.device)" in (
+        getitem.message
+    )
+
+
+def test_fixed_twin_is_clean_for_every_script_rule() -> None:
+    results = audit(
+        CORPUS / "torch_step_sync_fixed.py", rules=tuple(f"EC5{n:02d}" for n in range(23))
+    )
+    assert failing(results) == []
+
+
+def test_cpu_training_is_judged_only_where_a_gpu_may_run_it(tmp_path: Path) -> None:
+    script = tmp_path / "cpu.py"
+    script.write_text(
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(torch.load('t.pt'), batch_size=8)\n"
+        "for x, y in loader:\n"
+        "    loss = model(x, y)\n"
+        "    loss.backward()\n"
+        "    print(loss.item())\n"
+    )
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(script,))
+    section = scripts.collect(ctx)["scripts"]
+
+    def status(gpu: dict[str, Any]) -> str:
+        facts = {"collectors": {"scripts": {"status": "ok", "reason": None}}, "scripts": section}
+        if gpu:
+            facts["gpu"] = gpu
+        [result] = evaluate(Registry([REGISTRY.get("EC509")]), Facts(snapshot_from(facts)))
+        return str(result.status.value)
+
+    assert status({"status": "ok", "devices": []}) == "pass"  # no CUDA, no GPU here
+    assert status({}) == "unknown"
+    a100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
+    assert status({"status": "ok", "devices": [a100]}) == "fail"
+
+
+LOOP_SNIPPETS = [
+    (
+        # pytorch/examples mnist: the loader reaches train() as an argument; logging is
+        # periodic; the test loop has no backward
+        "import torch\n"
+        "import torch.nn.functional as F\n"
+        "def train(args, model, device, train_loader, optimizer, epoch):\n"
+        "    for batch_idx, (data, target) in enumerate(train_loader):\n"
+        "        data, target = data.to(device), target.to(device)\n"
+        "        loss = F.nll_loss(model(data), target)\n"
+        "        loss.backward()\n"
+        "        if batch_idx % args.log_interval == 0:\n"
+        "            print('Loss: {:.6f}'.format(loss.item()))\n"
+        "def test(model, device, test_loader):\n"
+        "    for data, target in test_loader:\n"
+        "        test_loss += F.nll_loss(model(data.to(device)), target).item()\n"
+        "def main():\n"
+        "    train_loader = torch.utils.data.DataLoader(d1, batch_size=64)\n"
+        "    test_loader = torch.utils.data.DataLoader(d2, batch_size=64)\n"
+        "    train(args, model, device, train_loader, optimizer, 1)\n"
+        "    test(model, device, test_loader)\n"
+        "    print(loss.item())\n",
+        [],
+    ),
+    (
+        # the 60-minute blitz: the running loss is read every step, printed every 2000
+        "import torch\n"
+        "trainloader = torch.utils.data.DataLoader(trainset, batch_size=4)\n"
+        "for epoch in range(2):\n"
+        "    for i, data in enumerate(trainloader, 0):\n"
+        "        loss = criterion(net(data[0]), data[1])\n"
+        "        loss.backward()\n"
+        "        running_loss += loss.item()\n"
+        "        if i % 2000 == 1999:\n"
+        "            print(f'loss: {running_loss / 2000:.3f}')\n",
+        [("host_sync", 7, ".item()")],
+    ),
+    (
+        "import sys\n"
+        "import numpy as np\n"
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "from tqdm import tqdm\n"
+        "class Trainer:\n"
+        "    def __init__(self, ds):\n"
+        "        self.train_loader = DataLoader(ds, batch_size=8)\n"
+        "    def fit(self, device, scaler):\n"
+        "        pbar = tqdm(self.train_loader)\n"
+        "        for step, batch in enumerate(pbar):\n"
+        "            for k in batch:\n"
+        "                batch[k] = batch[k].to(device)\n"
+        "            for name, value in batch.items():\n"
+        "                batch[name] = value.to(device)\n"
+        "            for t in (batch['x'], batch['y']):\n"
+        "                t.to(device)\n"
+        "            for img, lbl in zip(batch['x'], batch['y']):\n"
+        "                img.to(torch.float16)\n"
+        "                img.unsqueeze(0).to(device)\n"
+        "            loss = self.model(batch)\n"
+        "            scaler.scale(loss).backward()\n"
+        "            value = loss.item()\n"
+        "            if not np.isfinite(value):\n"
+        "                print(value)\n"
+        "                sys.exit(1)\n"
+        "            labels = self.head(batch).argmax(1).cpu().numpy().tolist()\n"
+        "            m = np.mean(np.ones(3)).item()\n"
+        "            print(loss)\n"
+        "            pbar.set_description('loss %.3f' % loss)\n"
+        "            torch.cuda.synchronize()\n"
+        "            if step == 0:\n"
+        "                batch['x'].cpu()\n",
+        [
+            ("per_sample_copy", 20, ".to(device)"),
+            ("host_sync", 23, ".item()"),
+            ("host_sync", 27, ".cpu()"),
+            ("host_sync", 29, "print(loss)"),
+            ("host_sync", 30, "'loss %.3f' % loss"),
+            ("host_sync", 31, "torch.cuda.synchronize()"),
+        ],
+    ),
+    (
+        # a Dataset moving data to a device it is handed (not known here) is not judged;
+        # one whose device is a CUDA constant is
+        "import torch\n"
+        "from torch.utils import data\n"
+        "DEVICE = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "class Handed(data.Dataset):\n"
+        "    def __init__(self, device):\n"
+        "        self.device = device\n"
+        "    def __getitem__(self, i):\n"
+        "        return torch.ones(3).to(self.device)\n"
+        "class Fixed(data.Dataset):\n"
+        "    def __getitem__(self, i):\n"
+        "        return torch.ones(3, device=DEVICE)\n",
+        [("dataset_cuda", 11, "torch.ones(..., device=DEVICE)")],
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "expected"), LOOP_SNIPPETS)
+def test_step_loop_observations(
+    tmp_path: Path, source: str, expected: list[tuple[str, int, str]]
+) -> None:
+    (tmp_path / "loop.py").write_text(source)
+    report = analyze_file(tmp_path / "loop.py", "loop.py")
+    assert report.error is None
+    assert [(c["kind"], c["line"], c["call"]) for c in report.torch_calls] == expected

@@ -7,6 +7,7 @@ from envcheck.checks import (  # noqa: F401
     host,
     keras_tf,
     packages,
+    probe,
     scripts_precision,
     scripts_tf,
     scripts_torch,

@@ -1,18 +1,17 @@
-"""GPU math settings in PyTorch training scripts (EC506-EC508): cuDNN autotuning, mixed
-precision and TF32, judged against the GPUs this machine has."""
+"""GPU math settings in training scripts, judged against the GPUs this machine has:
+PyTorch's cuDNN autotuning, mixed precision and TF32 (EC506-EC508), Keras mixed
+precision (EC522)."""
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from envcheck.checks.gpu_facts import capability, devices
-from envcheck.checks.scripts_torch import scripts_section
+from envcheck.checks.scripts_torch import TUNING_GUIDE, scripts_section
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Basis, Impact, Location, Severity
 from envcheck.snapshot import Facts, Missing
-
-TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
 
 
 def _cuda_files(facts: Facts) -> Union[list[dict[str, Any]], Outcome]:
@@ -42,15 +41,21 @@ def _file_hit(file_facts: dict[str, Any], **values: Any) -> Hit:
 
 
 def _files_on_capable_gpus(
-    facts: Facts, minimum: tuple[int, int], what: str
+    facts: Facts,
+    minimum: tuple[int, int],
+    what: str,
+    select: Callable[[dict[str, Any]], bool] = lambda f: bool(f.get("uses_cuda")),
+    none: str = "no CUDA training script",
 ) -> Union[tuple[list[dict[str, Any]], str], Outcome]:
-    """The CUDA training scripts and the oldest GPU's capability ("8.0") when the GPUs here
-    support `what`; otherwise the Outcome the rule returns."""
-    files = _cuda_files(facts)
-    if isinstance(files, Outcome):
-        return files
+    """The training scripts `select` picks (by default those using CUDA) and the oldest
+    GPU's capability ("8.0") when the GPUs here support `what`; otherwise the Outcome the
+    rule returns."""
+    section = scripts_section(facts)
+    if isinstance(section, Outcome):
+        return section
+    files = [f for f in section.get("file_facts") or [] if select(f)]
     if not files:
-        return Outcome.passed("no CUDA training script")
+        return Outcome.passed(none)
     cap = _lowest_capability(facts)
     if isinstance(cap, Missing):
         return Outcome.unknown(f"{what} depends on the GPU: {cap.reason}")
@@ -174,3 +179,91 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     if hits:
         return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
     return Outcome.passed("TF32 or autocast in every CUDA training script")
+
+
+TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"
+
+
+def _keras_training(file_facts: dict[str, Any]) -> bool:
+    return bool(file_facts.get("keras_fit")) and bool(file_facts.get("keras_layers"))
+
+
+@check(
+    id="EC522",
+    name="keras-no-mixed-precision",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="A Keras model trains in float32 on a tensor-core GPU (no mixed-precision policy)",
+    message="{where}: `{code}` -- {path} builds convolution/dense layers and trains them with "
+    "Keras in float32: no mixed_float16/mixed_bfloat16 policy is set, and the GPUs here "
+    "(compute capability {cap}) have tensor cores",
+    fix="keras.mixed_precision.set_global_policy('mixed_float16')   # before building the "
+    "model; keep the last activation in float32: layers.Activation('softmax', "
+    "dtype='float32')",
+    evidence=(
+        TF_MIXED_PRECISION + " ('Using this API can improve performance by more than 3 times "
+        "on modern GPUs'; 'Among NVIDIA GPUs, those with compute capability 7.0 or higher "
+        "will see the greatest performance benefit from mixed precision because they have "
+        "special hardware units, called Tensor Cores')",
+        "https://keras.io/api/mixed_precision/ (keras.mixed_precision.set_global_policy)",
+    ),
+    impact=Impact(
+        3.0,
+        Basis.ESTIMATED,
+        "TensorFlow mixed precision guide: 'can improve performance by more than 3 times on "
+        "modern GPUs' -- a best case; models limited by their input pipeline gain less",
+    ),
+)
+def keras_no_mixed_precision(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** A script that builds Keras convolution, dense, recurrent or
+    attention layers (or a `keras.applications` model) and trains them with `fit`,
+    without a mixed-precision policy, on GPUs of compute capability 7.0 or newer. Keras
+    computes in float32 by default, so the tensor cores that run float16/bfloat16
+    matmuls and convolutions sit unused; the TensorFlow mixed precision guide quotes
+    more than 3x on modern GPUs (a best case: models bound by their input pipeline or
+    memory gain less).
+
+    A policy the source sets to a value it does not show makes the rule unknown for
+    that file. Mixed precision counts when set with `mixed_precision.set_global_policy`
+    (or the older `experimental.set_policy`, or Keras 3's
+    `keras.config.set_dtype_policy`), a layer's `dtype="mixed_float16"`, or TF 1.x's
+    `enable_mixed_precision_graph_rewrite`.
+
+    **Best practice.** `keras.mixed_precision.set_global_policy("mixed_float16")` before
+    building the model (`"mixed_bfloat16"` on Ampere and newer), with the model's last
+    activation in float32 (`layers.Activation("softmax", dtype="float32")`); `fit`
+    applies loss scaling itself.
+    """
+    found = _files_on_capable_gpus(
+        facts, (7, 0), "tensor cores", _keras_training, "no Keras training script"
+    )
+    if isinstance(found, Outcome):
+        return found
+    files, cap = found
+    hits: list[Hit] = []
+    unknown: list[str] = []
+    for f in files:
+        mixed = f.get("mixed_precision")
+        if mixed is None:
+            unknown.append(f"{f.get('path')}: the dtype policy is set to a value the source hides")
+        elif not mixed:
+            fit: dict[str, Any] = f.get("keras_fit") or {}
+            path = str(f.get("path"))
+            hits.append(
+                Hit(
+                    values={
+                        "path": path,
+                        "where": f"{path}:{fit.get('line')}",
+                        "code": fit.get("code"),
+                        "cap": cap,
+                    },
+                    evidence={"facts": {"file": f}},
+                    location=Location(path, fit.get("line"), fit.get("column"), fit.get("code")),
+                )
+            )
+    if hits:
+        return Outcome.failed(*hits, reason=f"{len(hits)} Keras script(s) in float32")
+    if unknown:
+        return Outcome.unknown("; ".join(unknown))
+    return Outcome.passed("every Keras training script sets a mixed-precision policy")

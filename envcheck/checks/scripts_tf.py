@@ -1,4 +1,4 @@
-"""tf.data and Keras input pipelines in training scripts (EC511-EC519), read statically
+"""tf.data and Keras input pipelines in training scripts (EC511-EC521), read statically
 from the files named with `--script` (envcheck/scripts/tf_keras.py). Without
 `--script` they are skipped."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
-from envcheck.checks.facts_helpers import module_version
-from envcheck.checks.scripts_torch import scripts_section
+from envcheck.checks.facts_helpers import module_version, outcome_over
+from envcheck.checks.scripts_torch import scripts_section, suggested_workers
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity
@@ -539,3 +539,201 @@ def keras_layer_numpy(facts: Facts) -> Outcome:
         return [_hit(item, layer=item.get("layer"), calls=calls)]
 
     return _judge(_keras(facts, ("layer_numpy",)), hits, "custom layers with NumPy", "none")
+
+
+WORKER_METHODS = (
+    "fit",
+    "fit_generator",
+    "predict",
+    "predict_generator",
+    "evaluate",
+    "evaluate_generator",
+)
+KERAS_WINDOWS = (
+    "https://github.com/keras-team/keras/issues/10842 ('fit_generator using "
+    "use_multiprocessing=True does not work on Windows'; still reproduced with "
+    "TensorFlow 2.6 in 2021)"
+)
+KERAS_NOT_THREAD_SAFE = (
+    "https://github.com/keras-team/keras/issues/12650 (Keras: 'Your generator is NOT "
+    "thread-safe. Keras requires a thread-safe generator when `use_multiprocessing=False, "
+    "workers > 1`')"
+)
+KERAS_THREADSAFE_WRAPPER = (
+    "https://github.com/keras-team/keras/issues/1638 (the threadsafe_iter / "
+    "@threadsafe_generator wrapper that serialises next() with a threading.Lock)"
+)
+KERAS_GENERATOR_LOCK = (
+    "https://github.com/keras-team/keras/pull/8662 (Keras 2.1.3 put a lock around the "
+    "generator's next(): Python generators threw 'ValueError: generator already "
+    "executing' with several worker threads)"
+)
+
+
+def _argument(call: dict[str, Any], name: str) -> tuple[bool, Any]:
+    """(known, value) of a Keras call's argument; absent is known to be the default (None),
+    unless a `**dict` that could not be expanded may carry it."""
+    arg = (call.get("args") or {}).get(name)
+    if arg is None:
+        return not call.get("opaque_kwargs"), None
+    return bool(arg.get("known")), arg.get("value")
+
+
+def _calls_where(call: dict[str, Any]) -> str:
+    return f"{call.get('path')}:{call.get('line')}"
+
+
+@check(
+    id="EC520",
+    name="keras-multiprocessing-on-windows",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="Keras use_multiprocessing=True on Windows",
+    message="{where}: `{code}` -- {method}(use_multiprocessing=True) on Windows: without "
+    "fork, each worker process is spawned, re-imports the script and must receive {input} "
+    "by pickling; Keras multiprocessing is unreliable there (errors or hangs)",
+    fix="{method}(..., workers={workers}, use_multiprocessing=False)   # threads, with a "
+    "thread-safe keras.utils.Sequence; or feed a tf.data pipeline with "
+    "map(num_parallel_calls=tf.data.AUTOTUNE)",
+    evidence=(
+        KERAS_WINDOWS,
+        "https://github.com/keras-team/keras/issues/6582 (Keras' own multiprocessing tests "
+        "failed on Windows)",
+        "https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-"
+        "start-methods (spawn is the only start method on Windows: arguments are pickled and "
+        "the main module is imported again in each process)",
+        KERAS_WORKERS,
+    ),
+)
+def keras_multiprocessing_on_windows(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `model.fit(..., workers=8, use_multiprocessing=True)` (or
+    `fit_generator`, `predict`, `evaluate`) on Windows. Windows cannot fork: every worker
+    process is spawned, imports the training script again and receives the generator or
+    Sequence by pickling. Python generators cannot be pickled at all, and Sequences
+    holding open files, locks or large arrays either fail or are copied into every
+    worker. Users report errors and hangs (keras-team/keras#10842, #6582); where it runs,
+    start-up is slow.
+
+    Judged on the platform of the machine envcheck runs on: unknown when the platform is
+    not known, passed elsewhere.
+
+    **Best practice.** On Windows use `use_multiprocessing=False` with a thread-safe
+    `keras.utils.Sequence` and several `workers` (threads; NumPy and image decoding
+    release the GIL), or move the loading to `tf.data` with parallel `map` and
+    `prefetch`.
+    """
+    items = _keras(facts, WORKER_METHODS)
+    if isinstance(items, Outcome):
+        return items
+    asking: list[dict[str, Any]] = []
+    unknown: list[str] = []
+    for call in items:
+        known, value = _argument(call, "use_multiprocessing")
+        if known and value is True:
+            asking.append(call)
+        elif not known:
+            unknown.append(f"{_calls_where(call)}: use_multiprocessing not known from the source")
+    if not asking and not unknown:
+        return Outcome.passed("no Keras call asks for use_multiprocessing=True")
+    system = facts.lookup("platform.system")
+    if isinstance(system, Missing) or not isinstance(system, str):
+        reason = system.reason if isinstance(system, Missing) else "platform not known"
+        return Outcome.unknown(f"use_multiprocessing=True is a problem on Windows: {reason}")
+    if system != "Windows":
+        return Outcome.passed(f"{system}: Keras worker processes are forked")
+    if not asking:
+        return Outcome.unknown("; ".join(unknown))
+    what = {"generator": "the Python generator", "sequence": "the Sequence"}
+    workers = suggested_workers(facts)
+    hits = [
+        _hit(
+            call,
+            method=call.get("kind"),
+            input=what.get(str(call.get("input")), f"`{call.get('input_code')}`"),
+            workers=workers,
+        )
+        for call in asking
+    ]
+    return Outcome.failed(*hits, reason=f"{len(hits)} Keras calls with use_multiprocessing=True")
+
+
+@check(
+    id="EC521",
+    name="keras-generator-not-thread-safe",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="A plain Python generator read by several Keras worker threads",
+    message="{where}: `{code}` -- {method} reads the generator {generator}() (line "
+    "{generator_line}) from {workers} threads: a Python generator cannot be advanced by two "
+    "threads at once ('generator already executing'), so Keras fails with 'Your generator "
+    "is NOT thread-safe' or the workers take turns",
+    fix="class Batches(keras.utils.Sequence): ...   # __len__, __getitem__(i) -> batch i; "
+    "then {method}(Batches(...), workers={workers}) -- or keep {generator}() with workers=1",
+    evidence=(
+        KERAS_THREADSAFE,
+        KERAS_NOT_THREAD_SAFE,
+        KERAS_GENERATOR_LOCK,
+        KERAS_THREADSAFE_WRAPPER,
+        KERAS_WORKERS,
+    ),
+)
+def keras_generator_not_thread_safe(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** `model.fit(gen(), workers=4)` (or `fit_generator`, `predict`,
+    `evaluate`) where `gen` is a generator function of the script, without
+    `use_multiprocessing=True`. Keras starts `workers` threads that all call `next()` on
+    the same generator; Python generators are not thread-safe, so a second thread's
+    `next()` raises "generator already executing". Later Keras 2 releases and tf.keras
+    turn that into "Your generator is NOT thread-safe" (keras-team/keras#8540, #12650); the releases
+    that put a lock around `next()` instead (Keras 2.1.3, keras-team/keras#8662) make
+    the extra workers take turns, so they buy nothing.
+
+    Not flagged: a `keras.utils.Sequence` (batches by index, safe with threads), a
+    generator decorated with a thread-safe wrapper (`@threadsafe_generator`, whose
+    iterator takes a lock around `next()`, keras-team/keras#1638), or one wrapped in
+    such an iterator at the call. A lock taken *inside* the generator's body does not
+    help. Unknown when the generator carries another decorator.
+
+    **Best practice.** Rewrite the generator as a `keras.utils.Sequence` (or Keras 3
+    `PyDataset`) and keep `workers`, or use `tf.data`; otherwise `workers=1`.
+    """
+    items = _keras(facts, WORKER_METHODS)
+    if isinstance(items, Outcome):
+        return items
+    fed = [i for i in items if i.get("input") == "generator"]
+    if not fed:
+        return Outcome.passed("no Keras call reads a Python generator of the scripts")
+
+    def test(call: dict[str, Any]) -> Optional[Hit] | str:
+        known, workers = _argument(call, "workers")
+        if not known:
+            return "workers not known from the source"
+        if not (isinstance(workers, int) and workers > 1):
+            return None
+        known, multiprocessing = _argument(call, "use_multiprocessing")
+        if not known:
+            return "use_multiprocessing not known from the source"
+        if multiprocessing is True:
+            return None  # processes, not threads (EC520 judges that on Windows)
+        generator = call.get("generator") or {}
+        if generator.get("thread_safe"):
+            return None
+        if generator.get("decorators"):
+            decorators = ", ".join(f"@{d}" for d in generator["decorators"])
+            return f"the generator is decorated with {decorators}: its thread safety is not known"
+        return _hit(
+            call,
+            method=call.get("kind"),
+            generator=generator.get("name") or call.get("input_code"),
+            generator_line=generator.get("line"),
+            workers=workers,
+        )
+
+    return outcome_over(
+        fed,
+        test,
+        _calls_where,
+        "generators read by one thread, or made thread-safe",
+        "generator-fed Keras calls",
+    )

@@ -1,6 +1,7 @@
-"""PyTorch DataLoader rules on training scripts (EC501-EC505), from `--script` observations.
+"""PyTorch rules on training scripts, from `--script` observations: DataLoader settings
+(EC501-EC505) and what the training-step loop does every step (EC509, EC510).
 
-Each finding points at the file and line of the DataLoader call and quotes it. A value
+Each finding points at the file, line and column of the call and quotes it. A value
 the source does not determine (a command-line option without a default, a config
 object) makes the rule *unknown* for that loader, never a guess.
 """
@@ -17,6 +18,7 @@ from envcheck.model import Location, Severity
 from envcheck.scripts.values import CPU_COUNT
 from envcheck.snapshot import Facts, Missing
 
+TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
 PYTORCH_DATALOADER_DOCS = (
     "https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader (num_workers: "
     "'0 means that the data will be loaded in the main process. (default: 0)')"
@@ -328,3 +330,176 @@ def dataloader_workers_without_main_guard(facts: Facts) -> Outcome:
         return loader_hit(loader, why=why)
 
     return per_loader(facts, test, "no module-level DataLoader with spawned workers")
+
+
+# -- the training-step loop (torch_calls observations) ------------------------------------
+
+GUIDE_SYNC = (
+    TUNING_GUIDE + " (Avoid unnecessary CPU-GPU synchronization: 'Avoid unnecessary "
+    "synchronizations, to let the CPU run ahead of the accelerator as much as possible'; "
+    "examples: print(cuda_tensor), cuda_tensor.item(), memory copies tensor.cuda(), "
+    "cuda_tensor.cpu() and equivalent tensor.to(device) calls)"
+)
+
+
+def per_call(facts: Facts, kinds: tuple[str, ...], test: LoaderTest, none_found: str) -> Outcome:
+    """Run `test(call, file_facts)` on every torch_calls observation of these kinds."""
+    section = scripts_section(facts)
+    if isinstance(section, Outcome):
+        return section
+    calls = [c for c in section.get("torch_calls") or [] if c.get("kind") in kinds]
+    if not calls:
+        return Outcome.passed(none_found)
+    by_path = {f.get("path"): f for f in section.get("file_facts") or []}
+    return outcome_over(
+        calls,
+        lambda call: test(call, by_path.get(call.get("path"), {})),
+        where,
+        none_found,
+        "calls",
+    )
+
+
+def call_hit(observation: dict[str, Any], **values: Any) -> Hit:
+    return Hit(
+        values={"where": where(observation), "code": observation.get("code"), **values},
+        evidence={"observation": observation},
+        location=Location(
+            str(observation.get("path")),
+            observation.get("line"),
+            observation.get("column"),
+            observation.get("code"),
+        ),
+    )
+
+
+def _gpu_or_reason(facts: Facts, file_facts: dict[str, Any]) -> Optional[bool] | str:
+    gpu = _trains_on_gpu(facts, file_facts)
+    if gpu is None:
+        return "whether it trains on a GPU is not known (no CUDA in the file, GPUs not known)"
+    return gpu
+
+
+@check(
+    id="EC509",
+    name="host-sync-every-step",
+    severity=Severity.LOW,
+    category="scripts",
+    summary="The training loop waits for the GPU every step (.item(), .cpu(), print(loss))",
+    message="{where}: `{code}` -- {call} {what} in every step of the training loop over "
+    "{loader} (line {loop_line}): the CPU waits for the GPU to finish, so the next step's "
+    "work is not queued while this one runs",
+    fix="running_loss += loss.detach()   # stays on the GPU; read it every N steps: "
+    "if step % 100 == 0: print(running_loss.item() / 100); running_loss.zero_()",
+    evidence=(GUIDE_SYNC,),
+)
+def host_sync_every_step(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Inside the training step loop (a `for` over a DataLoader whose body
+    calls `backward`), code that needs a value from the GPU every step:
+    `total += loss.item()`, `loss.cpu()`, `preds.tolist()`, `float(loss)`,
+    `print(loss)` or an f-string with a tensor, `torch.cuda.synchronize()`. CUDA runs
+    asynchronously: the CPU normally queues the next kernels while the GPU works. Each
+    of these calls blocks the CPU until everything queued has finished, so the GPU idles
+    while Python prepares the next step (PyTorch performance tuning guide, "Avoid
+    unnecessary CPU-GPU synchronization"). The cost grows as the model gets smaller and
+    the steps faster.
+
+    Calls under `if step % N == 0:` (periodic logging) or `if step == 0:` (once) and
+    code after the loop are not flagged, nor are evaluation loops (no `backward`),
+    which must bring predictions to the host.
+    `.numpy()` alone is not flagged: on a CUDA tensor it fails, so it only ever sees CPU
+    tensors.
+
+    **Best practice.** Accumulate on the device (`running += loss.detach()`) and read
+    the value every N steps: `if step % 100 == 0: print(running.item() / 100)`.
+    """
+
+    def test(call: dict[str, Any], file_facts: dict[str, Any]) -> Optional[Hit] | str:
+        gpu = _gpu_or_reason(facts, file_facts)
+        if gpu is not True:
+            return gpu if isinstance(gpu, str) else None
+        return call_hit(
+            call,
+            call=call.get("call"),
+            what=call.get("what") or "reads a GPU value",
+            loader=call.get("loader"),
+            loop_line=call.get("loop_line"),
+        )
+
+    return per_call(facts, ("host_sync",), test, "no per-step synchronisation in training loops")
+
+
+@check(
+    id="EC510",
+    name="per-sample-device-copies",
+    severity=Severity.MEDIUM,
+    category="scripts",
+    summary="Samples are copied to the GPU one by one (per-sample .to(device), CUDA in "
+    "Dataset.__getitem__)",
+    message="{where}: `{code}` -- {problem}",
+    fix="{fix}",
+    evidence=(
+        GUIDE_SYNC,
+        "https://pytorch.org/docs/stable/data.html#multi-process-data-loading ('It is "
+        "generally not recommended to return CUDA tensors in multi-process loading because "
+        "of many subtleties in using CUDA and sharing CUDA tensors in multiprocessing ... "
+        "Instead, we recommend using automatic memory pinning (i.e., setting "
+        "pin_memory=True)')",
+        "https://pytorch.org/docs/stable/notes/multiprocessing.html#cuda-in-multiprocessing "
+        "('The CUDA runtime does not support the fork start method')",
+    ),
+)
+def per_sample_device_copies(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Copying to the GPU sample by sample instead of once per batch:
+
+    - `.to(device)` / `.cuda()` inside an inner `for` loop over the batch's elements, in
+      the training step loop. Each small copy pays the fixed cost of a transfer (and,
+      from pageable memory, a synchronisation), so a batch of 256 images costs 256
+      transfers instead of one.
+    - `.cuda()` / `.to("cuda")` (or `device="cuda"`) inside a `Dataset.__getitem__`.
+      In DataLoader workers started with fork (Linux's default) it fails once the
+      training process has used CUDA ("Cannot re-initialize CUDA in forked
+      subprocess"); with `num_workers=0` every sample is loaded and copied one at a
+      time in the training process. PyTorch recommends returning CPU tensors and using
+      `pin_memory=True` instead.
+
+    Inner loops over a dict's fields (`for k, v in batch.items()`) or a tuple of tensors
+    copy each field of the batch once and are not flagged.
+
+    **Best practice.** Return CPU tensors from the Dataset, let the DataLoader collate
+    and pin them, and move the whole batch once per step:
+    `x = x.to(device, non_blocking=True)`.
+    """
+    batched = "x = x.to(device, non_blocking=True)   # the whole batch, once per step"
+
+    def test(call: dict[str, Any], file_facts: dict[str, Any]) -> Optional[Hit] | str:
+        if call.get("kind") == "dataset_cuda":
+            return call_hit(
+                call,
+                problem=f"{call.get('class')}.{call.get('function')} puts each sample on the "
+                f"GPU with {call.get('call')}: CUDA cannot be re-initialised in forked DataLoader "
+                "workers, and without workers every sample is copied on its own",
+                fix=f"return CPU tensors from {call.get('class')}.{call.get('function')} and "
+                f"move the batch in the training loop: {batched}, with "
+                "DataLoader(..., pin_memory=True)",
+            )
+        gpu = _gpu_or_reason(facts, file_facts)
+        if gpu is not True:
+            return gpu if isinstance(gpu, str) else None
+        return call_hit(
+            call,
+            problem=f"{call.get('call')} inside the loop `{call.get('inner_loop_code')}` "
+            f"(line {call.get('inner_loop_line')}) copies the batch to the device one "
+            f"element at a time, every step of the training loop (line {call.get('loop_line')})",
+            fix=f"{batched}, before the loop of line {call.get('inner_loop_line')} "
+            "(with DataLoader(..., pin_memory=True))",
+        )
+
+    return per_call(
+        facts,
+        ("per_sample_copy", "dataset_cuda"),
+        test,
+        "no per-sample device copies in training loops or Dataset.__getitem__",
+    )

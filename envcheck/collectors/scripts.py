@@ -46,6 +46,7 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
         "loaders": [],
         "tf_pipelines": [],
         "keras_calls": [],
+        "torch_calls": [],
         "reasons": {},
     }
     for path, shown in _python_files(ctx.scripts, section):
@@ -64,6 +65,7 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
         section["loaders"].extend(report.loaders)
         section["tf_pipelines"].extend(report.tf_pipelines)
         section["keras_calls"].extend(report.keras_calls)
+        section["torch_calls"].extend(report.torch_calls)
     return {"scripts": section}
 
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
+from envcheck.report import probe_text
 
 AREAS = (
     "platform",
@@ -25,6 +26,7 @@ AREAS = (
     "scripts",
     "packages",
     "environment",
+    "probe",
 )
 # Snapshot sections whose collector failures show under each area.
 AREA_SECTIONS = {
@@ -33,6 +35,7 @@ AREA_SECTIONS = {
     "frameworks": ("frameworks", "deep"),
     "data": ("storage", "dataset", "read_throughput", "antivirus"),
     "scripts": ("scripts",),
+    "probe": ("probe",),
 }
 AREA_TITLES = {
     "platform": "Platform",
@@ -44,6 +47,7 @@ AREA_TITLES = {
     "scripts": "Scripts",
     "packages": "Packages",
     "environment": "Environment",
+    "probe": "Probe",
 }
 _SEVERITY_STYLE = {
     Severity.CRITICAL: "bold red",
@@ -156,6 +160,8 @@ def _area_block(
         describe = _DESCRIBE.get(area)
         detail = describe(facts) if describe else ""
     lines = [f"[{mark}] [bold]{title}[/bold]  {escape(detail)}"]
+    if area == "probe":
+        lines += probe_text.detail_lines(facts.get("probe"), ascii_only=sym["ok"] != "✓")
     for section, reason in failed.items():
         lines.append(
             f"    [yellow]{sym['unknown']}[/yellow] {section} facts unavailable: {escape(reason)}"
@@ -349,6 +355,7 @@ _DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "scripts": _scripts,
     "packages": _packages,
     "environment": _environment,
+    "probe": probe_text.headline,
 }
 
 

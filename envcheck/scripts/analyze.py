@@ -3,7 +3,9 @@
 One pass over each file records *observations*: every DataLoader construction with its
 argument values (followed as far as the source allows, see values.py), and file-level
 settings (the `__main__` guard, the multiprocessing start method, CUDA use, cuDNN
-benchmark, autocast, TF32). Rules turn observations into findings; nothing here judges.
+benchmark, autocast, TF32); tf_keras.py adds tf.data and Keras observations, and
+torch_loops.py what PyTorch training-step loops do every step. Rules turn observations
+into findings; nothing here judges.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck.scripts import tf_keras
+from envcheck.scripts import tf_keras, torch_loops
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
@@ -33,6 +35,7 @@ class FileReport:
     loaders: list[dict[str, Any]] = field(default_factory=list)
     tf_pipelines: list[dict[str, Any]] = field(default_factory=list)
     keras_calls: list[dict[str, Any]] = field(default_factory=list)
+    torch_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def analyze_file(path: Path, shown: str) -> FileReport:
@@ -96,7 +99,8 @@ class _Walker(ast.NodeVisitor):
 
     def run(self) -> None:
         self.visit(self.module)
-        tf_keras.finish(self, self.report)
+        files = tf_keras.finish(self, self.report)
+        torch_loops.finish(self, self.report, files)
         self.report.facts = self.facts
 
     # -- context -----------------------------------------------------------------------

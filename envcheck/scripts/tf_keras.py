@@ -1,8 +1,11 @@
 """tf.data and Keras observations, read from the source without running it.
 
 `observe_call` is called by the walker for every call in a file; it records Keras calls
-(`fit_generator`, `fit` with its worker settings, `ImageDataGenerator`, the
-`flow_from_*` loaders) and the mixed-precision policy. `finish` runs once per file after
+(`fit_generator`, `fit` with its worker settings and, for a generator of the file, its
+decorators; `predict`/`evaluate` given worker settings; `ImageDataGenerator`, the
+`flow_from_*` loaders) and file facts: the mixed-precision policy (True, False, or None
+when set to a value the source hides), the first `fit` call (`keras_fit`) and whether
+the file builds Keras convolution/dense layers (`keras_layers`). `finish` runs once per file after
 the walk and reads what needs the whole file: tf.data pipelines followed through
 `ds = ds.map(...)` reassignments and chained calls within one function or module body,
 and NumPy calls inside custom layers' `call`. Every observation is a plain JSON dict
@@ -54,17 +57,51 @@ LAYER_BASES = {
     for name in ("layers.Layer", "Layer", "Model", "models.Model", "layers.core.Layer")
 }
 MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
+POLICY_SETTERS = (
+    "mixed_precision.set_global_policy",
+    "mixed_precision.experimental.set_policy",
+    "mixed_precision.set_policy",
+    "config.set_dtype_policy",  # Keras 3
+)
+# TF 1.14-2.3's graph rewrite: mixed precision without a Keras policy
+GRAPH_REWRITE = ".enable_mixed_precision_graph_rewrite"
 GENERATOR_METHODS = ("fit_generator", "evaluate_generator", "predict_generator")
 FIT_ARGS = ("workers", "use_multiprocessing", "max_queue_size")
+# Layers whose matmuls and convolutions mixed precision moves onto tensor cores.
+COMPUTE_LAYERS = {
+    f"{kind}{suffix}"
+    for kind in ("Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D")
+    for suffix in ("", "Transpose")
+} | {
+    "Dense",
+    "EinsumDense",
+    "SeparableConv1D",
+    "SeparableConv2D",
+    "DepthwiseConv1D",
+    "DepthwiseConv2D",
+    "LSTM",
+    "GRU",
+    "MultiHeadAttention",
+}
 
 
 def observe_call(walker: _Walker, node: ast.Call, name: Optional[str]) -> None:
     """Record Keras calls of interest and the mixed-precision policy."""
-    if name is not None and name.endswith(
-        ("mixed_precision.set_global_policy", "mixed_precision.experimental.set_policy")
-    ):
-        if node.args and _policy_name(node.args[0], walker) in MIXED_POLICIES:
+    if name is not None and _is_keras(name):
+        if name.rsplit(".", 1)[-1] in COMPUTE_LAYERS or ".applications." in name:
+            walker.facts["keras_layers"] = True
+        dtype = _keyword(node, "dtype")
+        if dtype is not None and _policy_name(dtype, walker) in MIXED_POLICIES:
+            walker.facts["mixed_precision"] = True  # a per-layer policy
+    if name is not None and name.endswith(POLICY_SETTERS):
+        policy = _policy_name(node.args[0], walker) if node.args else None
+        if policy in MIXED_POLICIES:
             walker.facts["mixed_precision"] = True
+        elif policy is None and walker.facts.get("mixed_precision") is not True:
+            walker.facts["mixed_precision"] = None  # set, to a value the source hides
+        return
+    if name is not None and name.endswith(GRAPH_REWRITE):
+        walker.facts["mixed_precision"] = True
         return
     if name is not None and _is_keras(name) and name.endswith(".ImageDataGenerator"):
         walker.report.keras_calls.append(_observation(walker, node, kind="ImageDataGenerator"))
@@ -72,20 +109,34 @@ def observe_call(walker: _Walker, node: ast.Call, name: Optional[str]) -> None:
     if not isinstance(node.func, ast.Attribute):
         return
     attr = node.func.attr
-    if attr in GENERATOR_METHODS or (attr == "fit" and _uses_keras(walker)):
+    # predict/evaluate only with worker settings (use_multiprocessing, or a **dict)
+    worker_settings = any(k.arg in (*FIT_ARGS, None) for k in node.keywords)
+    if (
+        attr in GENERATOR_METHODS
+        or (attr == "fit" and _uses_keras(walker))
+        or (attr in ("predict", "evaluate") and worker_settings and _uses_keras(walker))
+    ):
         values, opaque = keyword_values(node, walker.scope())
-        first = node.args[0] if node.args else _keyword(node, "x" if attr == "fit" else "generator")
-        walker.report.keras_calls.append(
-            _observation(
-                walker,
-                node,
-                kind=attr,
-                args={k: values[k].to_json() for k in FIT_ARGS if k in values},
-                opaque_kwargs=opaque,
-                input=_input_kind(walker, first),
-                input_code=ast.unparse(first) if first is not None else None,
-            )
+        first = node.args[0] if node.args else _keyword(node, "generator")
+        if first is None and attr in ("fit", "predict", "evaluate"):
+            first = _keyword(node, "x")
+        kind, definition = _input(walker, first)
+        observation = _observation(
+            walker,
+            node,
+            kind=attr,
+            args={k: values[k].to_json() for k in FIT_ARGS if k in values},
+            opaque_kwargs=opaque,
+            input=kind,
+            input_code=ast.unparse(first) if first is not None else None,
         )
+        if kind == "generator" and definition is not None:
+            observation["generator"] = _generator(definition)
+        walker.report.keras_calls.append(observation)
+        if attr in ("fit", "fit_generator") and not walker.facts.get("keras_fit"):
+            walker.facts["keras_fit"] = {
+                k: observation[k] for k in ("line", "column", "code", "function")
+            }
     elif attr == "flow_from_directory" and _uses_keras(walker):
         walker.report.keras_calls.append(_observation(walker, node, kind=attr))
     elif attr == "flow_from_dataframe" and _uses_keras(walker):
@@ -102,9 +153,12 @@ def observe_call(walker: _Walker, node: ast.Call, name: Optional[str]) -> None:
         )
 
 
-def finish(walker: _Walker, report: FileReport) -> None:
-    """tf.data pipelines and NumPy in custom layers: observations needing the whole file."""
+def finish(walker: _Walker, report: FileReport) -> _FileIndex:
+    """tf.data pipelines and NumPy in custom layers: observations needing the whole file.
+    Returns the file's index of functions and classes, for the other whole-file passes."""
     walker.facts.setdefault("mixed_precision", False)
+    walker.facts.setdefault("keras_fit", None)
+    walker.facts.setdefault("keras_layers", False)
     files = _FileIndex(walker)
     bodies: list[tuple[Optional[ast.AST], list[ast.stmt]]] = [(None, walker.module.body)]
     bodies += [(f, f.body) for f in files.function_nodes]
@@ -112,6 +166,7 @@ def finish(walker: _Walker, report: FileReport) -> None:
         scope = walker.module_scope if function is None else walker.module_scope.inside(function)
         report.tf_pipelines.extend(_Pipelines(walker, files, function, scope).read(body))
     report.keras_calls.extend(_layer_numpy(walker, files))
+    return files
 
 
 # -- helpers shared by both passes -------------------------------------------------------
@@ -156,26 +211,52 @@ def _observation(
 
 
 def _policy_name(node: ast.expr, walker: _Walker) -> Any:
+    if isinstance(node, ast.Name):  # policy = mixed_precision.Policy("mixed_float16")
+        assigned = walker.scope().lookup(node.id)
+        if isinstance(assigned, ast.Call):
+            node = assigned
     if isinstance(node, ast.Call) and node.args:  # mixed_precision.Policy("mixed_float16")
         node = node.args[0]
     value = resolve(node, walker.scope())
     return value.value if value.known else None
 
 
-def _input_kind(walker: _Walker, node: Optional[ast.expr]) -> Optional[str]:
+def _input(walker: _Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Optional[ast.AST]]:
     """ "generator" (a call to a function of this file that yields), "sequence" (an
-    instance of a keras Sequence/PyDataset subclass of this file), or None."""
+    instance of a keras Sequence/PyDataset subclass of this file), or None; with the
+    function or class that defines it."""
     if isinstance(node, ast.Name):
         assigned = walker.scope().lookup(node.id)
         node = assigned if assigned is not None else node
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
-        return None
+        return None, None
     index = _FileIndex(walker)
     if node.func.id in index.generators:
-        return "generator"
+        return "generator", index.functions[node.func.id]
     if node.func.id in index.sequences:
-        return "sequence"
-    return None
+        return "sequence", index.classes.get(node.func.id)
+    return None, None
+
+
+THREAD_SAFE_WORDS = ("threadsafe", "thread_safe", "synchronized")
+
+
+def _generator(function: ast.AST) -> dict[str, Any]:
+    """A generator function's name, line and decorators, and the decorator that makes
+    it thread-safe (`@threadsafe_generator`: returns an iterator whose `next()` takes a
+    lock), if any. A lock taken inside the body does not count: a second thread's
+    `next()` fails with "generator already executing" before the body runs."""
+    decorators = [ast.unparse(d) for d in getattr(function, "decorator_list", [])]
+    safe = next(
+        (f"@{d}" for d in decorators if any(w in d.lower() for w in THREAD_SAFE_WORDS)),
+        None,
+    )
+    return {
+        "name": getattr(function, "name", None),
+        "line": getattr(function, "lineno", None),
+        "decorators": decorators,
+        "thread_safe": safe,
+    }
 
 
 def _qualified_base(base: ast.expr, aliases: dict[str, str]) -> str:

@@ -1,0 +1,375 @@
+"""Probe rules (EC601-EC606): findings with *measured* impact, from the probe's numbers.
+
+Pure functions of the snapshot's `probe` section (filled by `envcheck probe` or
+`doctor --probe`), so a saved report re-evaluates exactly. Without a probe they are
+skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from envcheck.engine.python_rules import check
+from envcheck.engine.rule import Hit, Outcome
+from envcheck.model import Basis, Impact, Severity, Status
+from envcheck.snapshot import Facts, Missing
+
+PROFILER_GUIDE = (
+    "https://www.tensorflow.org/guide/data_performance_analysis (input share of step "
+    "time: >= 20 % highly input-bound, 5-20 % moderately, < 5 % not)"
+)
+DS_ANALYZER = (
+    "Mohan et al., Analyzing and Mitigating Data Stalls in DNN Training, VLDB 2021 "
+    "(fetch vs prep stalls by differential runs)"
+)
+INPUT_BOUND = ("highly-input-bound", "moderately-input-bound")
+# Reading is "the" bottleneck when it is most of the input time.
+FETCH_DOMINANT = 0.5
+SLOWDOWN_REASONS = (
+    "sw_power_cap",
+    "hw_slowdown",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+)
+
+
+def probe_section(facts: Facts) -> Union[dict[str, Any], Outcome]:
+    section = facts.section("probe")
+    if isinstance(section, Missing):
+        return Outcome(Status.SKIPPED, "needs the probe: `envcheck probe` or `doctor --probe`")
+    return dict(section)
+
+
+def measured(facts: Facts) -> Union[dict[str, Any], Outcome]:
+    """The probe section when it measured end to end; otherwise the Outcome to return."""
+    probe = probe_section(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    if not (probe.get("rates") or {}).get("end_to_end") or probe.get("input_share") is None:
+        failure = probe.get("failure") or {}
+        why = failure.get("message") or "no end-to-end measurement"
+        return Outcome.unknown(f"the probe measured no end-to-end rate: {why}")
+    return probe
+
+
+def where(probe: dict[str, Any]) -> str:
+    if probe.get("device") == "cpu":
+        return "on the CPU (no GPU: decoding and the model share the same cores)"
+    return f"on {probe.get('device_name') or 'the GPU'}"
+
+
+def _rate(value: Any) -> str:
+    return f"{value:,.0f}" if isinstance(value, (int, float)) else "?"
+
+
+def _worker_fix(probe: dict[str, Any]) -> tuple[str, Optional[Impact]]:
+    workers = probe.get("workers") or {}
+    used, best = workers.get("used"), workers.get("recommended")
+    e2e = (probe.get("rates") or {}).get("end_to_end")
+    best_rate = workers.get("recommended_rate")
+    tf = probe.get("framework") == "tensorflow"
+    if best is not None and used is not None and best > used and best_rate and e2e:
+        speedup = round(best_rate / e2e, 2)
+        if tf:
+            code = f"dataset.map(load, num_parallel_calls={best}).prefetch(tf.data.AUTOTUNE)"
+        else:
+            code = f"DataLoader(..., num_workers={best}, pin_memory=True, persistent_workers=True)"
+        note = f"  # measured {_rate(best_rate)} samples/s, {speedup:g}x"
+        source = (
+            f"probe: {_rate(e2e)} -> {_rate(best_rate)} samples/s end to end with "
+            f"{best} workers instead of {used}"
+        )
+        return code + note, Impact(speedup, Basis.MEASURED, source)
+    if not workers.get("sweep") or len(workers["sweep"]) < 2:
+        sweep = "envcheck probe --tune-workers  # measure the worker counts"
+        return sweep, None
+    return (
+        "more workers measured no faster here: make each sample cheaper (resize the images "
+        "once, offline; cache decoded tensors) or decode on the GPU (NVIDIA DALI)",
+        None,
+    )
+
+
+@check(
+    id="EC601",
+    name="input-bound-training",
+    severity=Severity.HIGH,
+    category="probe",
+    summary="Measured: the model waits for the input pipeline",
+    message="the input pipeline supplies {input} samples/s, the model consumes {compute} "
+    "samples/s {where}; {share} % of each training step {how} ({verdict})",
+    fix="{fix}",
+    evidence=(PROFILER_GUIDE, DS_ANALYZER),
+)
+def input_bound_training(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** A training step that waits for its next batch: the probe trains the
+    model on the pipeline's batches and times each step's wait separately from the copy to
+    the device and the compute, after synchronising the device, so hidden asynchrony
+    cannot make a starved GPU look busy. The verdict uses the TensorFlow Profiler's bands
+    (input share of step time >= 20 % highly, 5-20 % moderately input-bound). On the CPU
+    the pipeline's threads and workers also take cores from the model, so there the share
+    is the end-to-end slowdown against the compute ceiling when that is larger.
+
+    **Best practice.** Enough loader workers that a batch is always ready: the fix names
+    the smallest worker count the probe's sweep measured within 5 % of the best rate, with
+    the measured speedup. If no worker count helps, each sample is too expensive for this
+    machine's cores: pre-resize the images, cache decoded data, or decode on the GPU.
+    """
+    probe = measured(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    share = float(probe["input_share"])
+    if probe.get("verdict") not in INPUT_BOUND:
+        return Outcome.passed(f"{share:.1%} of each step waits for input (< 5 %)")
+    rates = probe.get("rates") or {}
+    fix, impact = _worker_fix(probe)
+    return Outcome.failed(
+        Hit(
+            values={
+                "input": _rate(rates.get("input")),
+                "compute": _rate(rates.get("compute")),
+                "where": where(probe),
+                "share": f"{share * 100:.0f}",
+                "how": "goes to input (end to end "
+                f"{_rate(rates.get('end_to_end'))} samples/s against the ceiling)"
+                if probe.get("input_share_basis") == "slowdown"
+                else "waits for input",
+                "verdict": str(probe.get("verdict")).replace("-", " "),
+                "fix": fix,
+            },
+            evidence={
+                "rates": rates,
+                "input_share": share,
+                "workers": probe.get("workers"),
+                "device": probe.get("device"),
+            },
+            impact=impact,
+        ),
+        reason=f"{share:.0%} of step time waits for input",
+    )
+
+
+@check(
+    id="EC602",
+    name="input-stall-in-reading",
+    severity=Severity.MEDIUM,
+    category="probe",
+    summary="Measured: reading the files, not decoding them, is the input stall",
+    message="{fetch} % of the input time is reading files from {path} (cold reads: "
+    "{cold} samples/s; from the page cache: {warm} samples/s)",
+    fix="copy the dataset to a local NVMe/SSD (or /dev/shm when it fits in memory), or pack "
+    "small files into shards (TFRecord, WebDataset) so reads are large and sequential",
+    evidence=(DS_ANALYZER,),
+)
+def input_stall_in_reading(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** An input stall spent reading: DS-Analyzer's differential runs time
+    the pipeline on files whose cached pages were just dropped (fetch + prep) and on
+    cached files (prep only); the difference is the fetch stall. When it is most of the
+    input time, more decoding workers will not help: the disk (or network share) is the
+    bottleneck.
+
+    **Best practice.** Faster storage for the training set (local NVMe, RAM when it
+    fits), larger sequential files, or caching after the first epoch.
+    """
+    probe = measured(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    if probe.get("verdict") not in INPUT_BOUND:
+        return Outcome.passed("training is not input-bound: the read rate does not limit it")
+    stall = probe.get("stall") or {}
+    if stall.get("pages_dropped") is False:
+        return Outcome.unknown("cached pages could not be dropped: cold reads not measured")
+    fetch = stall.get("fetch_share")
+    if fetch is None:
+        return Outcome.unknown("no cold-read measurement")
+    if fetch < FETCH_DOMINANT:
+        return Outcome.passed(f"reading is {fetch:.0%} of the input time; decoding dominates")
+    dataset = probe.get("dataset") or {}
+    return Outcome.failed(
+        Hit(
+            values={
+                "fetch": f"{fetch * 100:.0f}",
+                "path": dataset.get("path") or "the generated dataset",
+                "cold": _rate(stall.get("fetch_prep_rate")),
+                "warm": _rate(stall.get("prep_rate")),
+            },
+            evidence={"stall": stall},
+        ),
+        reason=f"reading is {fetch:.0%} of the input time",
+    )
+
+
+@check(
+    id="EC603",
+    name="probe-could-not-measure",
+    severity=Severity.MEDIUM,
+    category="probe",
+    summary="The probe could not train: why, and what that says about the setup",
+    message="the probe could not measure training ({kind}): {reason}",
+    fix="{fix}",
+    evidence=("envcheck docs/probe.md (failure kinds)",),
+)
+def probe_could_not_measure(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** A training loop that cannot run at all: the framework is missing or
+    cannot see the GPU, the model does not fit in memory even at batch size 1, the
+    images cannot be read, or the child crashed or hung. Each is reported by kind with the
+    framework's own message, never as a traceback.
+
+    **Best practice.** Fix the named cause and probe again; `--device cpu` measures the
+    input pipeline even where the GPU cannot be used.
+    """
+    probe = probe_section(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    failure = probe.get("failure")
+    if not failure:
+        return Outcome.passed("the probe ran every phase")
+    kind = str(failure.get("kind"))
+    fixes = {
+        "import": "install the framework into the audited environment, or pick the other "
+        "with --framework",
+        "device": "see the GPU and frameworks checks above; --device cpu measures the pipeline",
+        "oom": "free the GPU (other processes) or probe a smaller --model / --batch-size",
+        "timeout": "probe with a smaller --budget, --image-size or --model",
+        "data": "point --data at an image folder (class subfolders of JPEG/PNG files)",
+        "model": "use a built-in model (small-cnn, deep-cnn) or install torchvision",
+    }
+    return Outcome.failed(
+        Hit(
+            values={
+                "kind": kind,
+                "reason": failure.get("message"),
+                "fix": fixes.get(kind, "run `envcheck probe -v` to see the child's output"),
+            },
+            evidence={"failure": failure, "status": probe.get("status")},
+        ),
+        reason=f"probe failed: {kind}",
+    )
+
+
+@check(
+    id="EC604",
+    name="gpu-slowdown-under-load",
+    severity=Severity.MEDIUM,
+    category="probe",
+    summary="Measured: the GPU slowed its clocks for power or heat while training",
+    message="during the probe's {phase} phase (GPU {util} % busy) the clocks were held back: "
+    "{reasons|join}",
+    fix="check cooling and the power limit: nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE",
+    evidence=("https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html",),
+)
+def gpu_slowdown_under_load(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Power capping, thermal slowdown or a power brake while the GPU is
+    busy: the same model trains slower than the GPU can. At idle these reasons say little;
+    the probe samples them at its busiest moment.
+
+    **Best practice.** Restore airflow and cooling, raise a lowered power limit
+    (`nvidia-smi -pl`), and check the power supply for power-brake events.
+    """
+    probe = probe_section(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    if probe.get("device") == "cpu":
+        return Outcome(Status.SKIPPED, "the probe ran on the CPU")
+    load = probe.get("gpu_under_load") or {}
+    reasons = load.get("clocks_event_reasons")
+    if reasons is None:
+        return Outcome.unknown("no clock event reasons sampled under load")
+    slow = [r for r in reasons if r in SLOWDOWN_REASONS]
+    if not slow:
+        return Outcome.passed(f"no power or thermal slowdown at {load.get('gpu_util')} % busy")
+    return Outcome.failed(
+        Hit(
+            values={"phase": load.get("phase"), "util": load.get("gpu_util"), "reasons": slow},
+            evidence={"gpu_under_load": load},
+        ),
+        reason="slowdown reasons under load",
+    )
+
+
+@check(
+    id="EC605",
+    name="pcie-link-degraded-under-load",
+    severity=Severity.MEDIUM,
+    category="probe",
+    summary="Measured: the GPU's PCIe link ran below its maximum while training",
+    message="under load (GPU {util} % busy) the PCIe link ran at gen {gen} x{width}; "
+    "the card and slot can do gen {max_gen} x{max_width}",
+    fix="reseat the card in a full x16 slot; check the BIOS PCIe settings and riser cables",
+    evidence=("https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html",),
+)
+def pcie_link_degraded_under_load(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** A PCIe link narrower or older than the card's maximum while the GPU
+    is busy (idle links legitimately drop to gen 1 to save power, so the doctor's idle
+    reading cannot tell): host-to-device copies are slower by the same factor.
+
+    **Best practice.** A full-width slot at the card's generation; check risers and BIOS.
+    """
+    probe = probe_section(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    if probe.get("device") == "cpu":
+        return Outcome(Status.SKIPPED, "the probe ran on the CPU")
+    load = probe.get("gpu_under_load") or {}
+    keys = ("gen", "max_gen", "width", "max_width")
+    if any(not isinstance(load.get(k), int) for k in keys):
+        return Outcome.unknown("the PCIe link was not read under load")
+    if load["gen"] >= load["max_gen"] and load["width"] >= load["max_width"]:
+        return Outcome.passed(f"gen {load['gen']} x{load['width']} under load, its maximum")
+    return Outcome.failed(
+        Hit(
+            values={"util": load.get("gpu_util"), **{k: load[k] for k in keys}},
+            evidence={"gpu_under_load": load},
+        ),
+        reason="PCIe link below its maximum under load",
+    )
+
+
+@check(
+    id="EC606",
+    name="undecodable-images",
+    severity=Severity.LOW,
+    category="probe",
+    summary="Images in the data folder that cannot be decoded",
+    message="{corrupt} of {checked} sampled images in {path} could not be decoded "
+    "(e.g. {examples|join})",
+    fix='find and remove them: python -c "from PIL import Image; Image.open(p).load()" '
+    "for each file (or re-export them)",
+    evidence=("https://pillow.readthedocs.io/en/stable/reference/Image.html#PIL.Image.open",),
+)
+def undecodable_images(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** Corrupt or truncated image files in the training set: each one
+    raises in a loader worker (ending the epoch) or is silently dropped, and each costs a
+    failed decode. The probe reads and decodes every sampled file once.
+
+    **Best practice.** Validate the dataset once, offline, and remove or re-export
+    broken files.
+    """
+    probe = probe_section(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    dataset = probe.get("dataset") or {}
+    corrupt = dataset.get("corrupt")
+    if corrupt is None:
+        return Outcome.unknown("the probe did not check the images")
+    if corrupt == 0:
+        return Outcome.passed(f"all {dataset.get('checked')} sampled images decoded")
+    return Outcome.failed(
+        Hit(
+            values={
+                "corrupt": corrupt,
+                "checked": (dataset.get("checked") or 0) + corrupt,
+                "path": dataset.get("path") or "the dataset",
+                "examples": dataset.get("corrupt_examples") or [],
+            },
+            evidence={"dataset": dataset},
+        ),
+        reason=f"{corrupt} undecodable image(s)",
+    )

@@ -1,0 +1,317 @@
+"""The probe child's entry point: read the settings, measure phase by phase, report.
+
+Each phase's result is sent as soon as it is measured, so a child that is killed (hard
+timeout, out of memory, a crashing driver) still leaves the parent what it measured.
+Phases, after the framework import (not counted in the budget):
+
+  data        generate (or sample) the image files; read and decode each once, serially
+  compute     the model on a synthetic batch already on the device: the ceiling
+  input_warm  the pipeline alone, files in the page cache: decode/augment cost (prep)
+  input_cold  the pipeline alone after dropping the files' cached pages: fetch + prep
+  end_to_end  the model fed by the pipeline, each step split into wait/copy/compute
+  sweep       end to end again at other worker counts (when asked, or input-bound)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any, Dict, List
+
+from envcheck.probe.child import harness, images
+from envcheck.probe.child.budget import Budget
+from envcheck.probe.child.errors import ProbeFailure
+from envcheck.probe.child.events import Emitter
+
+# Planned shares of the budget; the sweep's share goes to the others when it does not run.
+PLAN = {
+    "data": 0.12,
+    "compute": 0.14,
+    "input_warm": 0.12,
+    "input_cold": 0.12,
+    "end_to_end": 0.2,
+    "sweep": 0.3,
+}
+INPUT_BOUND_SHARE = 0.05  # below this the TensorFlow Profiler says "not input-bound"
+
+
+def _load_backend(settings: Dict[str, Any]) -> Any:
+    framework = settings["framework"]
+    try:
+        if framework == "torch":
+            from envcheck.probe.child.torch_backend import TorchBackend
+
+            return TorchBackend(settings)
+        if framework == "tensorflow":
+            from envcheck.probe.child.tf_backend import TensorFlowBackend
+
+            return TensorFlowBackend(settings)
+    except ProbeFailure:
+        raise
+    except ImportError as exc:
+        raise ProbeFailure("import", f"cannot import {framework}: {exc}") from exc
+    raise ProbeFailure("import", f"unknown framework {framework!r}")
+
+
+class Probe:
+    def __init__(self, settings: Dict[str, Any], emitter: Emitter) -> None:
+        self.settings = settings
+        self.emit = emitter.emit
+        self.result: Dict[str, Any] = {"phases": {}, "notes": []}
+
+    def part(self, name: str, value: Any) -> None:
+        self.result[name] = value
+        self.emit("part", name=name, value=value)
+
+    def phase_done(self, name: str, value: Dict[str, Any]) -> None:
+        self.result["phases"][name] = value
+        self.emit("phase_done", name=name, value=value)
+
+    def note(self, text: str) -> None:
+        self.result["notes"].append(text)
+        self.emit("note", text=text)
+
+    def run(self) -> Dict[str, Any]:
+        s = self.settings
+        started = time.monotonic()
+        self.emit("phase", name="import", seconds=None)
+        backend = _load_backend(s)
+        self.part("import_s", round(time.monotonic() - started, 3))
+        self.part("backend", backend.describe())
+        plan = dict(PLAN, sweep=0.45) if s.get("sweep") == "full" else PLAN
+        budget = Budget(s["budget_s"], plan)
+
+        seconds = budget.slice("data")
+        self.emit("phase", name="data", seconds=seconds)
+        files, labels = self.prepare_files(backend, seconds)
+        classes = max(labels) + 1 if labels else 10
+
+        batch = s.get("batch_size") or backend.default_batch_size()
+        built = time.monotonic()
+        batch = self.build_model(backend, batch, classes)
+        build_s = time.monotonic() - built
+        budget.extend(build_s)  # building and tracing the model is set-up, like the import
+        self.part("build_s", round(build_s, 3))
+        loader = dict(backend.loader_defaults())
+        for key in ("workers", "pin_memory", "prefetch"):
+            if s.get(key) is not None:
+                loader[key] = s[key]
+        self.part("loader", loader)
+        if len(files) < batch:
+            raise ProbeFailure(
+                "data", f"only {len(files)} readable images, fewer than one batch of {batch}"
+            )
+
+        seconds = budget.slice("compute")
+        self.emit("phase", name="compute", seconds=seconds)
+        self.phase_done(
+            "compute",
+            harness.compute_loop(
+                backend.compute_step, backend.sync, batch, seconds, warmup=backend.warmup_steps()
+            ),
+        )
+
+        delay = float(s.get("inject_delay_s") or 0.0)
+        throttle = s.get("throttle_read_bps")
+
+        def open_loader(workers: int, cold: bool) -> Any:
+            return backend.open_loader(
+                files,
+                labels,
+                batch,
+                workers=workers,
+                pin_memory=loader["pin_memory"],
+                prefetch=loader["prefetch"],
+                throttle_bps=throttle if cold else None,
+            )
+
+        seconds = budget.slice("input_warm")
+        self.emit("phase", name="input_warm", seconds=seconds)
+        with open_loader(loader["workers"], cold=False) as batches:
+            self.phase_done(
+                "input_warm", harness.input_loop(batches, backend.batch_len, seconds, delay_s=delay)
+            )
+
+        seconds = budget.slice("input_cold")
+        self.emit("phase", name="input_cold", seconds=seconds)
+        dropped = images.drop_cached_pages(files)
+        with open_loader(loader["workers"], cold=True) as batches:
+            cold = harness.input_loop(
+                batches, backend.batch_len, seconds, max_samples=len(files), delay_s=delay
+            )
+        cold["pages_dropped"] = dropped
+        self.phase_done("input_cold", cold)
+
+        cold_e2e = bool(s.get("cold_end_to_end"))
+        seconds = budget.slice("end_to_end")
+        self.emit("phase", name="end_to_end", seconds=seconds)
+        e2e = self.end_to_end(
+            backend, open_loader, loader["workers"], cold_e2e, files, seconds, delay
+        )
+        self.phase_done("end_to_end", e2e)
+
+        sweep_mode = s.get("sweep", "auto")
+        share = e2e.get("input_share") or 0.0
+        compute_rate = self.result["phases"]["compute"].get("rate")
+        device = (self.result.get("backend") or {}).get("device")
+        if device == "cpu" and compute_rate and e2e.get("rate"):
+            # on the CPU the pipeline also slows the step itself (shared cores)
+            share = max(share, 1.0 - e2e["rate"] / compute_rate)
+        if sweep_mode == "full" or (sweep_mode == "auto" and share >= INPUT_BOUND_SHARE):
+            self.sweep(backend, open_loader, loader["workers"], e2e, cold_e2e, files, budget, delay)
+        self.part("elapsed_s", round(budget.used(), 3))
+        return self.result
+
+    def prepare_files(self, backend: Any, seconds: float) -> Any:
+        s = self.settings
+        deadline = time.monotonic() + seconds
+        if s.get("data"):
+            files, labels, total = images.list_image_folder(s["data"], s["sample_files"])
+            source = {"source": "user", "path": s["data"], "files_total": total}
+            if not files:
+                raise ProbeFailure("data", "no JPEG or PNG files under {}".format(s["data"]))
+        else:
+            files, labels = images.generate_dataset(
+                s["workdir"], s["sample_files"], backend.encode_jpeg
+            )
+            width, height = images.GENERATED_SIZE
+            source = {
+                "source": "generated",
+                "path": None,
+                "files_total": len(files),
+                "generated_size": f"{width}x{height}",
+            }
+        check = images.validate(
+            files, labels, backend.decode, max(0.5, deadline - time.monotonic())
+        )
+        source.update({k: v for k, v in check.items() if k not in ("files", "labels")})
+        source["files_sampled"] = len(files)
+        self.part("dataset", source)
+        if check["corrupt"]:
+            self.note(
+                f"{check['corrupt']} of {len(files)} sampled files could not be decoded "
+                "and were skipped"
+            )
+        return check["files"], check["labels"]
+
+    def build_model(self, backend: Any, batch: int, classes: int) -> int:
+        s = self.settings
+        requested = batch
+        while True:
+            try:
+                backend.build(s["model"], batch, s["image_size"], classes)
+                backend.compute_step()
+                backend.sync()
+                break
+            except Exception as exc:
+                if not backend.is_oom(exc) or batch <= 1:
+                    if backend.is_oom(exc):
+                        raise ProbeFailure(
+                            "oom", f"out of memory even at batch size 1: {_first_line(exc)}"
+                        ) from exc
+                    raise
+                backend.release()
+                batch //= 2
+        self.part("batch", {"requested": requested, "used": batch})
+        if batch != requested:
+            self.note(f"out of memory at batch size {requested}; measured at {batch}")
+        return batch
+
+    def end_to_end(
+        self,
+        backend: Any,
+        open_loader: Any,
+        workers: int,
+        cold: bool,
+        files: List[str],
+        seconds: float,
+        delay: float,
+    ) -> Dict[str, Any]:
+        if cold:
+            images.drop_cached_pages(files)
+        else:
+            _warm(files)
+        with open_loader(workers, cold=cold) as batches:
+            result = harness.end_to_end_loop(
+                batches,
+                backend.batch_len,
+                backend.to_device,
+                backend.train_step,
+                backend.sync,
+                seconds,
+                max_samples=len(files) if cold else None,
+                delay_s=delay,
+            )
+        result["workers"] = workers
+        result["cache"] = "cold" if cold else "warm"
+        return result
+
+    def sweep(
+        self,
+        backend: Any,
+        open_loader: Any,
+        used: int,
+        e2e: Dict[str, Any],
+        cold: bool,
+        files: List[str],
+        budget: Budget,
+        delay: float,
+    ) -> None:
+        budget.slice("sweep")
+        candidates = [w for w in self.settings["worker_candidates"] if w != used]
+        points = [{"workers": used, "rate": e2e["rate"], "input_share": e2e.get("input_share")}]
+        for index, workers in enumerate(candidates):
+            seconds = budget.left() / (len(candidates) - index)
+            if seconds < 0.3:
+                self.note(f"budget spent before workers={workers} could be measured")
+                break
+            self.emit("phase", name="sweep", seconds=seconds, workers=workers)
+            point = self.end_to_end(backend, open_loader, workers, cold, files, seconds, delay)
+            points.append(
+                {"workers": workers, "rate": point["rate"], "input_share": point.get("input_share")}
+            )
+            self.emit("sweep_point", value=points[-1])
+        points.sort(key=lambda p: p["workers"])
+        self.phase_done("sweep", {"points": points})
+
+
+def _warm(files: List[str]) -> None:
+    for path in files:
+        with contextlib.suppress(OSError):
+            images.read_file(path)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return "{}: {}".format(type(exc).__name__, text[0] if text else "")
+
+
+def main(settings_path: str) -> None:
+    emitter = Emitter()
+    with open(settings_path, encoding="utf-8") as handle:
+        settings = json.load(handle)
+    probe = Probe(settings, emitter)
+    try:
+        result = probe.run()
+        emitter.emit("done", result=result)
+    except ProbeFailure as failure:
+        emitter.emit("failed", kind=failure.kind, message=failure.message, result=probe.result)
+    except BaseException as exc:  # the parent turns this into a finding, not a traceback
+        backend_oom = "out of memory" in str(exc).lower() or "OutOfMemory" in type(exc).__name__
+        traceback.print_exc()
+        emitter.emit(
+            "failed",
+            kind="oom" if backend_oom else "framework",
+            message=_first_line(exc),
+            result=probe.result,
+        )
+    sys.stderr.flush()
+    os._exit(0)  # skip framework teardown (slow, sometimes hangs)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,146 @@
+"""The probe for real: tensorflow-cpu and CPU torch in their own environment, audited
+through --python as a user's training environment would be (`make frameworks` builds it;
+CI runs these). A short CPU version of the accuracy suite in benchmarks/probe_accuracy.py:
+scenarios whose answer is known by construction, with wide margins, so the verdicts are
+not timing-fragile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from envcheck.cli import app
+from envcheck.probe.analysis import HIGHLY_INPUT_BOUND
+from envcheck.schemas import load as load_schema
+
+REPO = Path(__file__).resolve().parents[2]
+FW_PYTHON = Path(os.environ.get("ENVCHECK_FW_PYTHON") or REPO / ".venv-fw" / "bin" / "python")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not FW_PYTHON.exists(),
+        reason=f"no framework environment at {FW_PYTHON} (make frameworks)",
+    ),
+]
+BACKENDS = ["torch", "tensorflow"]
+
+
+def probe(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(
+        app,
+        ["probe", "--python", str(FW_PYTHON), "--format", "json", "--exit-zero", *args],
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    jsonschema.validate(report, load_schema("report"))
+    snapshot_schema = load_schema("snapshot")
+    jsonschema.validate(report["facts"], snapshot_schema)
+    assert report["probe"] == report["facts"]["probe"]
+    return result.exit_code, report
+
+
+def statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {c["id"]: c["status"] for c in report["checks"]}
+
+
+@pytest.fixture(scope="module")
+def tiny_pngs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Cheap-to-decode images (32x32 PNG) in two classes, and one corrupt JPEG."""
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("tiny")
+    rng = random.Random(0)
+    for label in ("cat", "dog"):
+        (root / label).mkdir()
+        for i in range(48):
+            pixels = bytes(rng.randrange(256) for _ in range(32 * 32 * 3))
+            Image.frombytes("RGB", (32, 32), pixels).save(root / label / f"{i}.png")
+    (root / "dog" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    return root
+
+
+@pytest.mark.parametrize("framework", BACKENDS)
+def test_serial_jpeg_decoding_with_a_light_model_is_input_bound(framework: str) -> None:
+    _, report = probe(
+        "--framework", framework, "--workers", "0", "--image-size", "64",
+        "--batch-size", "16", "--budget", "8",
+    )  # fmt: skip
+    p = report["probe"]
+    assert p["status"] == "ok", p["failure"]
+    assert p["device"] == "cpu" and p["framework"] == framework
+    assert p["dataset"]["source"] == "generated" and p["dataset"]["corrupt"] == 0
+    assert p["rates"]["compute"] > p["rates"]["input"] > 0
+    assert p["verdict"] == "highly-input-bound", p
+    assert statuses(report)["EC601"] == "fail"
+    [finding] = [f for f in report["findings"] if f["id"] == "EC601"]
+    assert "on the CPU" in finding["message"]
+    assert p["workers"]["used"] == 0
+    assert p["timeline"] and all(len(t["cpu_util"]) >= 1 for t in p["timeline"])
+    assert p["sampler"]["overhead_core_share"] < 0.01  # the sampler costs < 1 % of a core
+
+
+@pytest.mark.parametrize("framework", BACKENDS)
+def test_heavy_model_on_cheap_images_is_not_input_bound(framework: str, tiny_pngs: Path) -> None:
+    _, report = probe(
+        "--framework", framework, "--data", str(tiny_pngs), "--model", "deep-cnn",
+        "--image-size", "128", "--batch-size", "8", "--workers", "0", "--budget", "12",
+    )  # fmt: skip
+    p = report["probe"]
+    assert p["status"] == "ok", p["failure"]
+    assert p["dataset"]["source"] == "user"
+    # the step hardly waits; on the CPU the share is also the slowdown against the
+    # ceiling measured in another phase, which run-to-run noise can move by a few points
+    assert p["wait_share"] < 0.05, p
+    assert p["input_share"] < HIGHLY_INPUT_BOUND, p
+    assert p["verdict"] != "highly-input-bound"
+    # the corrupt file was counted, skipped, and reported
+    assert p["dataset"]["corrupt"] == 1
+    assert statuses(report)["EC606"] == "fail"
+
+
+@pytest.mark.parametrize("framework", BACKENDS)
+def test_asking_for_a_gpu_the_framework_cannot_see_is_a_finding(framework: str) -> None:
+    _, report = probe("--framework", framework, "--device", "cuda", "--budget", "4")
+    p = report["probe"]
+    if p["status"] == "ok":
+        pytest.skip("this machine has a GPU the framework can use")
+    assert p["failure"]["kind"] == "device"
+    assert statuses(report)["EC603"] == "fail"
+    assert statuses(report)["EC601"] == "unknown"
+
+
+def test_doctor_probe_joins_the_same_ranking(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "def main(ds):\n"
+        "    loader = DataLoader(ds, batch_size=16, num_workers=0)\n"
+        "    for x, y in loader:\n"
+        "        pass\n"
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "doctor", "--python", str(FW_PYTHON), "--script", str(script), "--probe",
+            "--probe-budget", "6", "--format", "json", "--exit-zero",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    jsonschema.validate(report, load_schema("report"))
+    p = report["probe"]
+    assert p["framework"] == "torch"  # the script's framework
+    assert p["batch_size"] == 16 and p["settings_from"]["batch_size"] == f"{script}:4"
+    assert p["workers"]["used"] == 0 and p["settings_from"]["workers"] == f"{script}:4"
+    ids = {f["id"] for f in report["findings"]}
+    assert "EC601" in ids  # measured, ranked with the static findings
