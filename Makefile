@@ -28,7 +28,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 $(FWVENV)/.installed:
 	$(PYTHON) -m venv $(FWVENV)
 	$(FWVENV)/bin/python -m pip install -q --upgrade pip
-	$(FWVENV)/bin/python -m pip install -q 'torch==$(TORCH_VERSION)' 'tensorflow-cpu==$(TF_VERSION)' pillow numpy
+	$(FWVENV)/bin/python -m pip install -q 'torch==$(TORCH_VERSION)' 'tensorflow-cpu==$(TF_VERSION)' pillow numpy lightning
+	$(FWVENV)/bin/python -m pip install -q -e .
 	touch $@
 
 frameworks: $(FWVENV)/.installed
@@ -44,7 +45,7 @@ typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
 
 unit: $(VENV)/.dev-installed $(FWVENV)/.installed
-	ENVCHECK_FW_PYTHON=$(FWVENV)/bin/python $(BIN)/python -m pytest
+	ENVCHECK_FW_PYTHON=$(abspath $(FWVENV))/bin/python $(BIN)/python -m pytest
 
 test: lint typecheck unit
 

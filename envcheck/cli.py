@@ -19,6 +19,7 @@ import typer
 
 from envcheck import __version__, config, datadir
 from envcheck import doctor as pipeline
+from envcheck.diff import DiffFormat
 from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
 from envcheck.errors import EnvcheckError, InputError, UsageError
@@ -26,7 +27,17 @@ from envcheck.model import Report, Severity
 from envcheck.probe.plan import plan
 from envcheck.probe.session import measure
 from envcheck.probe.settings import DEFAULT_BUDGET_S, ProbeSettings, usable_cores
-from envcheck.report import OutputFormat, json_report, text
+from envcheck.report import (
+    DataFormat,
+    OutputFormat,
+    ScriptsFormat,
+    json_report,
+    junit,
+    sarif,
+    script_lines,
+    text,
+)
+from envcheck.report import html as html_report
 from envcheck.snapshot import Snapshot
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -35,7 +46,8 @@ DEFAULT_FAIL_ON = Severity.HIGH
 app = typer.Typer(
     name="envcheck",
     help="Why is GPU training slow here, and which fix buys the most? "
-    "Audits the environment, the machine and (later) the data and the training script.",
+    "Audits the environment, the machine, the data and the training scripts, and measures "
+    "the input pipeline with a short training probe.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -86,7 +98,14 @@ PythonOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[
-    OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+    OutputFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format. html: one self-contained page with the probe's charts; "
+        "sarif: SARIF 2.1.0, for code scanning; junit: JUnit XML, one test case per check.",
+        case_sensitive=False,
+    ),
 ]
 OutputOpt = Annotated[
     Optional[Path],
@@ -156,6 +175,10 @@ TargetRateOpt = Annotated[
         "(e.g. the GPU's measured rate); EC407 compares the cold read rate with it.",
         show_default=False,
     ),
+]
+RulesFormatOpt = Annotated[
+    DataFormat,
+    typer.Option("--format", "-f", help="Output format.", case_sensitive=False),
 ]
 VerboseOpt = Annotated[
     bool, typer.Option("--verbose", "-v", help="Show passing checks too; tracebacks on errors.")
@@ -399,6 +422,15 @@ def _emit_report(
     if fmt is OutputFormat.JSON:
         _write(json_report.render(report, fail_on), output)
         return
+    if fmt is OutputFormat.HTML:
+        _write(html_report.render(report, fail_on), output)
+        return
+    if fmt is OutputFormat.SARIF:
+        _write(sarif.render(report, fail_on), output)
+        return
+    if fmt is OutputFormat.JUNIT:
+        _write(junit.render(report, fail_on), output)
+        return
     if output is None:
         text.print_report(report, text.make_console(), verbose)
         return
@@ -447,6 +479,110 @@ def collect(
     problem = _script_problem(snapshot.data)
     if problem:
         raise InputError(problem)
+
+
+# scripts ------------------------------------------------------------------------------
+
+SCRIPT_RULES = "EC5"
+
+
+@app.command("scripts")
+@guarded
+def scripts_command(
+    paths: Annotated[
+        Optional[List[Path]],
+        typer.Argument(
+            help="Training scripts, or folders searched for *.py.",
+            show_default=False,
+            metavar="PATH...",
+        ),
+    ] = None,
+    output_format: Annotated[
+        ScriptsFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text: path:line:col: ID severity message, with the fix under it; json: the "
+            "doctor's report; sarif: SARIF 2.1.0 for code scanning; junit: JUnit XML.",
+            case_sensitive=False,
+        ),
+    ] = ScriptsFormat.TEXT,
+    output: OutputOpt = None,
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fail-on",
+            help="Exit with code 1 when a finding has this severity or higher: info, low, "
+            "medium, high, critical. [default: high, or the config file's]",
+            show_default=False,
+        ),
+    ] = None,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
+    ] = False,
+    select: Annotated[
+        Optional[List[str]],
+        typer.Option(
+            "--select",
+            help="Run only these script rules (id prefixes within EC5, e.g. EC50,EC511). "
+            "[default: EC5]",
+            show_default=False,
+        ),
+    ] = None,
+    ignore: Annotated[
+        Optional[List[str]],
+        typer.Option("--ignore", help="Skip rules with these id prefixes.", show_default=False),
+    ] = None,
+    rules: RulesOpt = None,
+    config_path: ConfigOpt = None,
+    python: Annotated[
+        Optional[str],
+        typer.Option(
+            "--python",
+            help="The interpreter the scripts train with (its TensorFlow version decides "
+            "which tf.data defaults apply). Default: the one envcheck runs in.",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Audit training scripts only: the input-pipeline and training-loop rules (EC5xx),
+    read with Python's ast, never run. For pre-commit, editors and CI.
+
+    The machine rules do not run, but the script rules still read this machine's facts
+    where they matter: its usable CPUs (worker counts), its GPUs (mixed precision, TF32)
+    and the installed framework versions.
+
+    Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 a path that
+    is missing or does not parse (the other files are still audited), 3 internal error.
+    """
+    if not paths:
+        raise UsageError("envcheck scripts needs at least one file or folder, e.g. train.py")
+    settings = _load_config(config_path)
+    threshold = _severity(fail_on, "--fail-on") or settings.fail_on or DEFAULT_FAIL_ON
+    registry = builtin_registry([*settings.rule_paths, *(rules or [])])
+    chosen = Selection.of(select or [SCRIPT_RULES], ignore or [])
+    outside = [p for p in chosen.select if not p.startswith(SCRIPT_RULES)]
+    if outside:
+        raise UsageError(
+            f"--select {outside[0]}: envcheck scripts runs only the script rules "
+            f"({SCRIPT_RULES}xx); use envcheck doctor for the others"
+        )
+    selection = Selection(
+        chosen.select, tuple(dict.fromkeys(settings.selection.ignore + chosen.ignore))
+    )
+    selection.check_known(r.id for r in registry)
+    snapshot = pipeline.take_snapshot(python, False, None, 5.0, paths)
+    report = pipeline.diagnose(snapshot, registry, selection, settings.acknowledged)
+    if output_format is ScriptsFormat.TEXT:
+        _write(script_lines.render(report, threshold), output)
+    else:
+        _emit_report(report, OutputFormat(output_format.value), output, threshold, verbose)
+    if _script_problem(snapshot.data):
+        raise typer.Exit(EXIT_INPUT)  # each unreadable file is named in the output already
+    worst = report.worst_severity()
+    if not exit_zero and worst is not None and worst >= threshold:
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 # probe --------------------------------------------------------------------------------
@@ -588,19 +724,232 @@ def probe_command(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+# run ----------------------------------------------------------------------------------
+
+
+@app.command(
+    "run",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+@guarded
+def run_command(
+    command: Annotated[
+        Optional[List[str]],
+        typer.Argument(
+            help="The training command and its arguments, after `--`; passed on unchanged.",
+            metavar="-- COMMAND [ARGS]...",
+            show_default=False,
+        ),
+    ] = None,
+    python: PythonOpt = None,
+    data: DataOpt = None,
+    script: ScriptOpt = None,
+    probe: Annotated[
+        bool,
+        typer.Option(
+            "--probe/--no-probe",
+            help="Also run the micro training probe before the command (takes its budget).",
+        ),
+    ] = False,
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fail-on",
+            help="Do not run the command (exit 1) when a finding has this severity or "
+            "higher. [default: high]",
+            show_default=False,
+        ),
+    ] = None,
+    warn_only: Annotated[
+        bool,
+        typer.Option("--warn-only", help="Print the findings and run the command anyway."),
+    ] = False,
+    select: Annotated[
+        Optional[List[str]],
+        typer.Option("--select", help="Run only rules with these id prefixes.", show_default=False),
+    ] = None,
+    ignore: Annotated[
+        Optional[List[str]],
+        typer.Option("--ignore", help="Skip rules with these id prefixes.", show_default=False),
+    ] = None,
+    rules: RulesOpt = None,
+    config_path: ConfigOpt = None,
+    output_format: Annotated[
+        DataFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Format of the doctor's report, written to stderr when it stops the command "
+            "(the command's own stdout stays untouched).",
+            case_sensitive=False,
+        ),
+    ] = DataFormat.TEXT,
+    output: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--output",
+            "-o",
+            help="Save the run's summary (JSON) to this file.",
+            show_default=False,
+            dir_okay=False,
+        ),
+    ] = None,
+    watch: Annotated[
+        float,
+        typer.Option(
+            "--watch", min=1.0, help="Seconds of the command's start to sample GPU utilisation."
+        ),
+    ] = 120.0,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run the doctor, then the training command (after `--`), watching its GPU.
+
+    Stops before the command (exit 1) when findings reach --fail-on, unless --warn-only.
+    The command keeps its stdin, stdout and stderr; SIGINT and SIGTERM are forwarded to
+    it; envcheck exits with its exit code (128+N when signal N killed it). A one-line
+    summary of the GPU utilisation over the first --watch seconds goes to stderr.
+    """
+    from envcheck import hook
+
+    args = list(command or [])
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        raise UsageError("envcheck run needs a command after `--`, e.g. -- python train.py")
+    report, settings = hook.doctor_report(
+        python=python,
+        data=data,
+        scripts=script or [],
+        probe=probe,
+        select=select or [],
+        ignore=ignore or [],
+        rules=rules or [],
+        config_path=config_path,
+    )
+    threshold = _severity(fail_on, "--fail-on") or settings.fail_on or DEFAULT_FAIL_ON
+    blocked = bool(hook.blocking(report, threshold))
+    if blocked:
+        _emit_report_to_stderr(report, output_format, threshold, verbose)
+        typer.echo(hook.failure_line(report, threshold), err=True)
+        if not warn_only:
+            typer.echo("envcheck: not running the command (--warn-only runs it anyway)", err=True)
+            if output is not None:
+                summary = hook.summary_json(
+                    args, None, watch, 0.0, hook.utilisation([]), report, {}, True
+                )
+                _write(json.dumps(summary, indent=2) + "\n", output)
+            raise typer.Exit(EXIT_FINDINGS)
+    else:
+        below = hook.below_line(report, threshold)
+        if below:
+            typer.echo(below, err=True)
+    sampler = hook.make_sampler()
+    try:
+        code, watched, util = hook.run_watched(args, watch, sampler)
+    except hook.CommandNotRunnable as exc:
+        typer.echo(f"envcheck: error: {exc}", err=True)
+        raise typer.Exit(exc.code) from None
+    finally:
+        hook.close_gpu(sampler.nvml)
+    about = sampler.summary()
+    typer.echo(hook.summary_line(util, watched, report, about.get("gpu_reason")), err=True)
+    if output is not None:
+        summary = hook.summary_json(args, code, watch, watched, util, report, about)
+        try:
+            _write(json.dumps(summary, indent=2) + "\n", output)
+        except InputError as exc:  # the command ran: its exit code still wins
+            typer.echo(f"envcheck: error: {exc}", err=True)
+    raise typer.Exit(code)
+
+
+def _emit_report_to_stderr(
+    report: Report, fmt: DataFormat, fail_on: Severity, verbose: bool
+) -> None:
+    """The doctor's report on stderr, so the command's stdout stays its own."""
+    if fmt is DataFormat.JSON:
+        sys.stderr.write(json_report.render(report, fail_on))
+        sys.stderr.flush()
+        return
+    text.print_report(report, text.make_console(file=sys.stderr), verbose)
+
+
+# diff ---------------------------------------------------------------------------------
+
+
+@app.command("diff")
+@guarded
+def diff_command(
+    a: Annotated[
+        Path,
+        typer.Argument(
+            help="The baseline: a snapshot (envcheck collect -o) or a JSON report "
+            "(envcheck doctor --format json).",
+            show_default=False,
+            metavar="A",
+        ),
+    ],
+    b: Annotated[
+        Path,
+        typer.Argument(
+            help="The one compared with it (same kinds).", show_default=False, metavar="B"
+        ),
+    ],
+    output_format: Annotated[
+        DiffFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+    ] = DiffFormat.TEXT,
+    output: OutputOpt = None,
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when B has findings of this severity or higher that A did not "
+            "have (matched by rule id and location). [default: high]",
+            show_default=False,
+        ),
+    ] = None,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even when B has new findings.")
+    ] = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Compare two saved snapshots or reports (two machines, or one machine on two days):
+    what differs for speed first (driver, GPUs, framework builds, storage, CPU, memory,
+    probe rates, findings added/removed), then packages, environment and platform.
+
+    A bare snapshot is evaluated with the built-in rules, so it compares alike with a report.
+
+    Exit codes: 0 no new findings at or above --fail-on, 1 new ones, 2 bad input.
+    """
+    from envcheck import diff as diffing
+
+    threshold = _severity(fail_on, "--fail-on") or DEFAULT_FAIL_ON
+    registry = builtin_registry()
+
+    def evaluate(snapshot: Snapshot) -> Any:
+        return [r.finding for r in pipeline.diagnose(snapshot, registry).findings]
+
+    result = diffing.compare(diffing.load_side(a, evaluate), diffing.load_side(b, evaluate))
+    if output_format is DiffFormat.JSON:
+        _write(diffing.render_json(result, threshold), output)
+    else:
+        _write(diffing.render_text(result, threshold), output)
+    if not exit_zero and result.new_failures(threshold):
+        raise typer.Exit(EXIT_FINDINGS)
+
+
 # rules --------------------------------------------------------------------------------
 
 
 @rules_app.command("list")
 @guarded
 def rules_list(
-    output_format: FormatOpt = OutputFormat.TEXT,
+    output_format: RulesFormatOpt = DataFormat.TEXT,
     rules: RulesOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """List every rule: id, severity, category, name and summary."""
     registry = builtin_registry(rules or [])
-    if output_format is OutputFormat.JSON:
+    if output_format is DataFormat.JSON:
         _write(json.dumps([_rule_json(r) for r in registry], indent=2) + "\n", None)
         return
     for rule in registry:
@@ -613,7 +962,7 @@ def rules_list(
 @guarded
 def rules_show(
     rule_id: Annotated[str, typer.Argument(help="The rule id, e.g. EC101.", show_default=False)],
-    output_format: FormatOpt = OutputFormat.TEXT,
+    output_format: RulesFormatOpt = DataFormat.TEXT,
     rules: RulesOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -622,7 +971,7 @@ def rules_show(
     rule = registry.get(rule_id)
     if rule is None:
         raise UsageError(f"no rule with id {rule_id!r} (see `envcheck rules list`)")
-    if output_format is OutputFormat.JSON:
+    if output_format is DataFormat.JSON:
         _write(json.dumps(_rule_json(rule), indent=2) + "\n", None)
         return
     typer.echo(f"{rule.id} {rule.name}  [{rule.severity.value}, {rule.category}]")

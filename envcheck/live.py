@@ -42,7 +42,7 @@ import re
 import sys
 from typing import Any, Optional
 
-from envcheck import interpreter
+from envcheck import __version__, interpreter
 from envcheck.collect import COLLECTORS, now_iso
 from envcheck.collectors.base import CollectContext, run_collector
 from envcheck.engine.evaluate import evaluate
@@ -50,9 +50,9 @@ from envcheck.engine.registry import Registry, builtin_registry
 from envcheck.engine.selection import Selection
 from envcheck.errors import UsageError
 from envcheck.model import Finding
+from envcheck.scripts.values import LIVE
 from envcheck.snapshot import SCHEMA_VERSION, Facts, Snapshot
 
-LIVE = "live object"
 TORCH_RULES = ("EC501", "EC502", "EC503", "EC504", "EC505")
 TF_RULES = ("EC511", "EC512", "EC513", "EC514", "EC515")
 # The machine facts the rules read: usable CPUs (EC504), the platform (EC505), GPUs (EC501).
@@ -72,7 +72,7 @@ SOURCES = {
     "TFRecordDatasetV2": "TFRecordDataset",
     "TextLineDatasetV2": "TextLineDataset",
     "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset",
-    "_VariantDataset": "a dataset given as a tensor (its own graph is not visible)",
+    "_VariantDataset": "from_variant",  # its own graph is not visible from Python
 }
 READERS = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 OPERATIONS = {
@@ -115,6 +115,7 @@ OPERATIONS = {
 # Internal wrappers that change no element and are not shown as operations.
 PASS_THROUGH = {"_RestructuredDataset"}
 FUNCTION_OPS = ("map", "interleave", "flat_map", "map_and_batch")
+INTERNAL_MODULES = ("tensorflow.", "keras.", "tf_keras.")
 AFTER_PREFETCH_OK = {"with_options", "take", "repeat", "skip"}  # as the static audit
 HOST_OPS = {
     "EagerPyFunc": "tf.py_function",
@@ -142,7 +143,7 @@ def inspect(obj: object, *, uses_cuda: Optional[bool] = None) -> list[Finding]:
 
 
 def framework_of(obj: object) -> str:
-    """"torch" or "tensorflow", from the modules of the object's class and its bases;
+    """`torch` or `tensorflow`, from the modules of the object's class and its bases;
     nothing is imported to decide."""
     for cls in type(obj).__mro__:
         module = getattr(cls, "__module__", None) or ""
@@ -190,7 +191,7 @@ def _snapshot(section: dict[str, Any]) -> Snapshot:
     ctx = CollectContext(interpreter=interpreter.current())
     data: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "envcheck", "version": _version()},
+        "tool": {"name": "envcheck", "version": __version__},
         "created": now_iso(),
         "collectors": {},
     }
@@ -206,17 +207,11 @@ def _snapshot(section: dict[str, Any]) -> Snapshot:
     return Snapshot(data)
 
 
-def _version() -> str:
-    from envcheck import __version__
-
-    return __version__
-
-
 def _caller() -> dict[str, Any]:
-    """File, line, column and source line of the call into envcheck (the user's frame)."""
+    """File, line, column and source line of the call into envcheck: the first frame
+    outside the envcheck package (a hook of envcheck's own points at its caller)."""
     frame = sys._getframe(1)
-    own = {"envcheck", __name__}
-    while frame.f_back is not None and frame.f_globals.get("__name__") in own:
+    while frame.f_back is not None and _own(frame.f_globals.get("__name__")):
         frame = frame.f_back
     path = frame.f_code.co_filename
     line = frame.f_lineno or 0
@@ -237,6 +232,10 @@ def _caller() -> dict[str, Any]:
         "function": None if function == "<module>" else function,
         "module_level": function == "<module>",
     }
+
+
+def _own(module: Any) -> bool:
+    return isinstance(module, str) and (module == "envcheck" or module.startswith("envcheck."))
 
 
 # -- torch ---------------------------------------------------------------------------------
@@ -320,10 +319,11 @@ def _tf_pipeline(dataset: Any, caller: dict[str, Any]) -> dict[str, Any]:
         parents = [id(p) for p in _inputs(node)]
         upstream = next((random_from[p] for p in parents if p in random_from), None)
         cls = type(node).__name__
-        if cls in SOURCES or not parents:
-            sources.append(SOURCES.get(cls, cls))
-            if SOURCES.get(cls) in READERS:
-                many_files = many_files or _serial_reader(node, SOURCES[cls])
+        source = _source_name(node)
+        if source is not None or not parents:
+            sources.append(source or cls)
+            if source in READERS:
+                many_files = many_files or _serial_reader(node, source)
             continue
         if cls in PASS_THROUGH:
             if upstream is not None:
@@ -353,16 +353,17 @@ def _tf_pipeline(dataset: Any, caller: dict[str, Any]) -> dict[str, Any]:
     shown = [op for op in chain if op["op"] != "with_options"]
     ends_with_prefetch, prefetch = _prefetch(names, shown, options)
     kind = type(dataset)
+    source = _source_name(main[-1]) or type(main[-1]).__name__
     return {
         **{k: caller[k] for k in ("path", "line", "column", "code", "function")},
         "variable": None,
-        "source": SOURCES.get(type(main[-1]).__name__, type(main[-1]).__name__),
+        "source": source,
         "sources": sources,
         "callee": f"{kind.__module__}.{kind.__qualname__}",
         "inspected": LIVE,
-        "pipeline": ".".join([*(f"{s}(...)" for s in sources[:1]), *(op["code"] for op in chain)]),
+        "pipeline": ".".join([f"{source}(...)", *(op["code"] for op in chain)]),
         "operations": operations,
-        "last_operation": shown[-1]["op"] if shown else (sources[0] if sources else "?"),
+        "last_operation": shown[-1]["op"] if shown else source,
         "ends_with_prefetch": ends_with_prefetch,
         "prefetch": prefetch,
         "used_by": None,
@@ -385,9 +386,19 @@ def _unwrap(dataset: Any) -> Any:
     return dataset
 
 
+def _source_name(dataset: Any) -> Optional[str]:
+    """The method that made a source dataset ("range"), None for a transformation."""
+    cls = type(dataset).__name__
+    if cls in SOURCES:
+        return SOURCES[cls]
+    if cls == "_FlatMapDataset" and _function_module(dataset).endswith(".from_generator_op"):
+        return "from_generator"  # a flat_map over a tensor, TensorFlow's own
+    return None
+
+
 def _inputs(dataset: Any) -> list[Any]:
-    if SOURCES.get(type(dataset).__name__) in READERS:
-        return []  # the file-name dataset is the reader's argument, not a pipeline stage
+    if _source_name(dataset) in (*READERS, "from_generator"):
+        return []  # the file names (the generator's arguments) are no pipeline stage
     try:
         found = list(dataset._inputs())
     except Exception:
@@ -418,13 +429,20 @@ def _post_order(sink: Any) -> tuple[list[Any], bool]:
 
 
 def _main_chain(sink: Any) -> list[Any]:
-    """The sink and its first inputs back to a source: the pipeline as one chain."""
+    """The sink and its main inputs back to a source: the pipeline as one chain (through
+    the dataset a transformation applies to; the first data input of a zip or a
+    sample_from_datasets, not its selector)."""
     chain = [sink]
     while len(chain) < MAX_NODES:
-        parents = _inputs(chain[-1])
+        node = chain[-1]
+        parents = _inputs(node)
         if not parents:
             break
-        chain.append(parents[0])
+        main = getattr(node, "_input_dataset", None)
+        if main is None:
+            main = next(iter(getattr(node, "_data_inputs", None) or []), None)
+        main = _unwrap(main) if main is not None else None
+        chain.append(next((p for p in parents if p is main), parents[0]))
     return chain
 
 
@@ -435,6 +453,10 @@ def _operation(
     op: dict[str, Any] = {"op": name, "class": cls, "line": caller["line"]}
     if name in FUNCTION_OPS:
         function = _function_facts(node)
+        if function["module"].startswith(INTERNAL_MODULES):
+            # TensorFlow's or Keras's own map (sample_from_datasets, image loading):
+            # shown, but not the user's to parallelise.
+            op["op"] = f"{name} (internal)"
         parallel, asynchronous = _parallelism(node, cls, function, options)
         op.update(
             num_parallel_calls=parallel,
@@ -530,7 +552,8 @@ def _function_facts(node: Any) -> dict[str, Any]:
             wrapper = next(iter(node._functions()), None)
         except Exception:
             wrapper = None
-    name, path, line = _python_function(getattr(wrapper, "_func", None))
+    func = _python(getattr(wrapper, "_func", None))
+    name, path, line = _python_function(func)
     where = {"line": line, "code": linecache.getline(path, line).strip() if path and line else None}
     op_types = _op_types(wrapper)
     host = [{"call": HOST_OPS[t], "op": t, **where} for t in op_types if t in HOST_OPS]
@@ -543,6 +566,7 @@ def _function_facts(node: Any) -> dict[str, Any]:
     ]
     return {
         "name": name,
+        "module": str(getattr(func, "__module__", None) or ""),
         "defined_at": f"{path}:{line}" if path and line else None,
         "host_calls": host,
         "random_augmentation": random,
@@ -550,15 +574,24 @@ def _function_facts(node: Any) -> dict[str, Any]:
     }
 
 
-def _python_function(func: Any) -> tuple[str, Optional[str], Optional[int]]:
+def _function_module(dataset: Any) -> str:
+    func = _python(getattr(getattr(dataset, "_map_func", None), "_func", None))
+    return str(getattr(func, "__module__", None) or "")
+
+
+def _python(func: Any) -> Any:
+    """The Python function under functools.partial and decorators."""
     while isinstance(func, functools.partial):
         func = func.func
+    try:
+        return pyinspect.unwrap(func) if func is not None else None
+    except ValueError:
+        return func
+
+
+def _python_function(func: Any) -> tuple[str, Optional[str], Optional[int]]:
     if func is None:
         return "f", None, None
-    try:
-        func = pyinspect.unwrap(func)
-    except ValueError:
-        pass
     name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
     code = getattr(func, "__code__", None)
     path = getattr(code, "co_filename", None)
@@ -597,14 +630,12 @@ def _serial_reader(node: Any, reader: str) -> Optional[str]:
         return None
     if "ParallelInterleave" in type(getattr(node, "_impl", None)).__name__:
         return None
-    files = getattr(node, "_filenames", None)
+    files: Any = getattr(node, "_filenames", None)  # a dataset of names (a tensor before)
     try:
-        count = int(files.cardinality()) if hasattr(files, "cardinality") else None
-        if count is None and files is not None:
-            count = int(files.shape.num_elements())
+        count = int(files.cardinality() if hasattr(files, "cardinality") else len(files))
     except Exception:
         return None
-    if count is None or count <= 1:
+    if count <= 1:
         return None  # one file, or a count unknown before iterating
     return f"{reader} over {count} files without num_parallel_reads"
 
@@ -627,11 +658,8 @@ def _tf_options(dataset: Any) -> dict[str, Any]:
         default = None if absent else _documented_default(type(optimization), name)
         found[name] = explicit
         found[f"{name}_default"] = default
-        found[f"{name}_applies"] = (
-            not absent
-            and autotune is not False
-            and (explicit is True or (explicit is None and defaults is not False and default is True))
-        )
+        on = explicit is True or (explicit is None and defaults is not False and default is True)
+        found[f"{name}_applies"] = not absent and autotune is not False and on
     return found
 
 

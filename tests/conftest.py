@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,11 @@ def cli_flags(command: str) -> list[str]:
     params = group.commands[command].params
     flags = [o for p in params for o in getattr(p, "opts", []) if o.startswith("--")]
     return [f for f in flags if f != "--help"]
+
+
+# The probe's framework environment (CPU torch + tensorflow-cpu; `make frameworks`).
+# Absolute, because the tests run it from other working folders.
+FW_PYTHON = Path(
+    os.environ.get("ENVCHECK_FW_PYTHON")
+    or Path(__file__).resolve().parent.parent / ".venv-fw" / "bin" / "python"
+).absolute()

@@ -108,6 +108,31 @@ def _judge(
     return Outcome.failed(*hits, reason=f"{len(hits)} of the {what}")
 
 
+OPTIMIZATION_OPTIONS = (
+    "https://www.tensorflow.org/api_docs/python/tf/data/experimental/OptimizationOptions "
+    "(map_parallelization: 'Whether to parallelize stateless map transformations. If None, "
+    "defaults to True'; inject_prefetch: 'If None, defaults to True' since 2.12, False in "
+    "the 2.10 documentation)"
+)
+# Releases whose tf.data rewrites a stateless serial map to a parallel one, and injects a
+# final prefetch, by default (the OptimizationOptions documentation of each release).
+MAP_PARALLELIZATION_SINCE = (2, 7)
+INJECT_PREFETCH_SINCE = (2, 12)
+
+
+def _tf_release(facts: Facts) -> Optional[tuple[int, ...]]:
+    """The audited TensorFlow's (major, minor), or None when not known here."""
+    tf = module_version(facts, "tensorflow")
+    if tf is None or isinstance(tf, Missing):
+        return None
+    return tuple(tf[1].release[:2])
+
+
+def _visibly_stateful(op: dict[str, Any]) -> bool:
+    """Random augmentation or Python in the map function: tf.data cannot parallelize it."""
+    return bool(op.get("random_augmentation") or op.get("host_calls"))
+
+
 def _serial(value: Optional[dict[str, Any]]) -> bool:
     """num_parallel_calls absent, or known to be None or 1."""
     if value is None:
@@ -124,7 +149,7 @@ def _serial(value: Optional[dict[str, Any]]) -> bool:
     message="{where}: `{code}` -- {op}({function}) without num_parallel_calls transforms one "
     "element at a time on one CPU core",
     fix=".{op}({function}, num_parallel_calls=tf.data.AUTOTUNE)   # at {where}",
-    evidence=(GUIDE_MAP,),
+    evidence=(GUIDE_MAP, OPTIMIZATION_OPTIONS),
 )
 def tf_data_serial_map(facts: Facts) -> Outcome:
     """
@@ -134,9 +159,16 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     `num_parallel_calls`). A value that cannot be read from the source (a variable set at
     run time) is taken as given.
 
+    Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
+    default (`map_parallelization`); the rewrite does not apply to a function with random
+    ops or Python in it. So with a known TensorFlow >= 2.7, a map is flagged only when its
+    function visibly does random augmentation or calls Python; an `interleave` always is.
+
     **Best practice.** `ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)` (and the same for
     `interleave`), letting tf.data tune the parallelism to the CPUs available.
     """
+    release = _tf_release(facts)
+    rewrites = release is not None and release >= MAP_PARALLELIZATION_SINCE
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         return [
@@ -151,6 +183,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
             if op.get("op") in ("map", "interleave")
             and not op.get("opaque_kwargs")
             and _serial(op.get("num_parallel_calls"))
+            and not (rewrites and op.get("op") == "map" and not _visibly_stateful(op))
         ]
 
     return _judge(_items(facts, "tf_pipelines"), hits, "tf.data pipelines", "maps run in parallel")
@@ -165,7 +198,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     message="{where}: the pipeline `{code}` ends with .{last}() and never prefetches: the "
     "next batch is prepared only after the training step that consumes this one",
     fix="end the pipeline with ds = ds.prefetch(tf.data.AUTOTUNE)   # after .{last}() ({where})",
-    evidence=(GUIDE_PREFETCH,),
+    evidence=(GUIDE_PREFETCH, OPTIMIZATION_OPTIONS),
 )
 def tf_data_no_prefetch(facts: Facts) -> Outcome:
     """
@@ -176,10 +209,19 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     handed to another function of the file, or returned to callers that chain more
     operations, is not judged (the rest is out of sight). Recent TensorFlow releases can
     inject a final prefetch themselves (`tf.data.Options().experimental_optimization.
-    inject_prefetch`), so the cost is often smaller than it was: hence the low severity.
+    inject_prefetch`, on by default since 2.12): with a known TensorFlow >= 2.12 the rule
+    passes, and the severity is low.
 
     **Best practice.** End every input pipeline with `.prefetch(tf.data.AUTOTUNE)`.
     """
+
+    release = _tf_release(facts)
+    if release is not None and release >= INJECT_PREFETCH_SINCE:
+        version = ".".join(str(x) for x in release)
+        return Outcome.passed(
+            f"TensorFlow {version} injects a final prefetch itself (inject_prefetch, on by "
+            "default since 2.12)"
+        )
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         if (

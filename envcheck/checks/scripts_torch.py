@@ -15,7 +15,7 @@ from envcheck.checks.gpu_facts import nvidia_gpu_present
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity
-from envcheck.scripts.values import CPU_COUNT
+from envcheck.scripts.values import CPU_COUNT, LIVE
 from envcheck.snapshot import Facts, Missing
 
 TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
@@ -90,6 +90,10 @@ def loader_hit(loader: dict[str, Any], **values: Any) -> Hit:
 
 
 def _trains_on_gpu(facts: Facts, file_facts: dict[str, Any]) -> Optional[bool]:
+    """True when the code uses CUDA; for a live loader, what the caller (or
+    torch.cuda.is_available()) said, which is authoritative; else whether a GPU is here."""
+    if file_facts.get("source") == LIVE:
+        return bool(file_facts.get("uses_cuda"))
     if file_facts.get("uses_cuda"):
         return True
     present = nvidia_gpu_present(facts)

@@ -95,6 +95,13 @@ def summarize(run: ProbeRun, *, usable_cores: Optional[int] = None) -> dict[str,
     recommended, recommended_rate = recommend_workers(sweep, used) if sweep else (None, None)
     if not sweep and share is not None and share < MODERATELY_INPUT_BOUND:
         recommended = used  # not input-bound: the current setting is fine
+    notes = list(raw.get("notes") or [])
+    if compute.get("rate") and e2e.get("rate") and e2e["rate"] > compute["rate"] * 1.05:
+        notes.append(
+            f"the compute ceiling ({compute['rate']:.0f}/s over {compute.get('steps')} steps) "
+            f"came out below the end-to-end rate ({e2e['rate']:.0f}/s): too few steps to "
+            "measure it well; a longer --budget measures it better"
+        )
     settings = run.settings
     status = "ok" if run.status == "ok" else ("partial" if e2e.get("rate") else "failed")
     return {
@@ -146,7 +153,7 @@ def summarize(run: ProbeRun, *, usable_cores: Optional[int] = None) -> dict[str,
         "loader": loader,
         "cache": cache,
         "dataset": raw.get("dataset"),
-        "notes": list(raw.get("notes") or []),
+        "notes": notes,
         "gpu_under_load": run.under_load or None,
         "sampler": run.sampler or None,
         "budget_s": settings.budget_s,

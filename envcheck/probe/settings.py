@@ -53,7 +53,9 @@ class ProbeSettings:
     prefetch: Optional[int] = None
     sweep: str = "auto"  # off | auto (when input-bound) | full (--tune-workers)
     worker_candidates: list[int] = field(default_factory=lambda: worker_candidates(usable_cores()))
-    cold_end_to_end: bool = False
+    # None: cold when the data folder is larger than the memory available for the page
+    # cache (every epoch then reads from disk), cached otherwise
+    cold_end_to_end: Optional[bool] = None
     # Calibration knobs for the accuracy benchmark, not user flags: a known delay added
     # to every batch, and a read-rate cap applied to cold reads (a slow-disk stand-in).
     inject_delay_s: float = 0.0

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
+# The `source` of a value read from a live object by envcheck.inspect(), not from code.
+LIVE = "live object"
 
 
 @dataclass(frozen=True)

@@ -123,3 +123,8 @@ def test_on_the_cpu_input_that_steals_cores_counts_as_input_time() -> None:
     assert input_share("cpu", 0.8, 100.0, 364.0) == (0.8, "wait")
     # on a GPU the model does not compete for the cores: the wait is the share
     assert input_share("cuda", 0.03, 156.0, 364.0) == (0.03, "wait")
+
+
+def test_a_ceiling_below_the_end_to_end_rate_is_called_out() -> None:
+    run = _run(compute={"rate": 16.8, "steps": 2}, end_to_end={"rate": 29.7, "input_share": 0.01})
+    assert "too few steps" in summarize(run)["notes"][-1]

@@ -93,6 +93,18 @@ def _flush_to_disk(files: Sequence[str]) -> None:
             os.close(fd)
 
 
+def available_memory_bytes() -> Optional[int]:
+    """MemAvailable from /proc/meminfo (Linux); None elsewhere."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def drop_cached_pages(files: Sequence[str]) -> bool:
     """Ask the kernel to forget the files' cached pages; False where it cannot be asked."""
     advise = getattr(os, "posix_fadvise", None)

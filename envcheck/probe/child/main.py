@@ -20,7 +20,7 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from envcheck.probe.child import harness, images
 from envcheck.probe.child.budget import Budget
@@ -146,7 +146,7 @@ class Probe:
         cold["pages_dropped"] = dropped
         self.phase_done("input_cold", cold)
 
-        cold_e2e = bool(s.get("cold_end_to_end"))
+        cold_e2e = self.end_to_end_cold(s.get("cold_end_to_end"))
         seconds = budget.slice("end_to_end")
         self.emit("phase", name="end_to_end", seconds=seconds)
         e2e = self.end_to_end(
@@ -197,6 +197,24 @@ class Probe:
                 "and were skipped"
             )
         return check["files"], check["labels"]
+
+    def end_to_end_cold(self, asked: Optional[bool]) -> bool:
+        """Feed the end-to-end run cold files when the whole data folder cannot stay in
+        the page cache: then every epoch reads from the disk."""
+        if asked is not None:
+            return bool(asked)
+        dataset = self.result.get("dataset") or {}
+        available = images.available_memory_bytes()
+        if dataset.get("source") != "user" or not dataset.get("mean_bytes") or not available:
+            return False
+        estimate = dataset["mean_bytes"] * dataset.get("files_total", 0)
+        if estimate <= available:
+            return False
+        self.note(
+            f"the data folder (about {estimate / 2**30:.1f} GiB) is larger than the memory "
+            f"available for caching it ({available / 2**30:.1f} GiB): end to end reads cold"
+        )
+        return True
 
     def build_model(self, backend: Any, batch: int, classes: int) -> int:
         s = self.settings
