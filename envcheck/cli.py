@@ -176,6 +176,27 @@ TargetRateOpt = Annotated[
         show_default=False,
     ),
 ]
+FailOnOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--fail-on",
+        help="Exit with code 1 when a finding has this severity or higher: info, low, "
+        "medium, high, critical. \\[default: high, or the config file's fail-on]",
+        show_default=False,
+    ),
+]
+ExitZeroOpt = Annotated[
+    bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
+]
+IgnoreOpt = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--ignore",
+        help="Skip rules whose id starts with one of these prefixes. "
+        "The longest matching prefix of --select/--ignore wins.",
+        show_default=False,
+    ),
+]
 RulesFormatOpt = Annotated[
     DataFormat,
     typer.Option("--format", "-f", help="Output format.", case_sensitive=False),
@@ -187,7 +208,7 @@ ConfigOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--config",
-        help="Config file (default: envcheck.toml or [tool.envcheck] in "
+        help="Config file (default: envcheck.toml or \\[tool.envcheck] in "
         "pyproject.toml, searched from the current folder upwards).",
         show_default=False,
         dir_okay=False,
@@ -235,18 +256,8 @@ def doctor(
     ] = None,
     output_format: FormatOpt = OutputFormat.TEXT,
     output: OutputOpt = None,
-    fail_on: Annotated[
-        Optional[str],
-        typer.Option(
-            "--fail-on",
-            help="Exit with code 1 when a finding has this severity or "
-            "higher: info, low, medium, high, critical. [default: high]",
-            show_default=False,
-        ),
-    ] = None,
-    exit_zero: Annotated[
-        bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
-    ] = False,
+    fail_on: FailOnOpt = None,
+    exit_zero: ExitZeroOpt = False,
     select: Annotated[
         Optional[List[str]],
         typer.Option(
@@ -256,15 +267,7 @@ def doctor(
             show_default=False,
         ),
     ] = None,
-    ignore: Annotated[
-        Optional[List[str]],
-        typer.Option(
-            "--ignore",
-            help="Skip rules whose id starts with one of these prefixes. "
-            "The longest matching prefix of --select/--ignore wins.",
-            show_default=False,
-        ),
-    ] = None,
+    ignore: IgnoreOpt = None,
     rules: RulesOpt = None,
     config_path: ConfigOpt = None,
     deep: DeepOpt = False,
@@ -508,31 +511,18 @@ def scripts_command(
         ),
     ] = ScriptsFormat.TEXT,
     output: OutputOpt = None,
-    fail_on: Annotated[
-        Optional[str],
-        typer.Option(
-            "--fail-on",
-            help="Exit with code 1 when a finding has this severity or higher: info, low, "
-            "medium, high, critical. [default: high, or the config file's]",
-            show_default=False,
-        ),
-    ] = None,
-    exit_zero: Annotated[
-        bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
-    ] = False,
+    fail_on: FailOnOpt = None,
+    exit_zero: ExitZeroOpt = False,
     select: Annotated[
         Optional[List[str]],
         typer.Option(
             "--select",
             help="Run only these script rules (id prefixes within EC5, e.g. EC50,EC511). "
-            "[default: EC5]",
+            "\\[default: EC5]",
             show_default=False,
         ),
     ] = None,
-    ignore: Annotated[
-        Optional[List[str]],
-        typer.Option("--ignore", help="Skip rules with these id prefixes.", show_default=False),
-    ] = None,
+    ignore: IgnoreOpt = None,
     rules: RulesOpt = None,
     config_path: ConfigOpt = None,
     python: Annotated[
@@ -623,7 +613,7 @@ def probe_command(
         Optional[int],
         typer.Option(
             "--batch-size",
-            help="Batch size [default: the script's, else 64 on a GPU, 32 on the CPU]. "
+            help="Batch size \\[default: the script's, else 64 on a GPU, 32 on the CPU]. "
             "Out of memory halves it, and the report says so.",
             show_default=False,
         ),
@@ -645,7 +635,7 @@ def probe_command(
         typer.Option(
             "--workers",
             help="Loader workers as the training uses them (DataLoader num_workers; tf.data "
-            "map num_parallel_calls, 0 = serial) [default: the script's, else the "
+            "map num_parallel_calls, 0 = serial) \\[default: the script's, else the "
             "framework's default].",
             show_default=False,
         ),
@@ -680,13 +670,11 @@ def probe_command(
         Optional[str],
         typer.Option(
             "--fail-on",
-            help="Exit 1 when a probe finding has this severity or higher. [default: high]",
+            help="Exit 1 when a probe finding has this severity or higher. \\[default: high]",
             show_default=False,
         ),
     ] = None,
-    exit_zero: Annotated[
-        bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
-    ] = False,
+    exit_zero: ExitZeroOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Measure whether training is input-bound: the model's compute ceiling, the input
@@ -756,7 +744,7 @@ def run_command(
         typer.Option(
             "--fail-on",
             help="Do not run the command (exit 1) when a finding has this severity or "
-            "higher. [default: high]",
+            "higher. \\[default: high]",
             show_default=False,
         ),
     ] = None,
@@ -768,10 +756,7 @@ def run_command(
         Optional[List[str]],
         typer.Option("--select", help="Run only rules with these id prefixes.", show_default=False),
     ] = None,
-    ignore: Annotated[
-        Optional[List[str]],
-        typer.Option("--ignore", help="Skip rules with these id prefixes.", show_default=False),
-    ] = None,
+    ignore: IgnoreOpt = None,
     rules: RulesOpt = None,
     config_path: ConfigOpt = None,
     output_format: Annotated[
@@ -903,7 +888,7 @@ def diff_command(
         typer.Option(
             "--fail-on",
             help="Exit 1 when B has findings of this severity or higher that A did not "
-            "have (matched by rule id and location). [default: high]",
+            "have (matched by rule id and location). \\[default: high]",
             show_default=False,
         ),
     ] = None,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from envcheck import __version__
+from envcheck.engine.template import human_bytes
 from envcheck.errors import InputError
 from envcheck.model import Severity
 from envcheck.snapshot import Snapshot
@@ -715,18 +716,9 @@ def _fmt(value: Any, unit: Optional[str]) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if unit in ("bytes", "bytes/s") and isinstance(value, (int, float)):
-        return _bytes(value) + ("/s" if unit == "bytes/s" else "")
+        return human_bytes(value) + ("/s" if unit == "bytes/s" else "")
     if unit == "share" and isinstance(value, (int, float)):
         return f"{value * 100:.1f} %"
     if unit in ("samples/s", "files/s") and isinstance(value, (int, float)):
         return f"{value:g} {unit}"
     return str(value)
-
-
-def _bytes(n: float) -> str:
-    size = float(n)
-    for suffix in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(size) < 1024 or suffix == "TiB":
-            return f"{size:.0f} {suffix}" if suffix == "B" else f"{size:.1f} {suffix}"
-        size /= 1024
-    return f"{size:.1f} TiB"  # pragma: no cover - the loop always returns

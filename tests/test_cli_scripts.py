@@ -149,6 +149,7 @@ def test_the_hook_manifest_is_valid_for_pre_commit() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_pre_commit_runs_the_hook_on_a_project(tmp_path: Path) -> None:
     """pre-commit installs envcheck from this checkout into its own environment (from
     PyPI: envcheck's dependencies) and runs the hook on a project's staged files."""

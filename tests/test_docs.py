@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import cli_flags
 
 from envcheck.docs_gen import render
@@ -24,8 +27,149 @@ def test_every_rule_has_an_anchor_the_findings_point_to() -> None:
         assert rule.docs_ref == f"docs/rules.md#{rule.id.lower()}"
 
 
-def test_readme_documents_every_flag() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for command in ("doctor", "collect"):
-        for flag in cli_flags(command):
-            assert f"`{flag}" in readme, (command, flag)
+# Each command and the heading of its section in docs/guide.md.
+GUIDE_SECTIONS = {
+    ("doctor",): "### `envcheck doctor`",
+    ("collect",): "### `envcheck collect`",
+    ("probe",): "### `envcheck probe`",
+    ("scripts",): "### `envcheck scripts`",
+    ("run",): "### `envcheck run`",
+    ("diff",): "### `envcheck diff`",
+    ("rules", "list"): "### `envcheck rules list` and `envcheck rules show`",
+    ("rules", "show"): "### `envcheck rules list` and `envcheck rules show`",
+}
+
+
+def _command_flags(path: tuple[str, ...]) -> list[str]:
+    """Every long option of a command, including the --no- halves of boolean pairs.
+
+    Top-level commands go through conftest's cli_flags; subcommands of a group (rules
+    list, rules show) are looked up the same way, one level down."""
+    import typer
+
+    from envcheck.cli import app
+
+    group: Any = typer.main.get_command(app)
+    command = group.commands[path[0]]
+    for name in path[1:]:
+        command = command.commands[name]
+    flags = cli_flags(path[0]) if len(path) == 1 else []
+    for param in command.params:
+        for opt in [*getattr(param, "opts", []), *getattr(param, "secondary_opts", [])]:
+            if opt.startswith("--") and opt != "--help" and opt not in flags:
+                flags.append(opt)
+    return flags
+
+
+def _guide_section(heading: str) -> str:
+    text = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert heading in text, f"docs/guide.md has no section {heading!r}"
+    start = text.index(heading) + len(heading)
+    end = re.search(r"^#{1,3} ", text[start:], flags=re.MULTILINE)
+    return text[start : start + end.start()] if end else text[start:]
+
+
+def test_every_command_has_a_guide_section() -> None:
+    import typer
+
+    from envcheck.cli import app
+
+    group: Any = typer.main.get_command(app)
+    commands = {(name,) for name, cmd in group.commands.items() if not hasattr(cmd, "commands")}
+    commands |= {
+        (name, sub) for name, cmd in group.commands.items() for sub in getattr(cmd, "commands", {})
+    }
+    assert commands == set(GUIDE_SECTIONS), "add the new command's section to docs/guide.md"
+
+
+@pytest.mark.parametrize("path", sorted(GUIDE_SECTIONS), ids=" ".join)
+def test_guide_documents_every_flag(path: tuple[str, ...]) -> None:
+    """Every option of every command appears as `--flag in that command's section."""
+    section = _guide_section(GUIDE_SECTIONS[path])
+    missing = [flag for flag in _command_flags(path) if f"`{flag}" not in section]
+    assert not missing, f"docs/guide.md, {GUIDE_SECTIONS[path]}: options not documented: {missing}"
+
+
+# Links -------------------------------------------------------------------------------
+
+LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+FENCE = re.compile(r"^(```|~~~).*?^\1", flags=re.MULTILINE | re.DOTALL)
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+
+
+def _markdown_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _prose(text: str) -> str:
+    """The text without fenced code blocks and inline code, where links are not links."""
+    return INLINE_CODE.sub("", FENCE.sub("", text))
+
+
+def github_slug(heading: str) -> str:
+    """GitHub's anchor for a heading: its text (links and inline markup reduced to their
+    text), lower-cased, punctuation dropped except - and _, spaces turned into hyphens."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # [text](url) -> text
+    text = re.sub(r"<[^>]+>", "", text)  # inline HTML tags
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)  # \w is Unicode: letters, digits, _
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every anchor GitHub makes in a markdown file: one per heading (a repeated heading
+    gets -1, -2, ...), plus explicit <a id> / <a name> targets."""
+    text = path.read_text(encoding="utf-8")
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for line in FENCE.sub("", text).splitlines():
+        heading = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not heading:
+            continue
+        slug = github_slug(heading.group(1))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(slug if count == 0 else f"{slug}-{count}")
+    found |= set(re.findall(r"<a\s+(?:id|name)=\"([^\"]+)\"", text))
+    return found
+
+
+def test_github_slug_rules() -> None:
+    assert github_slug("Reading the doctor's output") == "reading-the-doctors-output"
+    assert github_slug("`envcheck rules list` and `envcheck rules show`") == (
+        "envcheck-rules-list-and-envcheck-rules-show"
+    )
+    assert github_slug("EC101") == "ec101"
+    assert github_slug("Snapshot sections: `gpu`, `frameworks`, `deep`") == (
+        "snapshot-sections-gpu-frameworks-deep"
+    )
+    assert github_slug("Results, 2026-11-22, CPU only (no GPU)") == (
+        "results-2026-11-22-cpu-only-no-gpu"
+    )
+
+
+@pytest.mark.parametrize("doc", _markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(doc: Path) -> None:
+    """Every relative link in README.md and docs/*.md points to a file that exists, and
+    every #anchor into a markdown file to one of its headings."""
+    broken = []
+    for target in LINK.findall(_prose(doc.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, flags=re.IGNORECASE):
+            continue  # https:, mailto: ...
+        file_part, _, anchor = target.partition("#")
+        linked = (doc.parent / file_part).resolve() if file_part else doc
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+            continue
+        if anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+            broken.append(f"{target}: no heading with the anchor #{anchor}")
+    assert not broken, f"{doc.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+def test_link_checker_sees_links() -> None:
+    """The checker is not vacuous: it finds the README's links and rejects a bad anchor."""
+    readme = _prose((ROOT / "README.md").read_text(encoding="utf-8"))
+    targets = LINK.findall(readme)
+    assert "docs/guide.md#installation" in targets and "docs/rules.md" in targets
+    assert "no-such-heading" not in anchors(ROOT / "docs" / "guide.md")
+    assert "installation" in anchors(ROOT / "docs" / "guide.md")

@@ -264,6 +264,10 @@ def test_serial_map_without_prefetch_is_ec511_and_ec512(
     out, script = tf_run
     assert ids(out["serial"]) == ["EC511", "EC512"]
     assert {r["line"] for r in out["serial"]} == {line_of(script, "serial")}
+    ec512 = next(r for r in out["serial"] if r["id"] == "EC512")
+    # the message names the dataset's chain, not the line that called inspect()
+    assert "the pipeline `range(...).map(double).batch(8)" in ec512["message"]
+    assert "envcheck.inspect" not in ec512["message"]
     facts = out["serial_facts"]
     assert [op["op"] for op in facts["operations"]] == ["map", "batch", "with_options"]
     assert facts["operations"][0]["num_parallel_calls"] is None

@@ -68,3 +68,11 @@ def test_no_color_is_honoured_on_a_terminal(
     text.print_report(report, console)
     out = buffer.getvalue()
     assert ("\x1b[31m" in out) is coloured  # red for the high finding
+
+
+def test_a_snapshot_without_a_gpu_section_says_so() -> None:
+    data = fixture()
+    assert "gpu" not in data  # recorded before the GPU collector existed
+    out = render(data)
+    assert "GPU  not collected (the snapshot has no gpu section)" in out
+    assert "None" not in out.split("GPU", 1)[1].splitlines()[0]

@@ -194,7 +194,7 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A Keras model trains in float32 on a tensor-core GPU (no mixed-precision policy)",
-    message="{where}: `{code}` -- {path} builds convolution/dense layers and trains them with "
+    message="{where}: `{code}` — {path} builds convolution/dense layers and trains them with "
     "Keras in float32: no mixed_float16/mixed_bfloat16 policy is set, and the GPUs here "
     "(compute capability {cap}) have tensor cores",
     fix="keras.mixed_precision.set_global_policy('mixed_float16')   # before building the "

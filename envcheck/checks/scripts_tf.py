@@ -4,6 +4,7 @@ from the files named with `--script` (envcheck/scripts/tf_keras.py). Without
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Optional, Union
 
 from envcheck.checks.facts_helpers import module_version, outcome_over
@@ -78,13 +79,19 @@ def _items(facts: Facts, key: str) -> Union[list[dict[str, Any]], Outcome]:
 
 
 def _hit(
-    item: dict[str, Any], line: Optional[int] = None, code: Optional[str] = None, **values: Any
+    item: dict[str, Any],
+    line: Optional[int] = None,
+    code: Optional[str] = None,
+    column: Optional[int] = None,
+    **values: Any,
 ) -> Hit:
+    """A hit at the item (pipeline, call) or, given `line`, at one of its operations."""
     own_line = line is None or line == item.get("line")
     line = line if line is not None else item.get("line")
     code = code if code is not None else item.get("code", "")
     path = str(item.get("path", "?"))
-    column = item.get("column") if own_line else None
+    if column is None and own_line:
+        column = item.get("column")
     return Hit(
         values={"where": f"{path}:{line}", "code": code, **values},
         evidence={"observation": item},
@@ -146,7 +153,7 @@ def _serial(value: Optional[dict[str, Any]]) -> bool:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A tf.data map/interleave runs serially (no num_parallel_calls)",
-    message="{where}: `{code}` -- {op}({function}) without num_parallel_calls transforms one "
+    message="{where}: `{code}` — {op}({function}) without num_parallel_calls transforms one "
     "element at a time on one CPU core",
     fix=".{op}({function}, num_parallel_calls=tf.data.AUTOTUNE)   # at {where}",
     evidence=(GUIDE_MAP, OPTIMIZATION_OPTIONS),
@@ -176,6 +183,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
                 pipeline,
                 line=op.get("line"),
                 code=op.get("code"),
+                column=op.get("column"),
                 op=op["op"],
                 function=op.get("map_function") or "f",
             )
@@ -230,7 +238,11 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             or not pipeline.get("operations")
         ):
             return []
-        return [_hit(pipeline, last=pipeline.get("last_operation") or "batch")]
+        hit = _hit(pipeline, last=pipeline.get("last_operation") or "batch")
+        if pipeline.get("inspected") and pipeline.get("pipeline"):
+            # a live dataset: its chain names the pipeline, the inspect() call does not
+            hit = replace(hit, values={**hit.values, "code": pipeline["pipeline"]})
+        return [hit]
 
     return _judge(
         _items(facts, "tf_pipelines"), hits, "tf.data pipelines", "each ends with prefetch"
@@ -243,7 +255,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A tf.data map function runs Python, NumPy, PIL or tf.py_function on the host",
-    message="{where}: `{code}` -- the map function {function} calls {calls}: Python code "
+    message="{where}: `{code}` — the map function {function} calls {calls}: Python code "
     "that holds the GIL (tf.py_function/numpy_function) or runs only once, at trace time",
     fix="rewrite {function} with TensorFlow ops (tf.io.decode_*, tf.image.*), or move the "
     "Python work offline (preprocess once, store TFRecords)",
@@ -276,6 +288,7 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
                         pipeline,
                         line=op.get("line"),
                         code=op.get("code"),
+                        column=op.get("column"),
                         function=op.get("map_function") or "the map function",
                         calls=calls,
                     )
@@ -319,6 +332,7 @@ def tf_data_cache_after_augmentation(facts: Facts) -> Outcome:
                 pipeline,
                 line=cached.get("line"),
                 code=cached.get("code"),
+                column=cached.get("column"),
                 augmentation=cached.get("augmentation"),
                 augmentation_line=cached.get("augmentation_line"),
             )
@@ -335,7 +349,7 @@ def tf_data_cache_after_augmentation(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="Many files read one after another (no interleave / num_parallel_reads)",
-    message="{where}: `{code}` -- {why}: files are read sequentially, one at a time",
+    message="{where}: `{code}` — {why}: files are read sequentially, one at a time",
     fix="ds = tf.data.Dataset.from_tensor_slices(files).interleave(tf.data.TFRecordDataset, "
     "cycle_length=8, num_parallel_calls=tf.data.AUTOTUNE)   # or TFRecordDataset(files, "
     "num_parallel_reads=tf.data.AUTOTUNE)",
@@ -484,7 +498,7 @@ def keras_generator_default_workers(facts: Facts) -> Outcome:
     severity=Severity.LOW,
     category="scripts",
     summary="Deprecated ImageDataGenerator / flow_from_*: serial Python image loading",
-    message="{where}: `{code}` -- {problem}",
+    message="{where}: `{code}` — {problem}",
     fix="{fix}",
     evidence=(
         KERAS_IDG,
@@ -554,7 +568,7 @@ def keras_imagedatagenerator(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="NumPy on the inputs inside a custom Keras layer's call()",
-    message="{where}: `{code}` -- {layer}.call runs {calls} on its inputs: outside the graph "
+    message="{where}: `{code}` — {layer}.call runs {calls} on its inputs: outside the graph "
     "(eager only, on the host) or only once while tracing",
     fix="replace the NumPy calls in {layer}.call with tf.* / keras.ops equivalents "
     "(e.g. np.clip -> tf.clip_by_value)",
@@ -631,7 +645,7 @@ def _calls_where(call: dict[str, Any]) -> str:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="Keras use_multiprocessing=True on Windows",
-    message="{where}: `{code}` -- {method}(use_multiprocessing=True) on Windows: without "
+    message="{where}: `{code}` — {method}(use_multiprocessing=True) on Windows: without "
     "fork, each worker process is spawned, re-imports the script and must receive {input} "
     "by pickling; Keras multiprocessing is unreliable there (errors or hangs)",
     fix="{method}(..., workers={workers}, use_multiprocessing=False)   # threads, with a "
@@ -706,7 +720,7 @@ def keras_multiprocessing_on_windows(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A plain Python generator read by several Keras worker threads",
-    message="{where}: `{code}` -- {method} reads the generator {generator}() (line "
+    message="{where}: `{code}` — {method} reads the generator {generator}() (line "
     "{generator_line}) from {workers} threads: a Python generator cannot be advanced by two "
     "threads at once ('generator already executing'), so Keras fails with 'Your generator "
     "is NOT thread-safe' or the workers take turns",

@@ -390,7 +390,7 @@ def _gpu_or_reason(facts: Facts, file_facts: dict[str, Any]) -> Optional[bool] |
     severity=Severity.LOW,
     category="scripts",
     summary="The training loop waits for the GPU every step (.item(), .cpu(), print(loss))",
-    message="{where}: `{code}` -- {call} {what} in every step of the training loop over "
+    message="{where}: `{code}` — {call} {what} in every step of the training loop over "
     "{loader} (line {loop_line}): the CPU waits for the GPU to finish, so the next step's "
     "work is not queued while this one runs",
     fix="running_loss += loss.detach()   # stays on the GPU; read it every N steps: "
@@ -441,7 +441,7 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     category="scripts",
     summary="Samples are copied to the GPU one by one (per-sample .to(device), CUDA in "
     "Dataset.__getitem__)",
-    message="{where}: `{code}` -- {problem}",
+    message="{where}: `{code}` — {problem}",
     fix="{fix}",
     evidence=(
         GUIDE_SYNC,

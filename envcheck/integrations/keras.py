@@ -9,10 +9,9 @@ Imports Keras (Keras 3, else tf.keras); import it only where Keras is installed.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any
 
-from envcheck.integrations.watch import TrainingWatch
-from envcheck.model import Severity
+from envcheck.integrations.watch import WatchedCallback
 
 try:
     import keras
@@ -20,33 +19,13 @@ except ImportError:  # TensorFlow without the standalone keras package
     from tensorflow import keras
 
 
-class EnvcheckCallback(keras.callbacks.Callback):  # type: ignore[misc]
+class EnvcheckCallback(WatchedCallback, keras.callbacks.Callback):  # type: ignore[misc]
     """Run `envcheck.preflight()` in on_train_begin (raise PreflightFailed when findings
     reach `fail_on`, or only warn with `warn_only=True`), then sample GPU utilisation
     (CPU without a GPU) until `watch_steps` training batches have ended and log a one-line
     summary (to stderr, or to `log`). Other keyword arguments (python, data, script,
     select, probe, rules) go to the preflight. After the watch, `.summary` holds the
     numbers and `.report` the doctor's Report."""
-
-    def __init__(
-        self,
-        fail_on: Union[str, Severity] = "high",
-        watch_steps: int = 50,
-        warn_only: bool = False,
-        **options: Any,
-    ) -> None:
-        super().__init__()
-        self.watch = TrainingWatch(
-            fail_on=fail_on, watch_steps=watch_steps, warn_only=warn_only, **options
-        )
-
-    @property
-    def report(self) -> Any:
-        return self.watch.report
-
-    @property
-    def summary(self) -> Optional[dict[str, Any]]:
-        return self.watch.summary
 
     def on_train_begin(self, logs: Any = None) -> None:
         self.watch.begin()

@@ -11,10 +11,9 @@ watches, so one machine is not audited once per GPU.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any
 
-from envcheck.integrations.watch import TrainingWatch
-from envcheck.model import Severity
+from envcheck.integrations.watch import WatchedCallback
 
 try:
     from lightning.pytorch.callbacks import Callback
@@ -22,33 +21,13 @@ except ImportError:  # the package's name before Lightning 2.0
     from pytorch_lightning.callbacks import Callback
 
 
-class EnvcheckCallback(Callback):  # type: ignore[misc]
+class EnvcheckCallback(WatchedCallback, Callback):  # type: ignore[misc]
     """Run `envcheck.preflight()` in on_fit_start (raise PreflightFailed when findings
     reach `fail_on`, or only warn with `warn_only=True`), then sample GPU utilisation
     (CPU without a GPU) until `watch_steps` training batches have ended and log a one-line
     summary (to stderr, or to `log`). Other keyword arguments (python, data, script,
     select, probe, rules) go to the preflight. After the watch, `.summary` holds the
     numbers and `.report` the doctor's Report."""
-
-    def __init__(
-        self,
-        fail_on: Union[str, Severity] = "high",
-        watch_steps: int = 50,
-        warn_only: bool = False,
-        **options: Any,
-    ) -> None:
-        super().__init__()
-        self.watch = TrainingWatch(
-            fail_on=fail_on, watch_steps=watch_steps, warn_only=warn_only, **options
-        )
-
-    @property
-    def report(self) -> Any:
-        return self.watch.report
-
-    @property
-    def summary(self) -> Optional[dict[str, Any]]:
-        return self.watch.summary
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         if trainer.is_global_zero:

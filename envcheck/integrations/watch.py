@@ -108,3 +108,32 @@ class TrainingWatch:
 
 def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+class WatchedCallback:
+    """The part the Keras and Lightning callbacks share, placed before the framework's
+    Callback class in their bases: a TrainingWatch built from the callback's arguments,
+    with its report and summary. Keyword arguments other than these go to the preflight
+    (python, data, script, select, probe, rules, log)."""
+
+    def __init__(
+        self,
+        fail_on: Union[str, Severity] = "high",
+        watch_steps: int = 50,
+        warn_only: bool = False,
+        **options: Any,
+    ) -> None:
+        super().__init__()  # the framework's Callback, next in the method order
+        self.watch = TrainingWatch(
+            fail_on=fail_on, watch_steps=watch_steps, warn_only=warn_only, **options
+        )
+
+    @property
+    def report(self) -> Optional[Report]:
+        """The doctor's report, once the preflight has run."""
+        return self.watch.report
+
+    @property
+    def summary(self) -> Optional[dict[str, Any]]:
+        """The GPU-utilisation summary, once the watch is over."""
+        return self.watch.summary

@@ -253,6 +253,8 @@ def _memory(facts: Mapping[str, Any]) -> str:
 
 def _gpu(facts: Mapping[str, Any]) -> str:
     gpu = facts.get("gpu") or {}
+    if not gpu:
+        return "not collected (the snapshot has no gpu section)"
     if gpu.get("status") != "ok":
         pci = gpu.get("pci_nvidia_devices")
         if pci == 0:

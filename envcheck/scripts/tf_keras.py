@@ -595,6 +595,7 @@ class _Pipelines:
             if op["op"] == "cache" and random_seen is not None and cache_after_random is None:
                 cache_after_random = {
                     "line": op["line"],
+                    "column": op.get("column"),
                     "code": op["code"],
                     "augmentation_line": random_seen["line"],
                     "augmentation": random_seen["random_augmentation"][0]["call"],
