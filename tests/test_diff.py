@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -226,17 +227,29 @@ def test_schema_is_a_valid_schema() -> None:
 # golden text --------------------------------------------------------------------------
 
 
-def test_golden_text() -> None:
+def golden_diff() -> Any:
     d = compare(OLD_V100, A100_NODE)
-    d = dataclasses.replace(
+    return dataclasses.replace(
         d,
         a=dataclasses.replace(d.a, source="A.json"),
         b=dataclasses.replace(d.b, source="B.json"),
     )
-    text = diff.render_text(d, Severity.HIGH)
+
+
+def test_golden_text() -> None:
+    text = diff.render_text(golden_diff(), Severity.HIGH)
     if os.environ.get("ENVCHECK_UPDATE_GOLDEN"):
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8"), "ENVCHECK_UPDATE_GOLDEN=1 to refresh"
+
+
+def test_golden_json() -> None:
+    rendered = diff.render_json(golden_diff(), Severity.HIGH)
+    text = re.sub(r'"(version|created)": "[^"]*"', r'"\1": "VOLATILE"', rendered)
+    path = GOLDEN.with_suffix(".json")
+    if os.environ.get("ENVCHECK_UPDATE_GOLDEN"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), "ENVCHECK_UPDATE_GOLDEN=1 to refresh"
 
 
 # the command line ---------------------------------------------------------------------

@@ -1,13 +1,14 @@
-"""`--format sarif` and `--format junit`, through the real pipeline (CliRunner).
+"""Every report format through the real pipeline (CliRunner): text, json, sarif, junit
+(html has its own tests, with a browser, in test_report_html.py).
 
-Every output is validated against its official schema, vendored in tests/schemas/ (no
-network at test time; provenance in tests/schemas/README.md), and compared with a golden
-file in tests/golden/ after normalising the volatile fields (version, time, the paths of
-this checkout and interpreter).
+Each output is compared with a golden file in tests/golden/ after normalising the
+volatile fields (version, time, the paths of this checkout and interpreter); json is
+validated against envcheck's own schema, sarif and junit against their official ones,
+vendored in tests/schemas/ (no network at test time; provenance in tests/schemas/README.md).
 
 Regenerate the golden files after an intended change:
 
-    ENVCHECK_UPDATE_GOLDEN=1 pytest tests/test_report_sarif_junit.py
+    ENVCHECK_UPDATE_GOLDEN=1 pytest tests/test_report_formats.py
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from lxml import etree as lxml_etree  # the dev extra: the XSD validator
 from typer.testing import CliRunner
 
 from envcheck.cli import app
+from envcheck.schemas import load as load_schema
 
 REPO = TESTS.parent
 SCHEMAS = TESTS / "schemas"
@@ -140,6 +142,7 @@ def normalise(text: str) -> str:
     """Volatile values out: the version, the time, this checkout and interpreter."""
     text = re.sub(r'"version": "(?!2\.1\.0")[^"]*"', '"version": "VERSION"', text)
     text = re.sub(r'"created": "[^"]*"', '"created": "CREATED"', text)
+    text = re.sub(r"^envcheck \d+\.\d+\.\d+\S* ", "envcheck VERSION ", text, flags=re.M)
     text = re.sub(r'(name="envcheck.version" value=)"[^"]*"', r'\1"VERSION"', text)
     text = re.sub(r'(name="created" value=)"[^"]*"', r'\1"CREATED"', text)
     for volatile, stand_in in (
@@ -163,8 +166,35 @@ def check_golden(name: str, content: str) -> None:
         return
     assert normalised == path.read_text(encoding="utf-8"), (
         f"{name} differs from its golden file; if the change is intended, regenerate with "
-        "ENVCHECK_UPDATE_GOLDEN=1 pytest tests/test_report_sarif_junit.py"
+        "ENVCHECK_UPDATE_GOLDEN=1 pytest tests/test_report_formats.py"
     )
+
+
+# text and JSON ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_json_is_valid_and_matches_golden(
+    runner: CliRunner, scripts_facts: Path, ack_config: Path, case: str
+) -> None:
+    _, out = doctor(runner, "json", *cases(scripts_facts, ack_config)[case])
+    report = json.loads(out)
+    jsonschema.validate(report, load_schema("report"))
+    check_golden(f"{case}.json", out)
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_text_matches_golden(
+    runner: CliRunner, scripts_facts: Path, ack_config: Path, case: str
+) -> None:
+    result = runner.invoke(
+        app,
+        ["doctor", "--format", "text", *cases(scripts_facts, ack_config)[case]],
+        env={"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"},
+        catch_exceptions=False,
+    )
+    assert result.exit_code in (0, 1), result.output
+    check_golden(f"{case}.txt", result.stdout)
 
 
 # SARIF --------------------------------------------------------------------------------
