@@ -197,6 +197,11 @@ def top_finding(report: Optional[Report]) -> Optional[Any]:
     return None
 
 
+# Below this, a utilisation figure says more about start-up than about training (and the
+# sampler, at 10 Hz, has hardly begun).
+MIN_WATCH_S = 0.5
+
+
 def summary_line(
     util: Mapping[str, Any],
     watched: Union[float, str],
@@ -207,7 +212,8 @@ def summary_line(
 
     `watched` is the seconds sampled, or a phrase such as "over the first 50 steps"."""
     span = watched if isinstance(watched, str) else span_text(watched)
-    if not util.get("samples"):
+    too_short = not isinstance(watched, str) and watched < MIN_WATCH_S
+    if not util.get("samples") or too_short:
         head = f"envcheck: no utilisation sample {span}: too short to measure"
     elif util.get("gpu_util_mean") is None:
         cpu = util.get("cpu_util_mean")

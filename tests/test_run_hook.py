@@ -284,6 +284,11 @@ def test_summary_line_names_the_mean_and_the_top_finding(work: Path) -> None:
         hook.utilisation([{"gpu_util": None, "cpu_util": [50.0]}]), 3, None, "x"
     )
     assert no_gpu == "envcheck: no GPU was visible (x); CPU busy 50 % (mean over cores) over 3.0 s"
+    # a command that ended at once: one sample at its start says nothing about training
+    instant = hook.summary_line(
+        hook.utilisation([{"gpu_util": 90, "cpu_util": [50.0]}]), 0.02, None, None
+    )
+    assert instant == "envcheck: no utilisation sample over 0.0 s: too short to measure"
 
 
 def test_exit_status() -> None:

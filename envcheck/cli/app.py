@@ -1,0 +1,84 @@
+"""The typer application, its exit codes, and the guard that turns every error into one
+line and an exit code."""
+
+from __future__ import annotations
+
+import functools
+import os
+import traceback
+from typing import Annotated, Any, Callable, TypeVar
+
+import typer
+
+from envcheck import __version__
+from envcheck.errors import EnvcheckError
+from envcheck.model import Severity
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+DEFAULT_FAIL_ON = Severity.HIGH
+
+app = typer.Typer(
+    name="envcheck",
+    help="Why is GPU training slow here, and which fix buys the most? "
+    "Audits the environment, the machine, the data and the training scripts, and measures "
+    "the input pipeline with a short training probe.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+rules_app = typer.Typer(help="List and explain the rules envcheck applies.", no_args_is_help=True)
+app.add_typer(rules_app, name="rules")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(command: F) -> F:
+    """Turn domain errors into exit 2 and crashes into exit 3, each as one line."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        verbose = bool(kwargs.get("verbose")) or bool(os.environ.get("ENVCHECK_DEBUG"))
+        try:
+            return command(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except EnvcheckError as exc:
+            typer.echo(f"envcheck: error: {exc}", err=True)
+            raise typer.Exit(EXIT_INPUT) from None
+        except KeyboardInterrupt:
+            typer.echo("envcheck: interrupted", err=True)
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if verbose:
+                traceback.print_exc()
+            hint = "" if verbose else " (run with -v for the traceback)"
+            typer.echo(f"envcheck: internal error: {type(exc).__name__}: {exc}{hint}", err=True)
+            raise typer.Exit(EXIT_INTERNAL) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"envcheck {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """envcheck: measure why GPU training is slow and rank the fixes."""
+
+
+def main() -> None:
+    app()

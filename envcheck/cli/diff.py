@@ -1,0 +1,92 @@
+"""`envcheck diff A B`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from envcheck import doctor as pipeline
+from envcheck.cli.app import (
+    DEFAULT_FAIL_ON,
+    EXIT_FINDINGS,
+    app,
+    guarded,
+)
+from envcheck.cli.common import (
+    parse_severity,
+    write_output,
+)
+from envcheck.cli.options import (
+    OutputOpt,
+    VerboseOpt,
+)
+from envcheck.diff import DiffFormat
+from envcheck.engine.registry import builtin_registry
+from envcheck.snapshot import Snapshot
+
+# diff ---------------------------------------------------------------------------------
+
+
+@app.command("diff")
+@guarded
+def diff_command(
+    a: Annotated[
+        Path,
+        typer.Argument(
+            help="The baseline: a snapshot (envcheck collect -o) or a JSON report "
+            "(envcheck doctor --format json).",
+            show_default=False,
+            metavar="A",
+        ),
+    ],
+    b: Annotated[
+        Path,
+        typer.Argument(
+            help="The one compared with it (same kinds).", show_default=False, metavar="B"
+        ),
+    ],
+    output_format: Annotated[
+        DiffFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+    ] = DiffFormat.TEXT,
+    output: OutputOpt = None,
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when B has findings of this severity or higher that A did not "
+            "have (matched by rule id and location). \\[default: high]",
+            show_default=False,
+        ),
+    ] = None,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even when B has new findings.")
+    ] = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Compare two saved snapshots or reports: what differs for speed first.
+
+    Two machines, or one machine on two days: first what matters for speed (driver, GPUs,
+    framework builds, storage, CPU, memory, probe rates, findings added or removed), then
+    packages, environment and platform.
+
+    A bare snapshot is evaluated with the built-in rules, so it compares alike with a report.
+
+    Exit codes: 0 no new findings at or above --fail-on, 1 new ones, 2 bad input.
+    """
+    from envcheck import diff as diffing
+
+    threshold = parse_severity(fail_on, "--fail-on") or DEFAULT_FAIL_ON
+    registry = builtin_registry()
+
+    def evaluate(snapshot: Snapshot) -> Any:
+        return [r.finding for r in pipeline.diagnose(snapshot, registry).findings]
+
+    result = diffing.compare(diffing.load_side(a, evaluate), diffing.load_side(b, evaluate))
+    if output_format is DiffFormat.JSON:
+        write_output(diffing.render_json(result, threshold), output)
+    else:
+        write_output(diffing.render_text(result, threshold), output)
+    if not exit_zero and result.new_failures(threshold):
+        raise typer.Exit(EXIT_FINDINGS)

@@ -1,0 +1,141 @@
+"""Options shared by several commands, declared once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from envcheck.report import (
+    DataFormat,
+    OutputFormat,
+)
+
+PythonOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--python",
+        help="Audit this interpreter's environment (a path, a venv/conda folder, or a "
+        "command on PATH) instead of the one envcheck runs in. It is run once to learn "
+        "its sys.path; its packages are never imported.",
+        show_default=False,
+    ),
+]
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format. html: one self-contained page with the probe's charts; "
+        "sarif: SARIF 2.1.0, for code scanning; junit: JUnit XML, one test case per check.",
+        case_sensitive=False,
+    ),
+]
+OutputOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the output to this file instead of stdout.",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
+RulesOpt = Annotated[
+    Optional[List[Path]],
+    typer.Option(
+        "--rules",
+        help="Extra rule file or folder of *.toml rule files "
+        "(repeatable), e.g. your cluster's policy.",
+        show_default=False,
+    ),
+]
+DeepOpt = Annotated[
+    bool,
+    typer.Option(
+        "--deep",
+        help="Also import each installed framework (TensorFlow, PyTorch) "
+        "in a child process of the audited interpreter, with a timeout, to see "
+        "whether it really finds the GPU. Takes seconds per framework.",
+    ),
+]
+ScriptOpt = Annotated[
+    Optional[List[Path]],
+    typer.Option(
+        "--script",
+        help="A training script, or a folder searched for *.py "
+        "(repeatable). Read with Python's ast, never run: DataLoader, tf.data and "
+        "Keras input-pipeline settings, each finding with file:line.",
+        show_default=False,
+    ),
+]
+DataOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--data",
+        help="The dataset folder to audit: its storage class, file layout, "
+        "cold and warm read rates, and antivirus scanning of it. Only ever read.",
+        show_default=False,
+        file_okay=True,
+        dir_okay=True,
+    ),
+]
+DataBudgetOpt = Annotated[
+    float,
+    typer.Option(
+        "--data-budget",
+        min=0.5,
+        max=600.0,
+        help="Seconds for walking the dataset and sampling its read rate together; "
+        "larger trees are estimated, and the estimate is marked.",
+    ),
+]
+TargetRateOpt = Annotated[
+    Optional[float],
+    typer.Option(
+        "--target-rate",
+        min=1.0,
+        help="Samples per second the training must be fed "
+        "(e.g. the GPU's measured rate); EC407 compares the cold read rate with it.",
+        show_default=False,
+    ),
+]
+FailOnOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--fail-on",
+        help="Exit with code 1 when a finding has this severity or higher: info, low, "
+        "medium, high, critical. \\[default: high, or the config file's fail-on]",
+        show_default=False,
+    ),
+]
+ExitZeroOpt = Annotated[
+    bool, typer.Option("--exit-zero", help="Exit 0 even when findings reach --fail-on.")
+]
+IgnoreOpt = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--ignore",
+        help="Skip rules whose id starts with one of these prefixes. "
+        "The longest matching prefix of --select/--ignore wins.",
+        show_default=False,
+    ),
+]
+RulesFormatOpt = Annotated[
+    DataFormat,
+    typer.Option("--format", "-f", help="Output format.", case_sensitive=False),
+]
+VerboseOpt = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show passing checks too; tracebacks on errors.")
+]
+ConfigOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--config",
+        help="Config file (default: envcheck.toml or \\[tool.envcheck] in "
+        "pyproject.toml, searched from the current folder upwards).",
+        show_default=False,
+        dir_okay=False,
+    ),
+]
