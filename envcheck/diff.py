@@ -15,7 +15,6 @@ The JSON form (`to_json`) is a public contract: envcheck/schemas/diff.schema.jso
 
 from __future__ import annotations
 
-import enum
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,13 +41,6 @@ AREA_TITLES = {
     "environment": "Environment variables",
     "platform": "Platform",
 }
-
-
-class DiffFormat(str, enum.Enum):
-    """`envcheck diff` writes text or JSON."""
-
-    TEXT = "text"
-    JSON = "json"
 
 
 Scalar = Any  # str | int | float | bool | None: what a change records on each side

@@ -22,8 +22,8 @@ from envcheck.cli.options import (
     OutputOpt,
     VerboseOpt,
 )
-from envcheck.diff import DiffFormat
 from envcheck.engine.registry import builtin_registry
+from envcheck.report import DataFormat
 from envcheck.snapshot import Snapshot
 
 # diff ---------------------------------------------------------------------------------
@@ -48,8 +48,8 @@ def diff_command(
         ),
     ],
     output_format: Annotated[
-        DiffFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
-    ] = DiffFormat.TEXT,
+        DataFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+    ] = DataFormat.TEXT,
     output: OutputOpt = None,
     fail_on: Annotated[
         Optional[str],
@@ -84,7 +84,7 @@ def diff_command(
         return [r.finding for r in pipeline.diagnose(snapshot, registry).findings]
 
     result = diffing.compare(diffing.load_side(a, evaluate), diffing.load_side(b, evaluate))
-    if output_format is DiffFormat.JSON:
+    if output_format is DataFormat.JSON:
         write_output(diffing.render_json(result, threshold), output)
     else:
         write_output(diffing.render_text(result, threshold), output)

@@ -25,7 +25,7 @@ class ScriptsFormat(str, enum.Enum):
 
 
 class DataFormat(str, enum.Enum):
-    """Outputs that are data rather than a report (`rules list/show`, `run`'s doctor)."""
+    """Outputs that are data rather than a report: `rules list/show`, `diff`, `run`'s doctor."""
 
     TEXT = "text"
     JSON = "json"
