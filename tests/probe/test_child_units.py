@@ -101,3 +101,66 @@ def test_end_to_end_reads_cold_only_when_the_data_cannot_stay_cached(
     probe.result["dataset"] = {"source": "generated", "mean_bytes": 1e9, "files_total": 1e9}
     assert probe.end_to_end_cold(None) is False
     assert probe.end_to_end_cold(True) is True
+
+
+class _OomBackend:
+    """Runs out of memory above `fits` samples a batch, as a GPU does; records the calls."""
+
+    def __init__(self, fits: int) -> None:
+        self.fits = fits
+        self.calls: list[tuple[str, int]] = []
+        self.batch = 0
+
+    def build(self, model: str, batch: int, size: int, classes: int) -> None:
+        self.batch = batch
+        self.calls.append(("build", batch))
+
+    def compute_step(self) -> None:
+        if self.batch > self.fits:
+            raise MemoryError(f"CUDA out of memory at batch {self.batch}")
+
+    def sync(self) -> None:
+        pass
+
+    def release(self) -> None:
+        self.calls.append(("release", self.batch))
+
+    def is_oom(self, exc: BaseException) -> bool:
+        return "out of memory" in str(exc)
+
+
+def _probe() -> Probe:
+    return Probe({"model": "small-cnn", "image_size": 32}, _Emitter())  # type: ignore[arg-type]
+
+
+def test_out_of_memory_halves_the_batch_and_says_so() -> None:
+    probe, backend = _probe(), _OomBackend(fits=16)
+    assert probe.build_model(backend, 64, classes=2) == 16
+    assert [c for c in backend.calls if c[0] == "build"] == [
+        ("build", 64),
+        ("build", 32),
+        ("build", 16),
+    ]
+    assert [c for c in backend.calls if c[0] == "release"] == [("release", 64), ("release", 32)]
+    assert probe.result["batch"] == {"requested": 64, "used": 16}
+    assert probe.result["notes"] == ["out of memory at batch size 64; measured at 16"]
+
+
+def test_out_of_memory_at_batch_size_one_is_a_probe_failure() -> None:
+    from envcheck.probe.child.errors import ProbeFailure
+
+    with pytest.raises(ProbeFailure) as failure:
+        _probe().build_model(_OomBackend(fits=0), 4, classes=2)
+    assert failure.value.kind == "oom"
+    assert "out of memory even at batch size 1" in failure.value.message
+
+
+def test_other_errors_are_not_retried() -> None:
+    class Broken(_OomBackend):
+        def compute_step(self) -> None:
+            raise ValueError("shapes do not match")
+
+    backend = Broken(fits=64)
+    with pytest.raises(ValueError):
+        _probe().build_model(backend, 64, classes=2)
+    assert backend.calls == [("build", 64)]

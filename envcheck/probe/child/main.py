@@ -226,14 +226,16 @@ class Probe:
                 backend.sync()
                 break
             except Exception as exc:
-                if not backend.is_oom(exc) or batch <= 1:
-                    if backend.is_oom(exc):
-                        raise ProbeFailure(
-                            "oom", f"out of memory even at batch size 1: {_first_line(exc)}"
-                        ) from exc
+                if not backend.is_oom(exc):
                     raise
-                backend.release()
-                batch //= 2
+                if batch <= 1:
+                    raise ProbeFailure(
+                        "oom", f"out of memory even at batch size 1: {_first_line(exc)}"
+                    ) from exc
+            # Released only here, after the except block: until then the exception's
+            # traceback keeps the failed step's frames, and with them its device tensors.
+            backend.release()
+            batch //= 2
         self.part("batch", {"requested": requested, "used": batch})
         if batch != requested:
             self.note(f"out of memory at batch size {requested}; measured at {batch}")

@@ -9,6 +9,7 @@ during the warm-up steps, which are not timed.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import itertools
 import math
@@ -223,6 +224,7 @@ class TorchBackend:
 
     def release(self) -> None:
         self.model = self.optimizer = self.synthetic = None
+        gc.collect()  # reference cycles (autograd graphs) can still hold device memory
         if self.cuda:
             torch.cuda.empty_cache()
 
