@@ -439,3 +439,12 @@ def test_junit_drops_characters_xml_cannot_carry(junit_schema: Any) -> None:
     junit_schema.assertValid(lxml_etree.fromstring(out.encode("utf-8")))
     failure = ET.fromstring(out).find(".//failure")
     assert failure is not None and failure.get("message") == "a.py:1:1: bad \ufffd[31m <&>"
+
+
+def test_golden_inputs_name_no_path_of_this_checkout() -> None:
+    """The normaliser stands in REPO/PREFIX for this checkout's paths; a recorded fixture
+    holding them would make a golden file pass here and fail in a clone elsewhere."""
+    for fixture in (KERAS, TORCH_TF, PROBE):
+        text = fixture.read_text(encoding="utf-8")
+        for volatile in (str(REPO), sys.prefix):
+            assert volatile not in text, f"{fixture.name} names {volatile}: scrub it"

@@ -4,7 +4,7 @@ The golden file tests/golden/report-gpu-synthetic.html is the report of the reco
 probe with synthetic GPU samples filled in (below), with the volatile fields (creation
 time, tool version) fixed. After an intended change to the page, regenerate it with
 
-    ENVCHECK_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/test_report_html.py -k golden
+    ENVCHECK_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_report_html.py -k golden
 
 and review the diff (or open the file in a browser).
 
@@ -277,10 +277,10 @@ def test_the_cli_writes_the_page(tmp_path: Path) -> None:
 
 
 def test_golden(gpu_page: str) -> None:
-    if os.environ.get("ENVCHECK_REGEN_GOLDEN"):
+    if os.environ.get("ENVCHECK_UPDATE_GOLDEN"):
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(gpu_page, encoding="utf-8")
-    assert GOLDEN.exists(), "run with ENVCHECK_REGEN_GOLDEN=1 once to create it"
+    assert GOLDEN.exists(), "run with ENVCHECK_UPDATE_GOLDEN=1 once to create it"
     assert gpu_page == GOLDEN.read_text(encoding="utf-8")
 
 
