@@ -11,7 +11,7 @@ FWVENV ?= .venv-fw
 TORCH_VERSION ?= 2.13.0
 TF_VERSION ?= 2.21.*
 
-.PHONY: doctor test lint typecheck unit docs bench frameworks clean
+.PHONY: doctor test lint typecheck unit docs bench frameworks gpu-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,15 @@ docs: $(VENV)/.dev-installed
 
 bench: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/doctor_speed.py
+
+# For a lent GPU machine (benchmarks/gpu_session.sh): its image has Python 3.12, torch,
+# nvidia-ml-py, rich, psutil and packaging, but not jsonschema (nor this typer).
+GPU_WHEELS ?= jsonschema jsonschema-specifications referencing rpds-py 'typer>=0.24,<0.29'
+gpu-wheels: | $(BIN)/python
+	rm -rf .whl && mkdir -p .whl
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+	    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	    --platform manylinux2014_x86_64 -d .whl $(GPU_WHEELS)
 
 clean:
 	rm -rf $(VENV) $(FWVENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -82,3 +84,33 @@ FW_PYTHON = Path(
     os.environ.get("ENVCHECK_FW_PYTHON")
     or Path(__file__).resolve().parent.parent / ".venv-fw" / "bin" / "python"
 ).absolute()
+
+
+# Tests marked `gpu` need an NVIDIA GPU with a working driver: skipped cleanly elsewhere.
+@functools.cache
+def nvidia_gpu_absent() -> Optional[str]:
+    """Why no NVIDIA GPU can be used here, or None when NVML sees at least one."""
+    try:
+        import pynvml
+    except ImportError:
+        return "pynvml is not installed"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return f"no NVIDIA driver: {type(exc).__name__}: {exc}"
+    try:
+        count = int(pynvml.nvmlDeviceGetCount())
+    except Exception as exc:
+        return f"NVML cannot count GPUs: {exc}"
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+    return None if count else "NVML sees no GPU"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is not None:
+        why = nvidia_gpu_absent()
+        if why:
+            pytest.skip(f"needs an NVIDIA GPU: {why}")

@@ -12,10 +12,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import FW_PYTHON
 
 from envcheck import deep
 
-REAL_FW_PYTHON = Path("/work/bench/fw/bin/python")
+REAL_FW_PYTHON = FW_PYTHON  # make frameworks
 
 TORCH_FIELDS = [
     "ok",
@@ -294,7 +295,7 @@ def test_last_json_object(stdout: str, expected) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not REAL_FW_PYTHON.exists(), reason="the benchmark framework venv is absent")
+@pytest.mark.skipif(not REAL_FW_PYTHON.exists(), reason="no framework venv (make frameworks)")
 def test_real_cpu_frameworks() -> None:
     result = deep.deep_check(str(REAL_FW_PYTHON), {"tensorflow": True, "torch": True})["deep"]
     tf, torch = result["tensorflow"], result["torch"]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import pytest
+from conftest import FW_PYTHON
 
 from envcheck import subprocess_runner
 from envcheck.collectors import frameworks
@@ -16,7 +17,7 @@ from envcheck.interpreter import current, target
 
 from .conftest import write
 
-REAL_FW_PYTHON = Path("/work/bench/fw/bin/python")
+REAL_FW_PYTHON = FW_PYTHON  # make frameworks
 
 # build_info.py as the wheels ship it (the license header trimmed).
 TF_215_GPU = """\
@@ -657,7 +658,7 @@ def test_never_imports_the_frameworks(machine, site) -> None:
     assert facts["torch"]["cuda"] == "12.1"
 
 
-@pytest.mark.skipif(not REAL_FW_PYTHON.exists(), reason="the benchmark framework venv is absent")
+@pytest.mark.skipif(not REAL_FW_PYTHON.exists(), reason="no framework venv (make frameworks)")
 def test_real_framework_venv(monkeypatch) -> None:
     monkeypatch.undo()  # the real ldconfig, too
     interpreter = target(str(REAL_FW_PYTHON))

@@ -27,7 +27,9 @@ Any value, at any depth, may be `{"$error": "NotSupported"}` (any suffix of an e
 below): the getters reading it raise that error. The top level holds `system`
 ({nvml_version, driver_version, cuda_driver_version: int}), `devices`, and optionally
 `function_errors` ({pynvml function name: error suffix}) for functions the recorded driver
-lacks, and `init_error` (an error suffix) when nvmlInit failed.
+lacks, `init_error` (an error suffix) when nvmlInit failed, `missing_functions` (names an
+older pynvml lacks: AttributeError) and `strings_as_bytes` (true for a pynvml that answers
+strings as bytes). record_nvml.py writes this format from a real NVML.
 """
 
 from __future__ import annotations
@@ -257,8 +259,8 @@ class FakeNVML:
         self.data.setdefault("devices", [])
         self.function_errors: dict[str, str] = dict(self.data.get("function_errors", {}))
         self.init_error = init_error or self.data.get("init_error")
-        self.strings_as_bytes = strings_as_bytes
-        self.missing: set[str] = set(missing)
+        self.strings_as_bytes = strings_as_bytes or bool(self.data.get("strings_as_bytes"))
+        self.missing: set[str] = set(missing) | set(self.data.get("missing_functions", ()))
         self.hangs: dict[str, float] = {}
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.initialized = 0
