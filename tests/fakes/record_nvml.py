@@ -200,7 +200,7 @@ def to_fake_data(spy: SpyNVML) -> dict[str, Any]:
     """The fake's device data for everything the spy saw; the last answer of a field wins."""
     data: dict[str, Any] = {"system": {}, "devices": [], "function_errors": {}}
     answered: set[tuple[Optional[int], str]] = set()
-    failed: list[tuple[Call, str]] = []
+    failed: list[tuple[str, tuple[Optional[int], str], str]] = []  # function, where, error
     count = max(
         (c.device + 1 for c in spy.calls if c.function == "nvmlDeviceGetHandleByIndex"),
         default=0,
@@ -220,21 +220,17 @@ def to_fake_data(spy: SpyNVML) -> dict[str, Any]:
         if where is None:
             continue
         if call.error is not None:
-            failed.append((call, where[1]))
+            failed.append((call.function, where, error_suffix(call.error)))
             continue
         node = data["system"] if where[0] is None else data["devices"][where[0]]
         _set(node, where[1], as_data(call.function, call.result))
         answered.add(where)
-    for call, name in failed:
-        where = _field_of(spy, call)
-        assert where is not None
-        if name in SHARED or name.split(".")[-1] in SHARED:
-            data["function_errors"][call.function] = error_suffix(call.error)  # type: ignore[arg-type]
-            continue
-        if where in answered:
-            continue
-        node = data["system"] if where[0] is None else data["devices"][where[0]]
-        _set(node, name, {ERROR_KEY: error_suffix(call.error)})  # type: ignore[arg-type]
+    for function, (device, name), suffix in failed:
+        if name in SHARED:
+            data["function_errors"][function] = suffix
+        elif (device, name) not in answered:
+            node = data["system"] if device is None else data["devices"][device]
+            _set(node, name, {ERROR_KEY: suffix})
     if spy.missing:
         data["missing_functions"] = sorted(spy.missing)
     if any(isinstance(call.result, bytes) for call in spy.calls):
