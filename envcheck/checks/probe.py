@@ -97,8 +97,7 @@ def _worker_fix(probe: dict[str, Any]) -> tuple[str, Optional[Impact]]:
     severity=Severity.HIGH,
     category="probe",
     summary="Measured: the model waits for the input pipeline",
-    message="the input pipeline supplies {input} samples/s, the model consumes {compute} "
-    "samples/s {where}; {share} % of each training step {how} ({verdict})",
+    message="{rates} {where}; {share} % of each training step {how} ({verdict})",
     fix="{fix}",
     evidence=(PROFILER_GUIDE, DS_ANALYZER),
 )
@@ -128,14 +127,9 @@ def input_bound_training(facts: Facts) -> Outcome:
     return Outcome.failed(
         Hit(
             values={
-                "input": _rate(rates.get("input")),
-                "compute": _rate(rates.get("compute")),
+                **_rates_and_how(probe),
                 "where": where(probe),
                 "share": f"{share * 100:.0f}",
-                "how": "goes to input (end to end "
-                f"{_rate(rates.get('end_to_end'))} samples/s against the ceiling)"
-                if probe.get("input_share_basis") == "slowdown"
-                else "waits for input",
                 "verdict": str(probe.get("verdict")).replace("-", " "),
                 "fix": fix,
             },
@@ -149,6 +143,34 @@ def input_bound_training(facts: Facts) -> Outcome:
         ),
         reason=f"{share:.0%} of step time waits for input",
     )
+
+
+def _rates_and_how(probe: dict[str, Any]) -> dict[str, str]:
+    """The rates clause and how the share was measured. On the CPU the pipeline alone can
+    outrun the model and still slow it down (both take the same cores): say so plainly
+    rather than "supplies more than it consumes" next to an input-bound verdict."""
+    rates = probe.get("rates") or {}
+    supplied, consumed = rates.get("input"), rates.get("compute")
+    end_to_end = _rate(rates.get("end_to_end"))
+    if probe.get("input_share_basis") != "slowdown":
+        how = "waits for input"
+    elif (
+        isinstance(supplied, (int, float))
+        and isinstance(consumed, (int, float))
+        and (supplied >= consumed)
+    ):
+        return {
+            "rates": f"alone, the input pipeline supplies {_rate(supplied)} samples/s and the "
+            f"model trains {_rate(consumed)} samples/s, but together {end_to_end} samples/s",
+            "how": "is lost to input",
+        }
+    else:
+        how = f"goes to input (end to end {end_to_end} samples/s against the ceiling)"
+    return {
+        "rates": f"the input pipeline supplies {_rate(supplied)} samples/s, the model consumes "
+        f"{_rate(consumed)} samples/s",
+        "how": how,
+    }
 
 
 @check(
