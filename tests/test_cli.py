@@ -326,3 +326,32 @@ def test_internal_error_is_exit_3_without_traceback(
     assert result.exit_code == 3
     assert "Traceback" not in result.output
     assert "internal error: RuntimeError: collector exploded" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("doctor", "--format", "xml"), ("'xml' is not one of", "see envcheck doctor --help")),
+        (("doctor", "--fromat", "json"), ("No such option: --fromat", "--format")),
+        (("doctor", "--data-budget", "0.1"), ("--data-budget", "0.1 is out of range: from 0.5")),
+        (("doctor", "--target-rate", "0"), ("--target-rate", "at least 1")),
+        (("doctor", "--probe-budget", "9999"), ("--probe-budget", "from 2 to 3600")),
+        (("probe", "--budget", "1"), ("--budget", "from 2 to 3600", "envcheck probe --help")),
+        (("run", "--watch", "0", "--", "true"), ("--watch", "at least 1")),
+        (("diff",), ("Missing argument 'A'",)),
+        (("rules", "show"), ("Missing argument 'RULE_ID'",)),
+        (("nosuch",), ("No such command 'nosuch'",)),
+    ],
+)
+def test_usage_errors_are_one_line(runner: CliRunner, args: tuple[str, ...], needles) -> None:
+    """A bad flag or value is bad input like any other: one line on stderr, exit 2."""
+    result = run(runner, *args)
+    assert_one_line_error(result, "envcheck: error: ", *needles)
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("args", [(), ("rules",)])
+def test_a_bare_group_still_prints_its_help(runner: CliRunner, args: tuple[str, ...]) -> None:
+    result = run(runner, *args)
+    assert result.exit_code == 2
+    assert "Usage: envcheck" in result.stdout and "Commands" in result.stdout

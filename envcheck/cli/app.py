@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import traceback
-from typing import Annotated, Any, Callable, TypeVar
+from collections.abc import Sequence
+from typing import Annotated, Any, Callable, NoReturn, Optional, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from envcheck import __version__
 from envcheck.errors import EnvcheckError
@@ -17,7 +20,50 @@ from envcheck.model import Severity
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 DEFAULT_FAIL_ON = Severity.HIGH
 
+
+class OneLineUsageErrors(TyperGroup):
+    """Usage errors (an unknown option, a value out of its choices or range, a missing
+    argument) as one line on stderr and exit 2, like every other bad input, instead of
+    typer's boxed usage panel. `--help`, no arguments (help) and exit codes are unchanged."""
+
+    def main(
+        self,
+        args: Optional[Sequence[str]] = None,
+        prog_name: Optional[str] = None,
+        complete_var: Optional[str] = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        run = functools.partial(
+            super().main, args, prog_name, complete_var, False, windows_expand_args, **extra
+        )
+        if not standalone_mode:
+            return run()
+        try:
+            code = run()
+        except typer.Abort:
+            typer.echo("envcheck: aborted", err=True)
+            sys.exit(1)
+        except Exception as exc:
+            if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+                raise  # not a usage error (click's ClickException interface)
+            _usage_error(exc)
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def _usage_error(exc: Any) -> NoReturn:
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help, as before
+        exc.show()
+        sys.exit(exc.exit_code)
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+    typer.echo(f"envcheck: error: {exc.format_message()}{hint}", err=True)
+    sys.exit(exc.exit_code)
+
+
 app = typer.Typer(
+    cls=OneLineUsageErrors,
     name="envcheck",
     help="Why is GPU training slow here, and which fix buys the most? "
     "Audits the environment, the machine, the data and the training scripts, and measures "

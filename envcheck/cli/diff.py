@@ -55,6 +55,7 @@ def diff_command(
         Optional[str],
         typer.Option(
             "--fail-on",
+            metavar="<severity>",
             help="Exit 1 when B has findings of this severity or higher that A did not "
             "have (matched by rule id and location). \\[default: high]",
             show_default=False,

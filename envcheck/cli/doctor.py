@@ -40,6 +40,7 @@ from envcheck.cli.options import (
     ScriptOpt,
     TargetRateOpt,
     VerboseOpt,
+    within,
 )
 from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
@@ -98,7 +99,12 @@ def doctor(
     ] = None,
     probe_budget: Annotated[
         float,
-        typer.Option("--probe-budget", min=2.0, max=3600.0, help="Seconds for the probe."),
+        typer.Option(
+            "--probe-budget",
+            metavar="<seconds>",
+            callback=within(2.0, 3600.0),
+            help="Seconds (2 to 3600) for the probe.",
+        ),
     ] = DEFAULT_BUDGET_S,
     verbose: VerboseOpt = False,
 ) -> None:

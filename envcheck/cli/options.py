@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
 
@@ -12,10 +13,26 @@ from envcheck.report import (
     OutputFormat,
 )
 
+
+def within(low: float, high: Optional[float] = None) -> Callable[[Optional[float]], Any]:
+    """A number option's range check. Checked here rather than with typer's min/max, which
+    print the range in --help's type column and widen that column for every option; the
+    option's help states the range instead. Out of range: a usage error, exit 2."""
+
+    def check(value: Optional[float]) -> Optional[float]:
+        if value is not None and (value < low or (high is not None and value > high)):
+            span = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
+            raise typer.BadParameter(f"{value:g} is out of range: {span}")
+        return value
+
+    return check
+
+
 PythonOpt = Annotated[
     Optional[str],
     typer.Option(
         "--python",
+        metavar="<python>",
         help="Audit this interpreter's environment (a path, a venv/conda folder, or a "
         "command on PATH) instead of the one envcheck runs in. It is run once to learn "
         "its sys.path; its packages are never imported.",
@@ -27,8 +44,10 @@ FormatOpt = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Output format. html: one self-contained page with the probe's charts; "
-        "sarif: SARIF 2.1.0, for code scanning; junit: JUnit XML, one test case per check.",
+        metavar="<format>",
+        help="Output format: text; json (the JSON contract); html (one self-contained page "
+        "with the probe's charts); sarif (SARIF 2.1.0, for code scanning); junit (JUnit "
+        "XML, one test case per check).",
         case_sensitive=False,
     ),
 ]
@@ -85,18 +104,19 @@ DataBudgetOpt = Annotated[
     float,
     typer.Option(
         "--data-budget",
-        min=0.5,
-        max=600.0,
-        help="Seconds for walking the dataset and sampling its read rate together; "
-        "larger trees are estimated, and the estimate is marked.",
+        metavar="<seconds>",
+        callback=within(0.5, 600.0),
+        help="Seconds (0.5 to 600) for walking the dataset and sampling its read rate "
+        "together; larger trees are estimated, and the estimate is marked.",
     ),
 ]
 TargetRateOpt = Annotated[
     Optional[float],
     typer.Option(
         "--target-rate",
-        min=1.0,
-        help="Samples per second the training must be fed "
+        metavar="<samples/s>",
+        callback=within(1.0),
+        help="Samples per second (at least 1) the training must be fed "
         "(e.g. the GPU's measured rate); EC407 compares the cold read rate with it.",
         show_default=False,
     ),
@@ -105,6 +125,7 @@ FailOnOpt = Annotated[
     Optional[str],
     typer.Option(
         "--fail-on",
+        metavar="<severity>",
         help="Exit with code 1 when a finding has this severity or higher: info, low, "
         "medium, high, critical. \\[default: high, or the config file's fail-on]",
         show_default=False,

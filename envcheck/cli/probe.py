@@ -27,6 +27,7 @@ from envcheck.cli.options import (
     PythonOpt,
     ScriptOpt,
     VerboseOpt,
+    within,
 )
 from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
@@ -86,9 +87,10 @@ def probe_command(
         float,
         typer.Option(
             "--budget",
-            min=2.0,
-            max=3600.0,
-            help="Seconds for all measuring phases together, after the framework import.",
+            metavar="<seconds>",
+            callback=within(2.0, 3600.0),
+            help="Seconds (2 to 3600) for all measuring phases together, after the "
+            "framework import.",
         ),
     ] = DEFAULT_BUDGET_S,
     workers: Annotated[
@@ -131,6 +133,7 @@ def probe_command(
         Optional[str],
         typer.Option(
             "--fail-on",
+            metavar="<severity>",
             help="Exit 1 when a probe finding has this severity or higher. \\[default: high]",
             show_default=False,
         ),

@@ -49,7 +49,9 @@ def rules_list(
 @rules_app.command("show")
 @guarded
 def rules_show(
-    rule_id: Annotated[str, typer.Argument(help="The rule id, e.g. EC101.", show_default=False)],
+    rule_id: Annotated[
+        str, typer.Argument(help="The rule id, e.g. EC101.", show_default=False, metavar="RULE_ID")
+    ],
     output_format: RulesFormatOpt = DataFormat.TEXT,
     rules: RulesOpt = None,
     verbose: VerboseOpt = False,

@@ -23,6 +23,7 @@ from envcheck.cli.options import (
     RulesOpt,
     ScriptOpt,
     VerboseOpt,
+    within,
 )
 from envcheck.errors import InputError, UsageError
 from envcheck.report import (
@@ -60,6 +61,7 @@ def run_command(
         Optional[str],
         typer.Option(
             "--fail-on",
+            metavar="<severity>",
             help="Do not run the command (exit 1) when a finding has this severity or "
             "higher. \\[default: high]",
             show_default=False,
@@ -99,7 +101,10 @@ def run_command(
     watch: Annotated[
         float,
         typer.Option(
-            "--watch", min=1.0, help="Seconds of the command's start to sample GPU utilisation."
+            "--watch",
+            metavar="<seconds>",
+            callback=within(1.0),
+            help="Seconds (at least 1) of the command's start to sample GPU utilisation.",
         ),
     ] = 120.0,
     verbose: VerboseOpt = False,

@@ -61,6 +61,7 @@ def scripts_command(
         typer.Option(
             "--format",
             "-f",
+            metavar="<format>",
             help="text: path:line:col: ID severity message, with the fix under it; json: the "
             "doctor's report; sarif: SARIF 2.1.0 for code scanning; junit: JUnit XML.",
             case_sensitive=False,
@@ -85,6 +86,7 @@ def scripts_command(
         Optional[str],
         typer.Option(
             "--python",
+            metavar="<python>",
             help="The interpreter the scripts train with (its TensorFlow version decides "
             "which tf.data defaults apply). Default: the one envcheck runs in.",
             show_default=False,
