@@ -332,7 +332,7 @@ def test_internal_error_is_exit_3_without_traceback(
     ("args", "needles"),
     [
         (("doctor", "--format", "xml"), ("'xml' is not one of", "see envcheck doctor --help")),
-        (("doctor", "--fromat", "json"), ("No such option: --fromat", "--format")),
+        (("doctor", "--fromat", "json"), ("No such option", "--fromat", "--format")),
         (("doctor", "--data-budget", "0.1"), ("--data-budget", "0.1 is out of range: from 0.5")),
         (("doctor", "--target-rate", "0"), ("--target-rate", "at least 1")),
         (("doctor", "--probe-budget", "9999"), ("--probe-budget", "from 2 to 3600")),
