@@ -173,3 +173,75 @@ def test_link_checker_sees_links() -> None:
     assert "docs/guide.md#installation" in targets and "docs/rules.md" in targets
     assert "no-such-heading" not in anchors(ROOT / "docs" / "guide.md")
     assert "installation" in anchors(ROOT / "docs" / "guide.md")
+
+
+# Commands in the docs' code blocks use options that exist ------------------------------
+
+# "envcheck <command>" not inside parentheses (a report's own text) or a path
+COMMAND_LINE = re.compile(
+    r"(?<![(\w/.-])envcheck\s+(doctor|collect|probe|scripts|run|diff|rules\s+\w+)\b(.*)"
+)
+END_OF_COMMAND = re.compile(r"\s#|\||&&|;|\s--(?=\s|$)")
+SHORT_OPTIONS = {"-o", "-f", "-v", "-h"}
+
+
+def documented_command_lines() -> list[tuple[str, tuple[str, ...], list[tuple[str, str]]]]:
+    """(where, command path, [(option, the token after it)]) for every envcheck command in
+    a fenced code block (shell lines, `run:` steps, pre-commit entries), up to a comment,
+    a pipe or `--`."""
+    found = []
+    for doc in _markdown_files():
+        for block in FENCE.finditer(doc.read_text(encoding="utf-8")):
+            for line in block.group(0).splitlines():
+                match = COMMAND_LINE.search(line)
+                if not match:
+                    continue
+                rest = END_OF_COMMAND.split(match.group(2))[0]
+                tokens = rest.split()
+                options = [
+                    (token.split("=")[0], tokens[i + 1] if i + 1 < len(tokens) else "")
+                    for i, token in enumerate(tokens)
+                    if token.startswith("-")
+                ]
+                path = tuple(match.group(1).split())
+                found.append((f"{doc.name}: {line.strip()}", path, options))
+    return found
+
+
+def test_docs_show_commands() -> None:
+    lines = documented_command_lines()
+    assert len(lines) > 30
+    assert {path[0] for _, path, _ in lines} >= {"doctor", "collect", "probe", "scripts", "run"}
+
+
+@pytest.mark.parametrize(
+    ("where", "path", "options"), documented_command_lines(), ids=lambda v: str(v)[:60]
+)
+def test_documented_command_uses_real_options(
+    where: str, path: tuple[str, ...], options: list[tuple[str, str]]
+) -> None:
+    flags = set(_command_flags(path)) | SHORT_OPTIONS
+    unknown = [option for option, _ in options if option not in flags]
+    assert not unknown, f"{where}: no such option {unknown} for envcheck {' '.join(path)}"
+    choices = _choices(path)
+    for option, value in options:
+        if option in choices:
+            assert value in choices[option], f"{where}: {option} {value} is not a choice"
+
+
+def _choices(path: tuple[str, ...]) -> dict[str, list[str]]:
+    """The accepted values of --format/-f (from the command) and --fail-on."""
+    import typer
+
+    from envcheck.cli import app
+    from envcheck.model import Severity
+
+    command: Any = typer.main.get_command(app)
+    for name in path:
+        command = command.commands[name]
+    found = {"--fail-on": [severity.value for severity in Severity]}
+    for param in command.params:
+        values = getattr(param.type, "choices", None)
+        if values and "--format" in getattr(param, "opts", []):
+            found["--format"] = found["-f"] = [str(getattr(v, "value", v)) for v in values]
+    return found
