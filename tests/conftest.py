@@ -90,14 +90,11 @@ FW_PYTHON = Path(
 @functools.cache
 def nvidia_gpu_absent() -> Optional[str]:
     """Why no NVIDIA GPU can be used here, or None when NVML sees at least one."""
-    try:
-        import pynvml
-    except ImportError:
-        return "pynvml is not installed"
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        return f"no NVIDIA driver: {type(exc).__name__}: {exc}"
+    from envcheck.probe.sampler import load_nvml
+
+    pynvml, why = load_nvml()
+    if pynvml is None:
+        return why
     try:
         count = int(pynvml.nvmlDeviceGetCount())
     except Exception as exc:

@@ -45,7 +45,12 @@ from envcheck.cli.options import (
 from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
 from envcheck.errors import InputError, UsageError
-from envcheck.probe.settings import DEFAULT_BUDGET_S, ProbeSettings
+from envcheck.probe.settings import (
+    DEFAULT_BUDGET_S,
+    MAX_BUDGET_S,
+    MIN_BUDGET_S,
+    ProbeSettings,
+)
 from envcheck.report import (
     OutputFormat,
 )
@@ -102,8 +107,8 @@ def doctor(
         typer.Option(
             "--probe-budget",
             metavar="<seconds>",
-            callback=within(2.0, 3600.0),
-            help="Seconds (2 to 3600) for the probe.",
+            callback=within(MIN_BUDGET_S, MAX_BUDGET_S),
+            help=f"Seconds ({MIN_BUDGET_S:g} to {MAX_BUDGET_S:g}) for the probe.",
         ),
     ] = DEFAULT_BUDGET_S,
     verbose: VerboseOpt = False,

@@ -32,7 +32,12 @@ from envcheck.cli.options import (
 from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
 from envcheck.errors import InputError
-from envcheck.probe.settings import DEFAULT_BUDGET_S, ProbeSettings
+from envcheck.probe.settings import (
+    DEFAULT_BUDGET_S,
+    MAX_BUDGET_S,
+    MIN_BUDGET_S,
+    ProbeSettings,
+)
 from envcheck.report import (
     OutputFormat,
 )
@@ -88,9 +93,9 @@ def probe_command(
         typer.Option(
             "--budget",
             metavar="<seconds>",
-            callback=within(2.0, 3600.0),
-            help="Seconds (2 to 3600) for all measuring phases together, after the "
-            "framework import.",
+            callback=within(MIN_BUDGET_S, MAX_BUDGET_S),
+            help=f"Seconds ({MIN_BUDGET_S:g} to {MAX_BUDGET_S:g}) for all measuring phases "
+            "together, after the framework import.",
         ),
     ] = DEFAULT_BUDGET_S,
     workers: Annotated[

@@ -13,6 +13,7 @@ FRAMEWORKS = ("torch", "tensorflow")
 DEVICES = ("auto", "cuda", "cpu")
 SWEEPS = ("off", "auto", "full")
 DEFAULT_BUDGET_S = 20.0
+MIN_BUDGET_S, MAX_BUDGET_S = 2.0, 3600.0
 # Importing a framework, generating the images and starting workers happen outside the
 # measuring budget; this bounds them so a hung import cannot hang the doctor.
 SETUP_ALLOWANCE_S = 120.0
@@ -74,8 +75,10 @@ class ProbeSettings:
             raise UsageError("--batch-size must be at least 1")
         if not 16 <= self.image_size <= 1024:
             raise UsageError("--image-size must be between 16 and 1024 pixels")
-        if not 2.0 <= self.budget_s <= 3600:
-            raise UsageError("--budget must be between 2 and 3600 seconds")
+        if not MIN_BUDGET_S <= self.budget_s <= MAX_BUDGET_S:
+            raise UsageError(
+                f"--budget must be between {MIN_BUDGET_S:g} and {MAX_BUDGET_S:g} seconds"
+            )
         if self.workers is not None and self.workers < 0:
             raise UsageError("--workers must be 0 or more")
         if self.data is not None and not self.data.is_dir():
