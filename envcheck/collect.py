@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from envcheck import __version__
 from envcheck.collectors import (
@@ -40,7 +40,12 @@ COLLECTORS: Sequence[tuple[str, tuple[str, ...], Collector]] = (
 )
 
 
-def collect_snapshot(ctx: CollectContext) -> Snapshot:
+def collect_snapshot(ctx: CollectContext, only: Optional[Sequence[str]] = None) -> Snapshot:
+    """Every collector, or only those named in `only` (the others' sections are absent,
+    which the rules read as unknown)."""
+    unknown = sorted(set(only or ()) - {name for name, _, _ in COLLECTORS})
+    if unknown:
+        raise ValueError(f"no collector named {', '.join(unknown)}")
     data: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "envcheck", "version": __version__},
@@ -48,6 +53,8 @@ def collect_snapshot(ctx: CollectContext) -> Snapshot:
         "collectors": {},
     }
     for name, sections, collector in COLLECTORS:
+        if only is not None and name not in only:
+            continue
         outcome = run_collector(name, collector, ctx)
         for section in sections:
             data["collectors"][section] = outcome.status_json()

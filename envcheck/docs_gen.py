@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Iterable
 
-from envcheck.engine.registry import builtin_registry
 from envcheck.engine.rule import Rule
+from envcheck.rulebook import builtin_registry
 
 HEADER = """# envcheck rule reference
 

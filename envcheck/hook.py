@@ -1,7 +1,7 @@
 """The pre-training hook: the doctor before training, then the training itself, watched.
 
 `envcheck run -- COMMAND` and `envcheck.preflight()` both come here. The doctor part goes
-through the same pipeline as `envcheck doctor` (envcheck.doctor); the watch part samples
+through the same service as `envcheck doctor` (envcheck.service); the watch part samples
 GPU utilisation with the probe's Sampler while the user's own command runs, untouched:
 its stdin, stdout and stderr are inherited, SIGINT/SIGTERM are forwarded to it, and its
 exit code is envcheck's.
@@ -19,16 +19,11 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
-from envcheck import config, datadir
-from envcheck import doctor as pipeline
-from envcheck.engine.registry import builtin_registry
-from envcheck.engine.selection import Selection
-from envcheck.errors import InputError
+from envcheck import service
 from envcheck.model import Report, Severity
-from envcheck.snapshot import Snapshot
+from envcheck.probe.settings import ProbeSettings
 
 PathLike = Union[str, Path]
-DEFAULT_WATCH_S = 120.0
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -44,13 +39,8 @@ class PreflightFailed(Exception):
         super().__init__(failure_line(report, fail_on))
 
 
-def blocking(report: Report, fail_on: Severity) -> list[Any]:
-    """The active findings at or above `fail_on`, in rank order."""
-    return [f for f in report.active_findings() if f.severity >= fail_on]
-
-
 def failure_line(report: Report, fail_on: Severity) -> str:
-    found = blocking(report, fail_on)
+    found = report.at_or_above(fail_on)
     listed = "; ".join(f"{f.id} ({f.severity.value}) {f.message}" for f in found)
     plural = "" if len(found) == 1 else "s"
     return f"envcheck: {len(found)} finding{plural} at or above {fail_on.value}: {listed}"
@@ -64,7 +54,7 @@ def _listed(value: Union[str, PathLike, Iterable[Any], None]) -> list[Any]:
     return list(value)
 
 
-def doctor_report(
+def doctor_request(
     python: Optional[str] = None,
     data: Optional[PathLike] = None,
     scripts: Sequence[PathLike] = (),
@@ -73,39 +63,31 @@ def doctor_report(
     ignore: Sequence[str] = (),
     rules: Sequence[PathLike] = (),
     config_path: Optional[PathLike] = None,
-) -> tuple[Report, config.Config]:
-    """The doctor's Report for this machine, as `envcheck doctor` makes it, and the
-    config it used (found from the current folder unless `config_path` is given)."""
-    settings = (
-        config.load(Path(config_path), explicit=True)
-        if config_path is not None
-        else config.load(config.find(Path.cwd()))
-    )
-    registry = builtin_registry([*settings.rule_paths, *(Path(p) for p in rules)])
-    selection = Selection.of(list(select), list(ignore)).merged_over(settings.selection)
-    selection.check_known(r.id for r in registry)
+    fail_on: Optional[Severity] = None,
+) -> service.AuditRequest:
+    """The doctor's request before training: a bad --data folder stops it (the training
+    would read the same folder), and the probe runs without its progress display."""
     folder = Path(data) if data is not None else None
-    if folder is not None:
-        problem = datadir.problem_with(folder)
-        if problem:
-            raise InputError(f"--data {folder}: {problem}")
-    snapshot = pipeline.take_snapshot(python, False, folder, 5.0, [Path(s) for s in scripts])
-    if probe:
-        snapshot = _probed(snapshot, folder)
-    return pipeline.diagnose(snapshot, registry, selection, settings.acknowledged), settings
+    return service.AuditRequest(
+        python=python,
+        data=folder,
+        data_is_fatal=True,
+        scripts=tuple(Path(s) for s in scripts),
+        probe=probe,
+        probe_request=service.ProbeRequest(ProbeSettings(data=folder), show_progress=False),
+        select=tuple(select),
+        ignore=tuple(ignore),
+        rule_paths=tuple(Path(p) for p in rules),
+        config_path=Path(config_path) if config_path is not None else None,
+        fail_on=fail_on,
+    )
 
 
-def _probed(snapshot: Snapshot, data: Optional[Path]) -> Snapshot:
-    import time
-
-    from envcheck.probe.plan import plan
-    from envcheck.probe.session import measure
-    from envcheck.probe.settings import ProbeSettings, usable_cores
-
-    start = time.monotonic()
-    settings = plan(snapshot.data, ProbeSettings(data=data), None, {}, usable_cores())
-    section = measure(snapshot.data, settings, show_progress=False)
-    return pipeline.with_probe(snapshot, section, time.monotonic() - start)
+def doctor_audit(request: service.AuditRequest) -> service.Audit:
+    """The audit; an unreadable script is an input error before any training starts."""
+    result = service.audit(request)
+    result.raise_problems()
+    return result
 
 
 def preflight(
@@ -124,17 +106,20 @@ def preflight(
     prefix). `rules` adds rule files or folders, as `--rules` does; the config file
     (envcheck.toml or [tool.envcheck]) is found from the current folder, as the CLI's."""
     threshold = fail_on if isinstance(fail_on, Severity) else Severity.parse(fail_on)
-    report, _ = doctor_report(
-        python=python,
-        data=data,
-        scripts=_listed(script),
-        probe=probe,
-        select=[s for item in _listed(select) for s in str(item).split(",") if s.strip()],
-        rules=_listed(rules),
+    result = doctor_audit(
+        doctor_request(
+            python=python,
+            data=data,
+            scripts=_listed(script),
+            probe=probe,
+            select=[s for item in _listed(select) for s in str(item).split(",") if s.strip()],
+            rules=_listed(rules),
+            fail_on=threshold,
+        )
     )
-    if blocking(report, threshold):
-        raise PreflightFailed(report, threshold)
-    return report
+    if result.blocking():
+        raise PreflightFailed(result.report, threshold)
+    return result.report
 
 
 # the watch part -----------------------------------------------------------------------

@@ -42,16 +42,10 @@ import re
 import sys
 from typing import Any, Optional
 
-from envcheck import __version__, interpreter
-from envcheck.collect import COLLECTORS, now_iso
-from envcheck.collectors.base import CollectContext, run_collector
-from envcheck.engine.evaluate import evaluate
-from envcheck.engine.registry import Registry, builtin_registry
-from envcheck.engine.selection import Selection
+from envcheck import service
 from envcheck.errors import UsageError
 from envcheck.model import Finding
 from envcheck.scripts.values import LIVE
-from envcheck.snapshot import SCHEMA_VERSION, Facts, Snapshot
 
 TORCH_RULES = ("EC501", "EC502", "EC503", "EC504", "EC505")
 TF_RULES = ("EC511", "EC512", "EC513", "EC514", "EC515")
@@ -136,10 +130,15 @@ def inspect(obj: object, *, uses_cuda: Optional[bool] = None) -> list[Finding]:
     """
     framework = framework_of(obj)
     section = observe(obj, uses_cuda=uses_cuda)
-    snapshot = _snapshot(section)
-    rules = TORCH_RULES if framework == "torch" else TF_RULES
-    checks = evaluate(_registry(), Facts(snapshot), Selection.of(select=rules))
-    return [finding for check in checks for finding in check.findings]
+    result = service.audit(
+        service.AuditRequest(
+            only=MACHINE_COLLECTORS,
+            supplied={"scripts": section},
+            scope="EC5",
+            select=TORCH_RULES if framework == "torch" else TF_RULES,
+        )
+    )
+    return [ranked.finding for ranked in result.report.findings]
 
 
 def framework_of(obj: object) -> str:
@@ -180,31 +179,6 @@ def observe(obj: object, *, uses_cuda: Optional[bool] = None) -> dict[str, Any]:
     else:
         section["tf_pipelines"].append(_tf_pipeline(obj, caller))
     return section
-
-
-@functools.lru_cache(maxsize=1)
-def _registry() -> Registry:
-    return builtin_registry()
-
-
-def _snapshot(section: dict[str, Any]) -> Snapshot:
-    ctx = CollectContext(interpreter=interpreter.current())
-    data: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "envcheck", "version": __version__},
-        "created": now_iso(),
-        "collectors": {},
-    }
-    for name, sections, collector in COLLECTORS:
-        if name not in MACHINE_COLLECTORS:
-            continue
-        outcome = run_collector(name, collector, ctx)
-        for key in sections:
-            data["collectors"][key] = outcome.status_json()
-            data[key] = outcome.sections.get(key)
-    data["collectors"]["scripts"] = {"status": "ok", "reason": None, "seconds": 0.0}
-    data["scripts"] = section
-    return Snapshot(data)
 
 
 def _caller() -> dict[str, Any]:

@@ -116,6 +116,22 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class RuleInfo:
+    """What a reporter needs to describe a rule, carried in the Report so that no reporter
+    consults the registry (a user rule's summary reaches SARIF like a built-in one's)."""
+
+    id: str
+    name: str
+    severity: Severity
+    category: str
+    summary: str
+    docs: str  # the rule's documentation text (anti-pattern, better practice)
+    docs_ref: str  # where to read it: `envcheck rules show ID`, or a user rule's file
+    origin: str  # "builtin", or the user rule file it came from
+    defined_in: str  # the module or TOML file that defines it
+
+
+@dataclass(frozen=True)
 class RankedFinding:
     rank: int
     finding: Finding
@@ -131,10 +147,15 @@ class Report:
     checks: Sequence[CheckResult]
     facts: Mapping[str, Any]
     probe: Optional[Mapping[str, Any]] = None
+    rules: Mapping[str, RuleInfo] = field(default_factory=dict)  # every evaluated rule, by id
 
     def active_findings(self) -> list[Finding]:
         """Findings that count towards --fail-on (acknowledged ones do not)."""
         return [r.finding for r in self.findings if r.finding.acknowledged is None]
+
+    def at_or_above(self, fail_on: Severity) -> list[Finding]:
+        """Active findings at or above `fail_on`, in rank order: what fails a run."""
+        return [f for f in self.active_findings() if f.severity >= fail_on]
 
     def worst_severity(self) -> Optional[Severity]:
         active = self.active_findings()

@@ -53,7 +53,7 @@ def rule_statuses(**sections: Any) -> dict[str, str]:
     checked together.
     """
     from envcheck.engine.evaluate import evaluate
-    from envcheck.engine.registry import builtin_registry
+    from envcheck.rulebook import builtin_registry
     from envcheck.snapshot import Facts
 
     collectors = {name: {"status": "ok", "reason": None} for name in sections}

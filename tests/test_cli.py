@@ -321,7 +321,7 @@ def test_internal_error_is_exit_3_without_traceback(
     def boom(*_: Any, **__: Any) -> Any:
         raise RuntimeError("collector exploded")
 
-    monkeypatch.setattr("envcheck.doctor.collect_snapshot", boom)
+    monkeypatch.setattr("envcheck.service.collect_snapshot", boom)
     result = run(runner, "collect")
     assert result.exit_code == 3
     assert "Traceback" not in result.output

@@ -18,10 +18,11 @@ from typer.testing import CliRunner
 
 from envcheck import diff
 from envcheck.cli import app
-from envcheck.doctor import diagnose
-from envcheck.engine.registry import builtin_registry
 from envcheck.model import Severity
+from envcheck.report import diff as diff_report
+from envcheck.rulebook import builtin_registry
 from envcheck.schemas import load as load_schema
+from envcheck.service import diagnose
 from envcheck.snapshot import Snapshot
 
 GPU = FIXTURES / "gpu"
@@ -67,7 +68,7 @@ def keys(d: diff.Diff) -> list[str]:
 def test_same_file_has_no_differences() -> None:
     d = compare(OLD_V100, OLD_V100)
     assert d.empty and d.new_failures(Severity.INFO) == []
-    assert "No differences." in diff.render_text(d, Severity.HIGH)
+    assert "No differences." in diff_report.render_text(d, Severity.HIGH)
 
 
 def test_driver_upgrade_on_a_copy_of_the_snapshot(tmp_path: Path) -> None:
@@ -150,7 +151,7 @@ def test_storage_cpu_and_probe_rates_with_ratio(tmp_path: Path) -> None:
     assert by_key["storage.kind"].b == "network"
     assert by_key["probe.rates.end_to_end"].ratio == pytest.approx(0.5, abs=0.01)
     assert by_key["probe.workers.recommended"].ratio is None
-    text = diff.render_text(d, Severity.HIGH)
+    text = diff_report.render_text(d, Severity.HIGH)
     assert f"{before:g} samples/s → {halved:g} samples/s  (0.5x)" in text
     # both are reports: the findings are the recorded ones, unchanged
     assert not (d.findings.added or d.findings.removed or d.findings.changed)
@@ -168,7 +169,7 @@ def test_report_and_its_own_snapshot_compare_alike(tmp_path: Path) -> None:
         "evaluated",
     )
     d = diff.compare(a, b)
-    assert d.empty, diff.render_text(d, Severity.HIGH)
+    assert d.empty, diff_report.render_text(d, Severity.HIGH)
 
 
 def test_findings_match_by_id_and_location_and_severity_changes() -> None:
@@ -212,7 +213,7 @@ def test_findings_match_by_id_and_location_and_severity_changes() -> None:
     ],
 )
 def test_json_follows_the_schema(a: Path, b: Path) -> None:
-    data = json.loads(diff.render_json(compare(a, b), Severity.HIGH))
+    data = json.loads(diff_report.render_json(compare(a, b), Severity.HIGH))
     jsonschema.Draft202012Validator(load_schema("diff")).validate(data)
     areas = [c["area"] for c in data["changes"]]
     assert areas == sorted(areas, key=AREAS.index)
@@ -237,14 +238,14 @@ def golden_diff() -> Any:
 
 
 def test_golden_text() -> None:
-    text = diff.render_text(golden_diff(), Severity.HIGH)
+    text = diff_report.render_text(golden_diff(), Severity.HIGH)
     if os.environ.get("ENVCHECK_UPDATE_GOLDEN"):
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8"), "ENVCHECK_UPDATE_GOLDEN=1 to refresh"
 
 
 def test_golden_json() -> None:
-    rendered = diff.render_json(golden_diff(), Severity.HIGH)
+    rendered = diff_report.render_json(golden_diff(), Severity.HIGH)
     text = re.sub(r'"(version|created)": "[^"]*"', r'"\1": "VOLATILE"', rendered)
     path = GOLDEN.with_suffix(".json")
     if os.environ.get("ENVCHECK_UPDATE_GOLDEN"):

@@ -17,10 +17,10 @@ import jsonschema
 import pytest
 from conftest import FIXTURES
 
-from envcheck.doctor import diagnose
-from envcheck.engine.registry import builtin_registry
 from envcheck.report import json_report
+from envcheck.rulebook import builtin_registry
 from envcheck.schemas import load as load_schema
+from envcheck.service import diagnose
 from envcheck.snapshot import Snapshot
 
 GPU_FIXTURES = FIXTURES / "gpu"

@@ -79,7 +79,7 @@ def test_installed_package_finds_its_rules(installed: Path) -> None:
     probe = run_installed(
         installed,
         "-c",
-        "import envcheck, json; from envcheck.engine.registry import builtin_rules_dir, "
+        "import envcheck, json; from envcheck.rulebook import builtin_rules_dir, "
         "builtin_registry; print(json.dumps([envcheck.__file__, str(builtin_rules_dir()), "
         "len(builtin_registry())]))",
     )

@@ -13,10 +13,10 @@ from typing import Any
 import jsonschema
 from conftest import FIXTURES
 
-from envcheck.doctor import diagnose
-from envcheck.engine.registry import builtin_registry
 from envcheck.report import json_report
+from envcheck.rulebook import builtin_registry
 from envcheck.schemas import load as load_schema
+from envcheck.service import diagnose
 from envcheck.snapshot import Snapshot
 
 FRAMEWORKS = FIXTURES / "linux-docker-torch-2.13-tensorflow-cpu-2.21.json"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from conftest import RULE_CASES
 
-from envcheck.engine.registry import builtin_registry
 from envcheck.engine.rule import BUILTIN_ID_PATTERN, NAME_PATTERN
 from envcheck.engine.template import fields
+from envcheck.rulebook import builtin_registry
 from envcheck.tomlread import load_toml
 
 REGISTRY = builtin_registry()

@@ -225,7 +225,8 @@ def assert_sarif_matches_report(log: dict[str, Any], report: dict[str, Any]) -> 
     assert len(rule_ids) == len(set(rule_ids))
     for rule in driver["rules"]:
         assert rule["shortDescription"]["text"]
-        assert rule["helpUri"] == f"docs/rules.md#{rule['id'].lower()}"
+        assert rule["help"]["text"].endswith(f"(see envcheck rules show {rule['id']})")
+        assert rule["fullDescription"]["text"]  # the rule's documentation travels with it
     results = run["results"]
     assert len(results) == len(report["findings"])
     for result, finding in zip(results, report["findings"], strict=True):

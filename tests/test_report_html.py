@@ -38,11 +38,11 @@ import pytest
 from typer.testing import CliRunner
 
 from envcheck.cli import app
-from envcheck.doctor import diagnose
-from envcheck.engine.registry import builtin_registry
 from envcheck.model import Report
 from envcheck.report import html as html_report
 from envcheck.report import html_charts as charts
+from envcheck.rulebook import builtin_registry
+from envcheck.service import diagnose
 from envcheck.snapshot import Snapshot
 
 HERE = Path(__file__).parent

@@ -8,7 +8,8 @@ import pytest
 from conftest import load_cases, snapshot_from
 
 from envcheck.engine.evaluate import evaluate
-from envcheck.engine.registry import Registry, builtin_registry
+from envcheck.engine.registry import Registry
+from envcheck.rulebook import builtin_registry
 from envcheck.snapshot import Facts
 
 REGISTRY = builtin_registry()

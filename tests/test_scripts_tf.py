@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from envcheck.engine.evaluate import evaluate
-from envcheck.engine.registry import Registry, builtin_registry
+from envcheck.engine.registry import Registry
 from envcheck.model import Status
+from envcheck.rulebook import builtin_registry
 from envcheck.scripts.analyze import analyze_file
 from envcheck.snapshot import Facts, Snapshot
 

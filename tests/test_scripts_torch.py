@@ -20,7 +20,8 @@ from envcheck.cli import app
 from envcheck.collectors import scripts
 from envcheck.collectors.base import CollectContext
 from envcheck.engine.evaluate import evaluate
-from envcheck.engine.registry import Registry, builtin_registry
+from envcheck.engine.registry import Registry
+from envcheck.rulebook import builtin_registry
 from envcheck.scripts.analyze import analyze_file
 from envcheck.snapshot import Facts
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 
-from envcheck.doctor import diagnose
-from envcheck.engine.registry import builtin_registry
 from envcheck.report import text
+from envcheck.rulebook import builtin_registry
+from envcheck.service import diagnose
 from envcheck.snapshot import Snapshot
 
 KERAS_FIXTURE = FIXTURES / "linux-docker-keras-preprocessing-1.0.9.json"

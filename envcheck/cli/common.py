@@ -1,89 +1,20 @@
-"""What several commands share: configuration, severities, writing a report in any
-format, the probe inside a command, and the one-line summary of unreadable scripts."""
+"""What several commands share: configuration lookup, severities, and writing a report in
+any format to stdout, stderr or a file."""
 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Optional, TextIO
 
-from envcheck import config, datadir
-from envcheck import doctor as pipeline
+from envcheck import config
 from envcheck.errors import InputError, UsageError
 from envcheck.model import Report, Severity
-from envcheck.probe.settings import ProbeSettings, usable_cores
-from envcheck.report import DataFormat, OutputFormat, json_report, text
-from envcheck.snapshot import Snapshot
-
-# The probe's runner and the html, sarif and junit reporters are imported where they are
-# used: the doctor's static path does not pay for them (about 50 ms of its start-up).
-
-
-def should_probe(asked: Optional[bool], facts: Mapping[str, Any], data: Any) -> bool:
-    """--probe / --no-probe, else: a visible NVIDIA GPU and a --data folder."""
-    if asked is not None:
-        return asked
-    gpu = facts.get("gpu") or {}
-    return gpu.get("status") == "ok" and bool(gpu.get("devices")) and data is not None
-
-
-def with_probe_section(
-    snapshot: Any,
-    base: ProbeSettings,
-    framework: Optional[str],
-    flags: Mapping[str, Any],
-    explicit: bool,
-) -> Any:
-    """The snapshot with the probe's section; an automatic probe that cannot choose a
-    framework is recorded as skipped instead of failing the doctor."""
-    from envcheck.probe.plan import plan
-    from envcheck.probe.session import measure
-
-    start = time.monotonic()
-    try:
-        settings = plan(snapshot.data, base, framework, flags, usable_cores())
-    except UsageError as exc:
-        if explicit:
-            raise
-        data = snapshot.as_dict()
-        data.setdefault("collectors", {})["probe"] = {
-            "status": "unavailable",
-            "reason": str(exc),
-            "seconds": 0.0,
-        }
-        return Snapshot(data)
-    section = measure(snapshot.data, settings)
-    return pipeline.with_probe(snapshot, section, time.monotonic() - start)
-
-
-def unaudited_scripts(facts: Mapping[str, Any]) -> Optional[str]:
-    """One line naming the --script files that could not be audited, if any."""
-    section = facts.get("scripts")
-    errors = section.get("errors") if isinstance(section, dict) else None
-    if not errors:
-        return None
-    shown = []
-    for error in errors[:3]:
-        where = str(error.get("path"))
-        if error.get("line"):
-            where += f":{error['line']}" + (f":{error['column']}" if error.get("column") else "")
-        shown.append(f"{where}: {error.get('reason')}")
-    more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-    return f"--script: {len(errors)} could not be audited: " + "; ".join(shown) + more
-
-
-def usable_data(data: Optional[Path]) -> tuple[Optional[Path], Optional[str]]:
-    """(the folder to audit, or None; the problem with --data, if any)."""
-    if data is None:
-        return None, None
-    problem = datadir.problem_with(data)
-    if problem:
-        return None, f"--data {data}: {problem}"
-    return data, None
+from envcheck.report import OutputFormat, RenderOptions, reporter
 
 
 def load_config(path: Optional[Path]) -> config.Config:
+    """--config, else envcheck.toml or [tool.envcheck] found from the current folder."""
     if path is not None:
         return config.load(path, explicit=True)
     return config.load(config.find(Path.cwd()))
@@ -99,37 +30,39 @@ def parse_severity(value: Optional[str], flag: str) -> Optional[Severity]:
 
 
 def emit_report(
-    report: Report, fmt: OutputFormat, output: Optional[Path], fail_on: Severity, verbose: bool
+    report: Report,
+    fmt: OutputFormat,
+    output: Optional[Path],
+    fail_on: Severity,
+    verbose: bool,
+    stream: Optional[TextIO] = None,
 ) -> None:
-    if fmt is OutputFormat.JSON:
-        write_output(json_report.render(report, fail_on), output)
-        return
-    if fmt is OutputFormat.HTML:
-        from envcheck.report import html
+    """Render the report with its format's reporter and write it to `output`, else to
+    `stream` (default stdout). Colour only for text on a terminal that allows it."""
+    target = stream if stream is not None else sys.stdout
+    options = RenderOptions(verbose=verbose)
+    if output is None and fmt is OutputFormat.TEXT:
+        options = RenderOptions(
+            verbose=verbose,
+            color=_wants_colour(target),
+            encoding=getattr(target, "encoding", None) or "utf-8",
+        )
+    content = reporter(fmt)(report, fail_on, options)
+    write_output(content, output, target)
 
-        write_output(html.render(report, fail_on), output)
-        return
-    if fmt is OutputFormat.SARIF:
-        from envcheck.report import sarif
 
-        write_output(sarif.render(report, fail_on), output)
-        return
-    if fmt is OutputFormat.JUNIT:
-        from envcheck.report import junit
+def _wants_colour(stream: TextIO) -> bool:
+    """rich's own decision for this stream: a terminal, NO_COLOR unset, TERM not dumb."""
+    from rich.console import Console
 
-        write_output(junit.render(report, fail_on), output)
-        return
+    return Console(file=stream).color_system is not None
+
+
+def write_output(content: str, output: Optional[Path], stream: Optional[TextIO] = None) -> None:
     if output is None:
-        text.print_report(report, text.make_console(), verbose)
-        return
-    with open_output(output) as handle:
-        text.print_report(report, text.make_console(file=handle), verbose)
-
-
-def write_output(content: str, output: Optional[Path]) -> None:
-    if output is None:
-        sys.stdout.write(content)
-        sys.stdout.flush()
+        target = stream if stream is not None else sys.stdout
+        target.write(content)
+        target.flush()
         return
     with open_output(output) as handle:
         handle.write(content)
@@ -140,14 +73,3 @@ def open_output(output: Path) -> Any:
         return open(output, "w", encoding="utf-8")
     except OSError as exc:
         raise InputError(f"-o {output}: cannot write ({exc.strerror or exc})") from None
-
-
-def emit_report_to_stderr(
-    report: Report, fmt: DataFormat, fail_on: Severity, verbose: bool
-) -> None:
-    """The doctor's report on stderr, so the command's stdout stays its own."""
-    if fmt is DataFormat.JSON:
-        sys.stderr.write(json_report.render(report, fail_on))
-        sys.stderr.flush()
-        return
-    text.print_report(report, text.make_console(file=sys.stderr), verbose)

@@ -7,13 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from envcheck import doctor as pipeline
-from envcheck.cli.app import (
-    DEFAULT_FAIL_ON,
-    EXIT_FINDINGS,
-    app,
-    guarded,
-)
+from envcheck import defaults, service
+from envcheck.cli.app import EXIT_FINDINGS, app, guarded
 from envcheck.cli.common import (
     parse_severity,
     write_output,
@@ -22,8 +17,8 @@ from envcheck.cli.options import (
     OutputOpt,
     VerboseOpt,
 )
-from envcheck.engine.registry import builtin_registry
 from envcheck.report import DataFormat
+from envcheck.rulebook import builtin_registry
 from envcheck.snapshot import Snapshot
 
 # diff ---------------------------------------------------------------------------------
@@ -77,17 +72,18 @@ def diff_command(
     Exit codes: 0 no new findings at or above --fail-on, 1 new ones, 2 bad input.
     """
     from envcheck import diff as diffing
+    from envcheck.report import diff as rendering
 
-    threshold = parse_severity(fail_on, "--fail-on") or DEFAULT_FAIL_ON
+    threshold = parse_severity(fail_on, "--fail-on") or defaults.FAIL_ON
     registry = builtin_registry()
 
     def evaluate(snapshot: Snapshot) -> Any:
-        return [r.finding for r in pipeline.diagnose(snapshot, registry).findings]
+        return [r.finding for r in service.diagnose(snapshot, registry).findings]
 
     result = diffing.compare(diffing.load_side(a, evaluate), diffing.load_side(b, evaluate))
     if output_format is DataFormat.JSON:
-        write_output(diffing.render_json(result, threshold), output)
+        write_output(rendering.render_json(result, threshold), output)
     else:
-        write_output(diffing.render_text(result, threshold), output)
+        write_output(rendering.render_text(result, threshold), output)
     if not exit_zero and result.new_failures(threshold):
         raise typer.Exit(EXIT_FINDINGS)

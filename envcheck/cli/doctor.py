@@ -7,24 +7,9 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from envcheck import datadir
-from envcheck import doctor as pipeline
-from envcheck.cli.app import (
-    DEFAULT_FAIL_ON,
-    EXIT_FINDINGS,
-    app,
-    guarded,
-)
-from envcheck.cli.common import (
-    emit_report,
-    load_config,
-    parse_severity,
-    should_probe,
-    unaudited_scripts,
-    usable_data,
-    with_probe_section,
-    write_output,
-)
+from envcheck import defaults, service
+from envcheck.cli.app import EXIT_FINDINGS, app, guarded
+from envcheck.cli.common import emit_report, parse_severity, write_output
 from envcheck.cli.options import (
     ConfigOpt,
     DataBudgetOpt,
@@ -42,18 +27,14 @@ from envcheck.cli.options import (
     VerboseOpt,
     within,
 )
-from envcheck.engine.registry import builtin_registry
-from envcheck.engine.selection import Selection
-from envcheck.errors import InputError, UsageError
+from envcheck.errors import InputError
 from envcheck.probe.settings import (
     DEFAULT_BUDGET_S,
     MAX_BUDGET_S,
     MIN_BUDGET_S,
     ProbeSettings,
 )
-from envcheck.report import (
-    OutputFormat,
-)
+from envcheck.report import OutputFormat
 
 # doctor -------------------------------------------------------------------------------
 
@@ -90,7 +71,7 @@ def doctor(
     config_path: ConfigOpt = None,
     deep: DeepOpt = False,
     data: DataOpt = None,
-    data_budget: DataBudgetOpt = 5.0,
+    data_budget: DataBudgetOpt = defaults.DATA_BUDGET_S,
     target_rate: TargetRateOpt = None,
     script: ScriptOpt = None,
     probe: Annotated[
@@ -118,52 +99,28 @@ def doctor(
     Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it,
     2 usage or input error, 3 internal error.
     """
-    if facts and (python or deep or data or script or probe):
-        flag = (
-            "--python"
-            if python
-            else "--deep"
-            if deep
-            else "--data"
-            if data
-            else "--script"
-            if script
-            else "--probe"
-        )
-        raise UsageError(
-            f"{flag} and --facts exclude each other: the saved snapshot was collected already"
-        )
-    settings = load_config(config_path)
-    threshold = parse_severity(fail_on, "--fail-on") or settings.fail_on or DEFAULT_FAIL_ON
-    registry = builtin_registry([*settings.rule_paths, *(rules or [])])
-    selection = Selection.of(select or [], ignore or []).merged_over(settings.selection)
-    selection.check_known(r.id for r in registry)
-    for rule_id in settings.acknowledged:
-        if registry.get(rule_id) is None:
-            raise InputError(f"{settings.path}: acknowledge {rule_id}: no such rule")
-    data, data_problem = usable_data(data)
-    if facts:
-        snapshot = pipeline.load_snapshot(facts)
-    else:
-        snapshot = pipeline.take_snapshot(python, deep, data, data_budget, script or [])
-    snapshot = pipeline.with_target_rate(snapshot, target_rate)
-    if not facts and should_probe(probe, snapshot.data, data):
-        snapshot = with_probe_section(
-            snapshot,
-            ProbeSettings(data=data, budget_s=probe_budget),
-            None,
-            {},
-            explicit=bool(probe),
-        )
-    report = pipeline.diagnose(snapshot, registry, selection, settings.acknowledged)
-    emit_report(report, output_format, output, threshold, verbose)
-    if data_problem:  # the rest of the doctor ran; the bad --data is still an input error
-        raise InputError(data_problem)
-    script_problem = unaudited_scripts(snapshot.data)
-    if script_problem:  # the other scripts were audited; the bad ones are input errors
-        raise InputError(script_problem)
-    worst = report.worst_severity()
-    if not exit_zero and worst is not None and worst >= threshold:
+    request = service.AuditRequest(
+        python=python,
+        facts_file=facts,
+        deep=deep,
+        data=data,
+        data_budget_s=data_budget,
+        target_rate=target_rate,
+        scripts=tuple(script or ()),
+        probe=probe,
+        probe_request=service.ProbeRequest(
+            ProbeSettings(budget_s=probe_budget), explicit=bool(probe)
+        ),
+        select=tuple(select or ()),
+        ignore=tuple(ignore or ()),
+        rule_paths=tuple(rules or ()),
+        config_path=config_path,
+        fail_on=parse_severity(fail_on, "--fail-on"),
+    )
+    result = service.audit(request)
+    emit_report(result.report, output_format, output, result.fail_on, verbose)
+    result.raise_problems()  # the rest ran; a bad --data or script is still an input error
+    if not exit_zero and result.blocking():
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -177,7 +134,7 @@ def collect(
     output: OutputOpt = None,
     deep: DeepOpt = False,
     data: DataOpt = None,
-    data_budget: DataBudgetOpt = 5.0,
+    data_budget: DataBudgetOpt = defaults.DATA_BUDGET_S,
     script: ScriptOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
@@ -185,12 +142,16 @@ def collect(
 
     The snapshot can be evaluated later or on another machine with
     `envcheck doctor --facts FILE`, or compared with another with `envcheck diff`."""
-    if data is not None:
-        problem = datadir.problem_with(data)
-        if problem:
-            raise InputError(f"--data {data}: {problem}")
-    snapshot = pipeline.take_snapshot(python, deep, data, data_budget, script or [])
+    snapshot, problems = service.collect(
+        service.AuditRequest(
+            python=python,
+            deep=deep,
+            data=data,
+            data_budget_s=data_budget,
+            scripts=tuple(script or ()),
+            data_is_fatal=True,
+        )
+    )
     write_output(snapshot.to_json(), output)
-    problem = unaudited_scripts(snapshot.data)
-    if problem:
-        raise InputError(problem)
+    if problems:
+        raise InputError("; ".join(problems))

@@ -7,19 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from envcheck import datadir
-from envcheck import doctor as pipeline
-from envcheck.cli.app import (
-    DEFAULT_FAIL_ON,
-    EXIT_FINDINGS,
-    app,
-    guarded,
-)
-from envcheck.cli.common import (
-    emit_report,
-    parse_severity,
-    with_probe_section,
-)
+from envcheck import service
+from envcheck.cli.app import EXIT_FINDINGS, app, guarded
+from envcheck.cli.common import emit_report, parse_severity
 from envcheck.cli.options import (
     ExitZeroOpt,
     FormatOpt,
@@ -29,20 +19,17 @@ from envcheck.cli.options import (
     VerboseOpt,
     within,
 )
-from envcheck.engine.registry import builtin_registry
-from envcheck.engine.selection import Selection
-from envcheck.errors import InputError
 from envcheck.probe.settings import (
     DEFAULT_BUDGET_S,
     MAX_BUDGET_S,
     MIN_BUDGET_S,
     ProbeSettings,
 )
-from envcheck.report import (
-    OutputFormat,
-)
+from envcheck.report import OutputFormat
 
 # probe --------------------------------------------------------------------------------
+
+PROBE_RULES = "EC6"
 
 
 @app.command("probe")
@@ -154,13 +141,7 @@ def probe_command(
 
     Without a GPU it runs on the CPU and labels every number as CPU.
     """
-    threshold = parse_severity(fail_on, "--fail-on") or DEFAULT_FAIL_ON
-    if data is not None:
-        problem = datadir.problem_with(data)
-        if problem:
-            raise InputError(f"--data {data}: {problem}")
-    snapshot = pipeline.take_snapshot(python, False, None, 5.0, script or [])
-    base = ProbeSettings(
+    settings = ProbeSettings(
         model=model,
         image_size=image_size,
         budget_s=budget,
@@ -174,10 +155,20 @@ def probe_command(
         "prefetch": prefetch,
         "batch_size": batch_size,
     }
-    snapshot = with_probe_section(snapshot, base, framework, flags, explicit=True)
-    registry = builtin_registry()
-    report = pipeline.diagnose(snapshot, registry, Selection.of(["EC6"], []))
-    emit_report(report, output_format, output, threshold, verbose)
-    worst = report.worst_severity()
-    if not exit_zero and worst is not None and worst >= threshold:
+    result = service.audit(
+        service.AuditRequest(
+            python=python,
+            only=service.PROBE_SECTIONS,
+            data=data,
+            data_is_fatal=True,
+            scripts=tuple(script or ()),
+            probe=True,
+            probe_request=service.ProbeRequest(settings, framework, flags, explicit=True),
+            scope=PROBE_RULES,
+            fail_on=parse_severity(fail_on, "--fail-on"),
+        )
+    )
+    emit_report(result.report, output_format, output, result.fail_on, verbose)
+    result.raise_problems()
+    if not exit_zero and result.blocking():
         raise typer.Exit(EXIT_FINDINGS)

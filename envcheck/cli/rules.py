@@ -19,11 +19,11 @@ from envcheck.cli.options import (
     RulesOpt,
     VerboseOpt,
 )
-from envcheck.engine.registry import builtin_registry
 from envcheck.errors import UsageError
 from envcheck.report import (
     DataFormat,
 )
+from envcheck.rulebook import builtin_registry
 
 # rules --------------------------------------------------------------------------------
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
 
 import typer
 
-from envcheck.cli.app import (
-    DEFAULT_FAIL_ON,
-    EXIT_FINDINGS,
-    app,
-    guarded,
-)
-from envcheck.cli.common import emit_report_to_stderr, parse_severity, write_output
+from envcheck import defaults
+from envcheck.cli.app import EXIT_FINDINGS, app, guarded
+from envcheck.cli.common import emit_report, parse_severity, write_output
 from envcheck.cli.options import (
     ConfigOpt,
     DataOpt,
@@ -106,7 +103,7 @@ def run_command(
             callback=within(1.0),
             help="Seconds (at least 1) of the command's start to sample GPU utilisation.",
         ),
-    ] = 120.0,
+    ] = defaults.WATCH_S,
     verbose: VerboseOpt = False,
 ) -> None:
     """Run the doctor, then the training command (after `--`), watching its GPU.
@@ -123,20 +120,23 @@ def run_command(
         args = args[1:]
     if not args:
         raise UsageError("envcheck run needs a command after `--`, e.g. -- python train.py")
-    report, settings = hook.doctor_report(
-        python=python,
-        data=data,
-        scripts=script or [],
-        probe=probe,
-        select=select or [],
-        ignore=ignore or [],
-        rules=rules or [],
-        config_path=config_path,
+    result = hook.doctor_audit(
+        hook.doctor_request(
+            python=python,
+            data=data,
+            scripts=script or [],
+            probe=probe,
+            select=select or [],
+            ignore=ignore or [],
+            rules=rules or [],
+            config_path=config_path,
+            fail_on=parse_severity(fail_on, "--fail-on"),
+        )
     )
-    threshold = parse_severity(fail_on, "--fail-on") or settings.fail_on or DEFAULT_FAIL_ON
-    blocked = bool(hook.blocking(report, threshold))
-    if blocked:
-        emit_report_to_stderr(report, output_format, threshold, verbose)
+    report, threshold = result.report, result.fail_on
+    if result.blocking():
+        # the doctor's report on stderr, so the command's stdout stays its own
+        emit_report(report, output_format.report_format(), None, threshold, verbose, sys.stderr)
         typer.echo(hook.failure_line(report, threshold), err=True)
         if not warn_only:
             typer.echo("envcheck: not running the command (--warn-only runs it anyway)", err=True)

@@ -7,21 +7,9 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from envcheck import doctor as pipeline
-from envcheck.cli.app import (
-    DEFAULT_FAIL_ON,
-    EXIT_FINDINGS,
-    EXIT_INPUT,
-    app,
-    guarded,
-)
-from envcheck.cli.common import (
-    emit_report,
-    load_config,
-    parse_severity,
-    unaudited_scripts,
-    write_output,
-)
+from envcheck import service
+from envcheck.cli.app import EXIT_FINDINGS, EXIT_INPUT, app, guarded
+from envcheck.cli.common import emit_report, parse_severity
 from envcheck.cli.options import (
     ConfigOpt,
     ExitZeroOpt,
@@ -31,18 +19,24 @@ from envcheck.cli.options import (
     RulesOpt,
     VerboseOpt,
 )
-from envcheck.engine.registry import builtin_registry
-from envcheck.engine.selection import Selection
 from envcheck.errors import UsageError
-from envcheck.report import (
-    OutputFormat,
-    ScriptsFormat,
-    script_lines,
-)
+from envcheck.report import ScriptsFormat
 
 # scripts ------------------------------------------------------------------------------
 
 SCRIPT_RULES = "EC5"
+# The facts the script rules read beside the scripts: the platform (spawn), usable CPUs
+# (worker counts), GPUs (mixed precision, TF32) and the installed framework versions.
+SCRIPT_COLLECTORS = (
+    "platform",
+    "cpu",
+    "memory",
+    "packages",
+    "environment",
+    "gpu",
+    "frameworks",
+    "scripts",
+)
 
 
 @app.command("scripts")
@@ -108,28 +102,21 @@ def scripts_command(
     """
     if not paths:
         raise UsageError("envcheck scripts needs at least one file or folder, e.g. train.py")
-    settings = load_config(config_path)
-    threshold = parse_severity(fail_on, "--fail-on") or settings.fail_on or DEFAULT_FAIL_ON
-    registry = builtin_registry([*settings.rule_paths, *(rules or [])])
-    chosen = Selection.of(select or [SCRIPT_RULES], ignore or [])
-    outside = [p for p in chosen.select if not p.startswith(SCRIPT_RULES)]
-    if outside:
-        raise UsageError(
-            f"--select {outside[0]}: envcheck scripts runs only the script rules "
-            f"({SCRIPT_RULES}xx); use envcheck doctor for the others"
+    result = service.audit(
+        service.AuditRequest(
+            python=python,
+            only=SCRIPT_COLLECTORS,
+            scripts=tuple(paths),
+            scope=SCRIPT_RULES,
+            select=tuple(select or ()),
+            ignore=tuple(ignore or ()),
+            rule_paths=tuple(rules or ()),
+            config_path=config_path,
+            fail_on=parse_severity(fail_on, "--fail-on"),
         )
-    selection = Selection(
-        chosen.select, tuple(dict.fromkeys(settings.selection.ignore + chosen.ignore))
     )
-    selection.check_known(r.id for r in registry)
-    snapshot = pipeline.take_snapshot(python, False, None, 5.0, paths)
-    report = pipeline.diagnose(snapshot, registry, selection, settings.acknowledged)
-    if output_format is ScriptsFormat.TEXT:
-        write_output(script_lines.render(report, threshold), output)
-    else:
-        emit_report(report, OutputFormat(output_format.value), output, threshold, verbose)
-    if unaudited_scripts(snapshot.data):
+    emit_report(result.report, output_format.report_format(), output, result.fail_on, verbose)
+    if result.problems:
         raise typer.Exit(EXIT_INPUT)  # each unreadable file is named in the output already
-    worst = report.worst_severity()
-    if not exit_zero and worst is not None and worst >= threshold:
+    if not exit_zero and result.blocking():
         raise typer.Exit(EXIT_FINDINGS)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from envcheck.defaults import DATA_BUDGET_S
 from envcheck.interpreter import Interpreter
 
 
@@ -30,7 +31,7 @@ class CollectContext:
     proc_root: Path = Path("/proc")
     home: Path = field(default_factory=Path.home)
     data: Optional[Path] = None  # the dataset folder (--data), only ever read
-    data_budget_s: float = 5.0  # time for the dataset walk and the read sample together
+    data_budget_s: float = DATA_BUDGET_S  # the dataset walk and the read sample together
     scripts: tuple[Path, ...] = ()  # training scripts or folders (--script), read, never run
     # Work several collectors share within one collection (the metadata scan), so that it
     # runs once; not part of the context's identity.

@@ -2,6 +2,8 @@
 
 The decorated function takes the snapshot's Facts and returns an Outcome; its docstring
 is the rule's documentation (the anti-pattern and the better practice), as in sqlfluff.
+The engine only collects what is declared; which modules declare the built-in checks is
+envcheck.rulebook's business, so the engine never imports the checks.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Callable, Optional
 from envcheck.engine.rule import Evaluate, Rule, validate_identity
 from envcheck.model import Impact, Severity
 
-_REGISTERED: list[Rule] = []
+_DECLARED: list[Rule] = []
 
 
 def check(
@@ -29,7 +31,8 @@ def check(
 ) -> Callable[[Evaluate], Evaluate]:
     def register(function: Evaluate) -> Evaluate:
         validate_identity(id, name, f"{function.__module__}.{function.__name__}")
-        _REGISTERED.append(
+        module_file = function.__module__.replace(".", "/") + ".py"
+        _DECLARED.append(
             Rule(
                 id=id,
                 name=name,
@@ -42,6 +45,7 @@ def check(
                 docs=inspect.cleandoc(function.__doc__ or ""),
                 evaluate=function,
                 impact=impact,
+                defined_in=f"{module_file}:{function.__code__.co_firstlineno}",
             )
         )
         return function
@@ -49,8 +53,6 @@ def check(
     return register
 
 
-def builtin_checks() -> list[Rule]:
-    """Every Python check shipped with envcheck (importing the modules registers them)."""
-    import envcheck.checks  # noqa: F401  (registers on import)
-
-    return list(_REGISTERED)
+def declared_checks() -> list[Rule]:
+    """Every Python check declared so far (their modules register them on import)."""
+    return list(_DECLARED)

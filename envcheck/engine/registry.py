@@ -1,4 +1,6 @@
-"""One registry for every rule: shipped TOML files, Python checks and user rule folders."""
+"""One registry of rules by id: duplicates refused, user rule files and folders added.
+
+Which rules are built in is envcheck.rulebook's business, not the engine's."""
 
 from __future__ import annotations
 
@@ -6,18 +8,8 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from envcheck.engine import toml_rules
-from envcheck.engine.python_rules import builtin_checks
 from envcheck.engine.rule import Rule
 from envcheck.errors import InputError
-
-
-def builtin_rules_dir() -> Path:
-    """rules/ inside the installed wheel, or at the top of a source checkout."""
-    here = Path(__file__).resolve().parent.parent
-    for candidate in (here / "rules", here.parent / "rules"):
-        if candidate.is_dir():
-            return candidate
-    raise RuntimeError(f"envcheck's rules/ folder is missing (looked in {here} and above)")
 
 
 class Registry:
@@ -56,13 +48,3 @@ class Registry:
 
     def __len__(self) -> int:
         return len(self._rules)
-
-
-def builtin_registry(extra_paths: Iterable[Path] = ()) -> Registry:
-    registry = Registry(builtin_checks())
-    for file in sorted(builtin_rules_dir().glob("*.toml")):
-        for rule in toml_rules.load_file(file, origin="builtin"):
-            registry.add(rule)
-    for path in extra_paths:
-        registry.add_path(path)
-    return registry

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from envcheck.model import Impact, Location, Severity, Status
+from envcheck.model import Impact, Location, RuleInfo, Severity, Status
 from envcheck.snapshot import Facts
 
 ID_PATTERN = re.compile(r"^[A-Z]{2,5}[0-9]{3,4}$")
@@ -64,13 +64,28 @@ class Rule:
     evaluate: Evaluate = field(compare=False, repr=False)
     impact: Optional[Impact] = None
     origin: str = "builtin"  # "builtin", or the user rule file it came from
+    defined_in: str = ""  # the module (file:line) or TOML file that defines it
 
     @property
     def docs_ref(self) -> str:
-        """Where a reader finds the rule's full documentation."""
+        """Where a reader finds the rule's full documentation: a command that works
+        wherever envcheck is installed (docs/ is not in the wheel), or a user rule's file."""
         if self.origin == "builtin":
-            return f"docs/rules.md#{self.id.lower()}"
+            return f"envcheck rules show {self.id}"
         return self.origin
+
+    def info(self) -> RuleInfo:
+        return RuleInfo(
+            id=self.id,
+            name=self.name,
+            severity=self.severity,
+            category=self.category,
+            summary=self.summary,
+            docs=self.docs,
+            docs_ref=self.docs_ref,
+            origin=self.origin,
+            defined_in=self.defined_in or self.origin,
+        )
 
 
 def validate_identity(rule_id: str, name: str, where: str) -> None:

@@ -21,7 +21,9 @@ REQUIRED = ("id", "name", "severity", "category", "summary", "message", "fix", "
 OPTIONAL = ("evidence", "docs", "impact")
 
 
-def load_file(path: Path, origin: str) -> list[Rule]:
+def load_file(path: Path, origin: str, defined_in: str = "") -> list[Rule]:
+    """The rules of one file; `defined_in` names the file as users should see it
+    (default: its path)."""
     data = load_toml(path)
     extra = sorted(set(data) - {"rule"})
     if extra:
@@ -33,13 +35,13 @@ def load_file(path: Path, origin: str) -> list[Rule]:
     for index, table in enumerate(tables):
         where = f"{path}: rule {table.get('id', f'#{index + 1}')}"
         try:
-            rules.append(_build(table, where, origin))
+            rules.append(_build(table, where, origin, defined_in or str(path)))
         except ValueError as exc:
             raise InputError(str(exc)) from None
     return rules
 
 
-def _build(table: dict[str, Any], where: str, origin: str) -> Rule:
+def _build(table: dict[str, Any], where: str, origin: str, defined_in: str) -> Rule:
     missing = [k for k in REQUIRED if k not in table]
     if missing:
         raise ValueError(f"{where}: missing key(s) {', '.join(missing)}")
@@ -74,6 +76,7 @@ def _build(table: dict[str, Any], where: str, origin: str) -> Rule:
         evaluate=_evaluator(condition),
         impact=_impact(table.get("impact"), where),
         origin=origin,
+        defined_in=defined_in,
     )
 
 

@@ -13,8 +13,8 @@ from html import escape
 from typing import Any, Mapping, Optional, Sequence
 
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
+from envcheck.report import PLAIN, RenderOptions, probe_text, text
 from envcheck.report import html_charts as charts
-from envcheck.report import probe_text, text
 
 _STATUS_MARK = {
     Status.PASS: ("✓", "pass"),
@@ -95,7 +95,9 @@ footer{margin-top:36px;color:#6b7280;font-size:.85em}
 """
 
 
-def render(report: Report, fail_on: Optional[Severity] = None) -> str:
+def render(
+    report: Report, fail_on: Optional[Severity] = None, options: RenderOptions = PLAIN
+) -> str:
     """The whole document as one string."""
     parts = [
         "<!DOCTYPE html>",
@@ -192,11 +194,14 @@ def _finding(rank: int, f: Finding) -> str:
 
 
 def _docs(f: Finding) -> str:
+    """The finding's docs reference: a link, the command that shows a built-in rule, or a
+    user rule's file (named, with the command that shows it)."""
     if f.docs.startswith(("https://", "http://")):
-        link = f'<a href="{escape(f.docs)}">{escape(f.docs)}</a>'
-    else:  # a path in envcheck's own docs: name it, and the command that shows it offline
-        link = f"<code>{escape(f.docs)}</code>"
-    return f"{link} · <code>envcheck rules show {escape(f.id)}</code>"
+        return f'<a href="{escape(f.docs)}">{escape(f.docs)}</a>'
+    show = f"envcheck rules show {f.id}"
+    if f.docs == show:
+        return f"<code>{escape(show)}</code>"
+    return f"<code>{escape(f.docs)}</code> · <code>{escape(show)}</code>"
 
 
 def _evidence(evidence: Mapping[str, Any]) -> str:

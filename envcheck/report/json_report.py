@@ -6,6 +6,7 @@ import json
 from typing import Any, Optional
 
 from envcheck.model import CheckResult, Finding, RankedFinding, Report, Severity, Status
+from envcheck.report import PLAIN, RenderOptions
 
 SCHEMA_VERSION = 1
 
@@ -23,7 +24,9 @@ def to_dict(report: Report, fail_on: Optional[Severity] = None) -> dict[str, Any
     }
 
 
-def render(report: Report, fail_on: Optional[Severity] = None) -> str:
+def render(
+    report: Report, fail_on: Optional[Severity] = None, options: RenderOptions = PLAIN
+) -> str:
     return json.dumps(to_dict(report, fail_on), indent=2, ensure_ascii=False) + "\n"
 
 

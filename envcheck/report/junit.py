@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from typing import Optional
 
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
+from envcheck.report import PLAIN, RenderOptions
 
 # Characters XML 1.0 cannot carry at all, even escaped (ElementTree would write them).
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -23,7 +24,9 @@ def _clean(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def render(report: Report, fail_on: Optional[Severity] = None) -> str:
+def render(
+    report: Report, fail_on: Optional[Severity] = None, options: RenderOptions = PLAIN
+) -> str:
     threshold = fail_on or Severity.HIGH
     suite = ET.Element("testsuite", name="envcheck")
     properties = ET.SubElement(suite, "properties")

@@ -15,16 +15,16 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Mapping, Optional
 from urllib.parse import quote
 
-from envcheck.engine.registry import Registry, builtin_registry
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
+from envcheck.report import PLAIN, RenderOptions
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
-# No `informationUri`: SARIF wants an absolute URI there and envcheck has no published
-# home yet. `helpUri` is the rule's docs reference as envcheck gives it everywhere
-# (docs/rules.md#ec101, relative to envcheck's source tree; a user rule's file).
+# No `informationUri` nor `helpUri`: SARIF wants absolute URIs there and envcheck has no
+# published home yet. Each rule carries its documentation instead (`fullDescription`,
+# `help`), read from the Report, and names the command that shows it offline.
 
 LEVELS = {
     Severity.CRITICAL: "error",
@@ -35,12 +35,9 @@ LEVELS = {
 }
 
 
-def to_dict(
-    report: Report, fail_on: Optional[Severity] = None, registry: Optional[Registry] = None
-) -> dict[str, Any]:
-    """The SARIF log. Rule summaries come from `registry` (default: the built-in rules);
-    a rule it does not know (a user rule file) is described by its name."""
-    registry = registry if registry is not None else builtin_registry()
+def to_dict(report: Report, fail_on: Optional[Severity] = None) -> dict[str, Any]:
+    """The SARIF log. Rule summaries and documentation come from the Report's rules
+    (user rules' too); a check without them is described by its name."""
     rules = [c for c in report.checks if c.status is not Status.SKIPPED]
     known = {c.id for c in rules}
     for ranked in report.findings:  # a finding's rule is always listed
@@ -53,7 +50,7 @@ def to_dict(
             "driver": {
                 "name": "envcheck",
                 "version": report.tool_version,
-                "rules": [_rule(c, registry) for c in rules],
+                "rules": [_rule(c, report) for c in rules],
             }
         },
         "results": [_result(r.finding, index, r.rank) for r in report.findings],
@@ -67,13 +64,13 @@ def to_dict(
 
 
 def render(
-    report: Report, fail_on: Optional[Severity] = None, registry: Optional[Registry] = None
+    report: Report, fail_on: Optional[Severity] = None, options: RenderOptions = PLAIN
 ) -> str:
-    return json.dumps(to_dict(report, fail_on, registry), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(to_dict(report, fail_on), indent=2, ensure_ascii=False) + "\n"
 
 
-def _rule(check: CheckResult, registry: Registry) -> dict[str, Any]:
-    rule = registry.get(check.id)
+def _rule(check: CheckResult, report: Report) -> dict[str, Any]:
+    rule = report.rules.get(check.id)
     summary = rule.summary if rule is not None else check.name
     docs = rule.docs_ref if rule is not None else next((f.docs for f in check.findings), None)
     out: dict[str, Any] = {
@@ -83,8 +80,9 @@ def _rule(check: CheckResult, registry: Registry) -> dict[str, Any]:
         "defaultConfiguration": {"level": LEVELS[check.severity]},
         "properties": {"severity": check.severity.value, "tags": [check.category]},
     }
+    if rule is not None and rule.docs:
+        out["fullDescription"] = {"text": rule.docs}
     if docs:
-        out["helpUri"] = docs
         out["help"] = {"text": f"{summary} (see {docs})"}
     return out
 

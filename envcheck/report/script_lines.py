@@ -5,12 +5,16 @@ count. Plain text, no colour: it is read in terminals, logs and hook output alik
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
+from envcheck.defaults import FAIL_ON
 from envcheck.model import Finding, Report, Severity
+from envcheck.report import PLAIN, RenderOptions
 
 
-def render(report: Report, fail_on: Severity) -> str:
+def render(
+    report: Report, fail_on: Optional[Severity] = None, options: RenderOptions = PLAIN
+) -> str:
     active = [r.finding for r in report.findings if r.finding.acknowledged is None]
     lines: list[str] = []
     for finding in sorted(active, key=_position):
@@ -20,7 +24,7 @@ def render(report: Report, fail_on: Severity) -> str:
         lines.append(f"    fix: {finding.fix}")
     for error in _errors(report.facts):
         lines.append(f"{_error_where(error)}: error: {error.get('reason')}")
-    lines.append(_summary(report.facts, active, fail_on))
+    lines.append(_summary(report.facts, active, fail_on or FAIL_ON))
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,8 @@ terminal; symbols fall back to ASCII when the output encoding cannot show them.
 
 from __future__ import annotations
 
+import codecs
+import io
 from typing import Any, Callable, Mapping, Optional
 
 from rich.console import Console
@@ -14,7 +16,7 @@ from rich.markup import escape
 
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
-from envcheck.report import probe_text
+from envcheck.report import PLAIN, RenderOptions, probe_text
 
 AREAS = (
     "platform",
@@ -58,19 +60,50 @@ _SEVERITY_STYLE = {
 }
 
 
-def print_report(report: Report, console: Console, verbose: bool = False) -> None:
-    symbols = _symbols(console)
-    encoding = console.encoding or "utf-8"
+def render(
+    report: Report, fail_on: Optional[Severity] = None, options: RenderOptions = PLAIN
+) -> str:
+    """The report as text, with colour codes only when `options.color` says the output is
+    a terminal that allows them."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        force_terminal=options.color,
+        no_color=not options.color,
+        highlight=False,
+        width=120,
+        soft_wrap=True,
+    )
+    print_report(report, console, options.verbose, options.encoding)
+    return buffer.getvalue()
+
+
+def print_report(
+    report: Report, console: Console, verbose: bool = False, encoding: Optional[str] = None
+) -> None:
+    """Print to a console; `encoding` is the final output's when the console writes to a
+    buffer (default: the console's own)."""
+    encoding = encoding or console.encoding or "utf-8"
+    symbols = _symbols(encoding)
+    if symbols["ok"] != "✓" and not _known_codec(encoding):
+        encoding = "ascii"
     for line in _lines(report, symbols, verbose):
         if symbols["ok"] != "✓":  # an output that cannot show Unicode: degrade, never crash
             line = line.encode(encoding, "replace").decode(encoding)
         console.print(line, highlight=False)
 
 
-def _symbols(console: Console) -> dict[str, str]:
-    encoding = (console.encoding or "utf-8").lower()
+def _known_codec(encoding: str) -> bool:
     try:
-        "✓✗•".encode(encoding)
+        codecs.lookup(encoding)
+    except LookupError:
+        return False
+    return True
+
+
+def _symbols(encoding: str) -> dict[str, str]:
+    try:
+        "✓✗•".encode(encoding.lower())
         return {"ok": "✓", "warn": "!", "bad": "✗", "unknown": "?", "dot": "•"}
     except (UnicodeEncodeError, LookupError):
         return {"ok": "+", "warn": "!", "bad": "x", "unknown": "?", "dot": "-"}
