@@ -24,6 +24,12 @@ def builtin_rules_dir() -> Path:
     raise RuntimeError(f"envcheck's rules/ folder is missing (looked in {here} and above)")
 
 
+def rule_cases_file(rule_id: str) -> Path:
+    """Where a built-in rule's pass/fail cases live in envcheck's source tree
+    (tests/rule_cases/ID.toml; a wheel does not carry them)."""
+    return builtin_rules_dir().parent / "tests" / "rule_cases" / f"{rule_id.upper()}.toml"
+
+
 def builtin_registry(extra_paths: Iterable[Path] = ()) -> Registry:
     """Every built-in rule, then the user's rule files or folders (`--rules`, config)."""
     import envcheck.checks  # noqa: F401  (registers the Python checks on import)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -11,19 +12,19 @@ from envcheck.cli.app import (
     guarded,
     rules_app,
 )
-from envcheck.cli.common import (
-    write_output,
-)
+from envcheck.cli.common import load_config, write_output
 from envcheck.cli.options import (
+    ConfigOpt,
     RulesFormatOpt,
     RulesOpt,
     VerboseOpt,
 )
+from envcheck.engine.registry import Registry
 from envcheck.errors import UsageError
 from envcheck.report import (
     DataFormat,
 )
-from envcheck.rulebook import builtin_registry
+from envcheck.rulebook import builtin_registry, rule_cases_file
 
 # rules --------------------------------------------------------------------------------
 
@@ -33,10 +34,12 @@ from envcheck.rulebook import builtin_registry
 def rules_list(
     output_format: RulesFormatOpt = DataFormat.TEXT,
     rules: RulesOpt = None,
+    config_path: ConfigOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """List every rule: id, severity, category, name and summary."""
-    registry = builtin_registry(rules or [])
+    """List every rule: id, severity, category, name and summary (the config file's rule
+    folders included, as the doctor sees them)."""
+    registry = _registry(rules, config_path)
     if output_format is DataFormat.JSON:
         write_output(json.dumps([_rule_json(r) for r in registry], indent=2) + "\n", None)
         return
@@ -54,10 +57,12 @@ def rules_show(
     ],
     output_format: RulesFormatOpt = DataFormat.TEXT,
     rules: RulesOpt = None,
+    config_path: ConfigOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Explain one rule: what it detects, why it costs time, the fix and the evidence."""
-    registry = builtin_registry(rules or [])
+    """Explain one rule: what it detects, why it costs time, the fix and the evidence,
+    where it is defined and where its pass/fail cases are."""
+    registry = _registry(rules, config_path)
     rule = registry.get(rule_id)
     if rule is None:
         raise UsageError(f"no rule with id {rule_id!r} (see `envcheck rules list`)")
@@ -78,7 +83,20 @@ def rules_show(
     typer.echo("Evidence:")
     for item in rule.evidence:
         typer.echo(f"  - {item}")
-    typer.echo(f"Defined in: {rule.origin}")
+    typer.echo(f"Defined in: {rule.defined_in or rule.origin}")
+    if rule.origin == "builtin":
+        cases = rule_cases_file(rule.id)
+        where = (
+            str(cases)
+            if cases.is_file()
+            else f"{cases.name} in envcheck's source tests/rule_cases/"
+        )
+        typer.echo(f"Cases:      {where}")
+
+
+def _registry(rules: Optional[list[Path]], config_path: Optional[Path]) -> Registry:
+    settings = load_config(config_path)
+    return builtin_registry([*settings.rule_paths, *(rules or [])])
 
 
 def _rule_json(rule: Any) -> dict[str, Any]:
@@ -94,4 +112,5 @@ def _rule_json(rule: Any) -> dict[str, Any]:
         "evidence": list(rule.evidence),
         "docs": rule.docs,
         "origin": rule.origin,
+        "defined_in": rule.defined_in or rule.origin,
     }
