@@ -1,14 +1,18 @@
-"""The built wheel carries rules/ and the schemas, and the installed package finds them.
+"""The publishable package: the built wheel and sdist carry rules/ and the schemas, their
+metadata is what PyPI shows (the distribution `envcheck-gpu`, command and import name
+`envcheck`), the README renders, and the installed package finds its rules.
 
-Builds a real wheel (hatchling, no isolation), installs it into a separate folder with
-`pip install --target`, and runs it from there: no editable install, no source tree on
-sys.path.
+Builds a real wheel and sdist (hatchling, no isolation), checks them with `twine check`,
+installs the wheel into a separate folder with `pip install --target`, and runs it from
+there: no editable install, no source tree on sys.path.
 """
 
 from __future__ import annotations
 
+import email
 import json
 import os
+import tarfile
 import shutil
 import subprocess
 import sys
@@ -22,17 +26,87 @@ ROOT = Path(__file__).resolve().parent.parent
 KERAS_FIXTURE = FIXTURES / "linux-docker-keras-preprocessing-1.0.9.json"
 
 
+DISTRIBUTION = "envcheck-gpu"
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--sdist",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+        ],
         cwd=ROOT,
         check=True,
         capture_output=True,
     )
-    [built] = out.glob("envcheck-*.whl")
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
+    [built] = dist.glob("envcheck_gpu-*.whl")
     return built
+
+
+@pytest.fixture(scope="module")
+def sdist(dist: Path) -> Path:
+    [built] = dist.glob("envcheck_gpu-*.tar.gz")
+    return built
+
+
+@pytest.mark.slow
+def test_twine_check_passes_and_the_readme_renders(dist: Path) -> None:
+    files = sorted(str(p) for p in dist.iterdir())
+    result = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *files],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("PASSED") == 2, result.stdout
+
+
+@pytest.mark.slow
+def test_wheel_metadata_names_the_distribution_and_keeps_frameworks_optional(
+    wheel: Path,
+) -> None:
+    import envcheck
+
+    archive = zipfile.ZipFile(wheel)
+    [metadata_name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+    metadata = email.message_from_bytes(archive.read(metadata_name))
+    assert metadata["Name"] == DISTRIBUTION
+    assert metadata["Version"] == envcheck.__version__
+    assert metadata["Requires-Python"] == ">=3.10"
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    assert "pipx install envcheck-gpu" in (metadata.get_payload() or "")
+    requires = metadata.get_all("Requires-Dist") or []
+    for framework in ("torch", "tensorflow"):
+        mandatory = [r for r in requires if r.startswith(framework) and "extra ==" not in r]
+        assert mandatory == [], f"{framework} must stay an optional extra: {mandatory}"
+    [entry_points] = [n for n in archive.namelist() if n.endswith("entry_points.txt")]
+    assert "envcheck = envcheck.cli:main" in archive.read(entry_points).decode()
+    assert any(n.endswith("licenses/LICENSE") for n in archive.namelist())
+
+
+@pytest.mark.slow
+def test_sdist_carries_the_sources_and_no_ignored_files(sdist: Path) -> None:
+    with tarfile.open(sdist) as archive:
+        names = [n.split("/", 1)[1] for n in archive.getnames() if "/" in n]
+    for required in ("pyproject.toml", "README.md", "LICENSE", "envcheck/service.py"):
+        assert required in names
+    for rules_file in (ROOT / "rules").glob("*.toml"):
+        assert f"rules/{rules_file.name}" in names
+    assert not [n for n in names if n.startswith((".venv", "tests/real_scripts/files"))]
 
 
 @pytest.fixture(scope="module")
