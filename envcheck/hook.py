@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import signal
 import statistics
 import subprocess
@@ -347,7 +346,3 @@ def stop_sampling(sampler: Any) -> None:
     if not sampler.samples:
         with contextlib.suppress(Exception):
             sampler.samples.append(sampler.sample())
-
-
-def command_text(command: Sequence[str]) -> str:
-    return shlex.join(command)

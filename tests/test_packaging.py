@@ -12,10 +12,10 @@ from __future__ import annotations
 import email
 import json
 import os
-import tarfile
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 
-from envcheck.report import text
+from envcheck.cli.common import emit_report
+from envcheck.model import Severity
+from envcheck.report import OutputFormat, text
 from envcheck.rulebook import builtin_registry
 from envcheck.service import diagnose
 from envcheck.snapshot import Snapshot
@@ -17,11 +19,9 @@ from envcheck.snapshot import Snapshot
 KERAS_FIXTURE = FIXTURES / "linux-docker-keras-preprocessing-1.0.9.json"
 
 
-def render(data: dict[str, Any], **console: Any) -> str:
+def render(data: dict[str, Any]) -> str:
     report = diagnose(Snapshot.from_dict(data), builtin_registry())
-    buffer = io.StringIO()
-    text.print_report(report, text.make_console(file=buffer, **console))
-    return buffer.getvalue()
+    return text.render(report)
 
 
 def fixture() -> dict[str, Any]:
@@ -46,8 +46,7 @@ def test_ascii_fallback_when_the_encoding_cannot_show_symbols() -> None:
     report = diagnose(Snapshot.from_dict(fixture()), builtin_registry())
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="ascii")
-    text.print_report(report, text.make_console(file=stream))
-    stream.flush()
+    emit_report(report, OutputFormat.TEXT, None, Severity.HIGH, False, stream)
     out = raw.getvalue().decode("ascii")
     assert "[x] Packages" in out and "[+] Memory" in out
 
@@ -61,11 +60,9 @@ def test_no_color_is_honoured_on_a_terminal(
         monkeypatch.delenv("NO_COLOR", raising=False)
     else:
         monkeypatch.setenv("NO_COLOR", no_color)
-    console = text.make_console()
     buffer = io.StringIO()
-    console.file = buffer
     report = diagnose(Snapshot.from_dict(fixture()), builtin_registry())
-    text.print_report(report, console)
+    emit_report(report, OutputFormat.TEXT, None, Severity.HIGH, False, buffer)
     out = buffer.getvalue()
     assert ("\x1b[31m" in out) is coloured  # red for the high finding
 

@@ -82,7 +82,8 @@ def keras2_packages_with_tf216(facts: Facts) -> Outcome:
         TF_216_NOTES,
         "https://github.com/keras-team/tf-keras/pull/759 (tf-keras 2.15 with TensorFlow 2.16 "
         "'will cause errors due to changes to Saved Model API')",
-        "tensorflow/python/util/lazy_loader.py: 'Your environment has TF_USE_LEGACY_KERAS set "
+        "https://github.com/tensorflow/tensorflow/blob/v2.16.1/tensorflow/python/util/"
+        "lazy_loader.py ('Your environment has TF_USE_LEGACY_KERAS set "
         "to True, but you do not have the tf_keras package installed'",
     ),
 )

@@ -55,9 +55,11 @@ def theano_installed(facts: Facts) -> Outcome:
     "{cnmem}: it prints 'CNMeM is disabled' and allocates GPU memory call by call",
     fix='export THEANO_FLAGS="$THEANO_FLAGS,lib.cnmem=0.8"   # or [lib] cnmem = 0.8 in ~/.theanorc',
     evidence=(
-        "Theano 0.9.0 theano/sandbox/cuda/__init__.py: 'Using gpu device %d: %s (CNMeM is %s, "
+        "https://github.com/Theano/Theano/blob/rel-0.9.0/theano/sandbox/cuda/__init__.py: "
+        "'Using gpu device %d: %s (CNMeM is %s, "
         "cuDNN %s)'",
-        "Theano 0.9.0 configdefaults.py: lib.cnmem 'Do we enable CNMeM or not (a faster CUDA "
+        "https://github.com/Theano/Theano/blob/rel-0.9.0/theano/configdefaults.py: "
+        "lib.cnmem 'Do we enable CNMeM or not (a faster CUDA "
         "memory allocator)' — default 0, not enabled",
         "https://docs.huihoo.com/theano/0.8/library/config.html",
     ),

@@ -15,10 +15,8 @@ from typer.core import TyperGroup
 
 from envcheck import __version__
 from envcheck.errors import EnvcheckError
-from envcheck.model import Severity
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-DEFAULT_FAIL_ON = Severity.HIGH
 
 
 class OneLineUsageErrors(TyperGroup):

@@ -55,7 +55,8 @@ def _wants_colour(stream: TextIO) -> bool:
     """rich's own decision for this stream: a terminal, NO_COLOR unset, TERM not dumb."""
     from rich.console import Console
 
-    return Console(file=stream).color_system is not None
+    console = Console(file=stream)
+    return console.color_system is not None and not console.no_color
 
 
 def write_output(content: str, output: Optional[Path], stream: Optional[TextIO] = None) -> None:

@@ -392,10 +392,3 @@ _DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "environment": _environment,
     "probe": probe_text.headline,
 }
-
-
-def make_console(file: Optional[Any] = None, plain: bool = False) -> Console:
-    """A console for stdout (colour when it is a terminal and NO_COLOR is unset) or a file."""
-    if file is not None or plain:
-        return Console(file=file, no_color=True, highlight=False, width=120, soft_wrap=True)
-    return Console(highlight=False, soft_wrap=True)
