@@ -98,7 +98,7 @@ def test_the_report_carries_the_metadata_of_every_evaluated_rule(tmp_path: Path)
     rules = result.report.rules
     assert {c.id for c in result.report.checks} == set(rules)
     assert rules["EC101"].docs_ref == "envcheck rules show EC101"
-    assert rules["EC101"].defined_in == "rules/packages.toml"
+    assert rules["EC101"].defined_in == "rules/ec1xx_packages.toml"
     assert rules["EC303"].defined_in.startswith("envcheck/checks/")
     user = rules["ORG101"]
     assert user.summary == "Our policy bans keras-preprocessing in training images"
@@ -126,7 +126,7 @@ def test_rules_show_names_where_a_rule_is_defined_and_its_cases(runner: CliRunne
     assert "Defined in: envcheck/checks/" in python_rule.stdout
     assert f"Cases:      {TESTS / 'rule_cases' / 'EC303.toml'}" in python_rule.stdout
     toml_rule = runner.invoke(app, ["rules", "show", "EC101"])
-    assert "Defined in: rules/packages.toml" in toml_rule.stdout
+    assert "Defined in: rules/ec1xx_packages.toml" in toml_rule.stdout
 
 
 def test_rules_list_sees_the_config_files_rule_folders(

@@ -1,15 +1,17 @@
-"""Python checks, grouped by area; importing this package registers them."""
+"""Python checks, one module per rule family named by its id range (ec3xx_gpu_stack holds
+EC3xx rules); importing this package registers them. Helpers shared by several families
+(gpu_facts, facts_helpers, cuda_tables) carry no rules."""
 
 from envcheck.checks import (  # noqa: F401
-    data,
-    gpu_devices,
-    gpu_stack,
-    host,
-    keras_tf,
-    packages,
+    ec1xx_keras_tf,
+    ec1xx_packages,
+    ec1xx_theano,
+    ec2xx_host,
+    ec3xx_gpu_devices,
+    ec3xx_gpu_stack,
+    ec4xx_data,
     probe,
     scripts_precision,
     scripts_tf,
     scripts_torch,
-    theano,
 )

@@ -250,5 +250,5 @@ def test_empty_sys_path_is_unavailable(machine) -> None:
 
 def test_real_interpreter_lists_this_project() -> None:
     sections = packages.collect(CollectContext(interpreter=current()))
-    assert "envcheck" in sections["packages"]
+    assert "envcheck-gpu" in sections["packages"]  # the distribution; the import name is envcheck
     assert "pytest" in sections["packages"]
