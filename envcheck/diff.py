@@ -12,6 +12,10 @@ rule id and location. `load_side` reads a file; everything else here is pure.
 
 Rendering (text, and the JSON form that is a public contract:
 envcheck/schemas/diff.schema.json) is envcheck/report/diff.py's, beside the other reporters.
+
+Size: one small comparison function per area (driver, GPUs, frameworks, storage, CPU,
+memory, probe, packages, environment, platform) and the input readers; they share the
+Change type and its ordering, so they stay together.
 """
 
 from __future__ import annotations

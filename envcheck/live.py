@@ -30,6 +30,9 @@ NumPy or PIL calls inside a map function run once, at trace time, and leave no t
 the graph: only `tf.py_function` / `tf.numpy_function` are visible here (EC513), and only
 the static audit sees the rest. Dataset classes this module does not know are kept as
 operations under their class name; the walk never fails on them.
+
+Size: two readers of live objects, the DataLoader's attributes and the tf.data graph walk
+with its table of dataset classes; both produce the static audit's fact shapes.
 """
 
 from __future__ import annotations

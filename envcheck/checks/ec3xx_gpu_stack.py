@@ -1,5 +1,9 @@
 """GPU software-stack rules (EC301-EC306, EC314): can this driver, these framework
-builds and these libraries use this GPU at all?"""
+builds and these libraries use this GPU at all?
+
+Size: seven rules whose docstrings are their reference documentation (anti-pattern, best
+practice, the sources); one family stays in one module, so EC3xx is read in one place.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@ No network, no CDN, no JavaScript: inline CSS, inline SVG charts (html_charts.py
 value from the report passed through `html.escape`. The order follows the text report:
 the ranked fixes first, then the environment by area (the same per-area descriptions and
 check results as text.py), then the probe's measurements and its timeline.
+
+Size: one small function per section of the page, plus the stylesheet; the charts live in
+html_charts.py.
 """
 
 from __future__ import annotations
