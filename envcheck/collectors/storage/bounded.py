@@ -19,6 +19,7 @@ from typing import Any, Optional, TypeVar
 
 from envcheck import subprocess_runner
 from envcheck.collectors.base import CollectContext
+from envcheck.collectors.storage.facts import FILE_NOTE, mark_unknown
 
 Runner = Callable[[Sequence[str], float], subprocess_runner.Completed]
 T = TypeVar("T")
@@ -67,6 +68,41 @@ def in_namespace(ctx: CollectContext, real: str) -> str:
     if rel == os.pardir or rel.startswith(os.pardir + os.sep):
         return real
     return "/" + rel.replace(os.sep, "/")
+
+
+def locate(
+    ctx: CollectContext, facts: dict[str, Any], timeout: float
+) -> Optional[tuple[str, bool]]:
+    """ctx.data as seen in the namespace, and whether that is certain; None when it cannot
+    be read (facts are then unknown, with the reason).
+
+    A path that does not answer within `timeout` (a dead NFS server) is taken as given,
+    symlinks unresolved, and said so; facts["resolved"] stays null then.
+    """
+    assert ctx.data is not None
+    given = str(ctx.data)
+    try:
+        real, is_dir = within(lambda: resolve(given), timeout)
+    except TimedOut:
+        why = (
+            f"the path did not answer within {timeout:g} s (a hung network mount?); its "
+            "mount is looked up by the path as given, symlinks unresolved"
+        )
+        facts["reasons"]["resolved"] = why
+        facts["notes"].append(why)
+        return in_namespace(ctx, os.path.abspath(given)), False
+    except OSError as exc:
+        missing = isinstance(exc, FileNotFoundError)
+        mark_unknown(
+            facts,
+            f"{given} does not exist" if missing else f"cannot read {given}: {os_reason(exc)}",
+        )
+        return None
+    path = in_namespace(ctx, real)
+    facts["resolved"] = path
+    if not is_dir:
+        facts["notes"].append(FILE_NOTE)
+    return path, True
 
 
 def os_reason(exc: OSError) -> str:

@@ -39,6 +39,8 @@ MEMORY_FS = frozenset({"tmpfs", "ramfs"})
 DISK_KIND_ORDER = ("usb", "hdd", "ssd", "nvme")
 # Model or vendor text of a disk that is a RAID volume or a hypervisor's virtual disk.
 VIRTUAL_MARKERS = ("PERC", "RAID", "Virtual", "QEMU", "VMware", "VBOX", "LOGICAL VOLUME")
+# --data may name a file (an archive, a shard): its folder's storage is the answer.
+FILE_NOTE = "--data names a file, not a folder: the storage reported is the file's"
 
 
 def blank_facts(path: str, method: Optional[str]) -> dict[str, Any]:

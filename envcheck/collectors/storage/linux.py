@@ -81,31 +81,11 @@ class _Linux:
         facts = blank_facts(given, "linux-sysfs")
         facts["reasons"] = self.reasons
         facts["notes"] = self.notes
-        try:
-            real, is_dir = bounded.within(lambda: bounded.resolve(given), self.timeout)
-            path = bounded.in_namespace(self.ctx, real)
-            facts["resolved"] = path
-            if not is_dir:
-                self.notes.append(
-                    "--data names a file, not a folder: the storage reported is the file's"
-                )
-        except bounded.TimedOut:
-            path = bounded.in_namespace(self.ctx, os.path.abspath(given))
-            why = (
-                f"the path did not answer within {self.timeout:g} s (a hung network "
-                "mount?); its mount is looked up by the path as given, symlinks unresolved"
-            )
-            self.reasons["resolved"] = why
-            self.notes.append(why)
-            self.certain = False
-        except OSError as exc:
-            exists = not isinstance(exc, FileNotFoundError)
-            return mark_unknown(
-                facts,
-                f"cannot read {given}: {bounded.os_reason(exc)}"
-                if exists
-                else f"{given} does not exist",
-            )
+        located = bounded.locate(self.ctx, facts, self.timeout)
+        if located is None:
+            return facts
+        path, certain = located
+        self.certain = self.certain and certain
         mountinfo = read_text(self.ctx.proc_root / "self/mountinfo")
         self.mounts = mounts.parse_mountinfo(mountinfo or "")
         mount = find_mount(self.mounts, path)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import plistlib
 from typing import Any, Optional
 
@@ -32,32 +31,10 @@ def probe(ctx: CollectContext, run: Runner, timeout: float) -> dict[str, Any]:
     given = str(ctx.data)
     facts = blank_facts(given, "macos-diskutil")
     reasons: Reasons = facts["reasons"]
-    certain = True
-    try:
-        real, is_dir = bounded.within(lambda: bounded.resolve(given), timeout)
-        path = bounded.in_namespace(ctx, real)
-        facts["resolved"] = path
-        if not is_dir:
-            facts["notes"].append(
-                "--data names a file, not a folder: the storage reported is the file's"
-            )
-    except bounded.TimedOut:
-        path = bounded.in_namespace(ctx, os.path.abspath(given))
-        why = (
-            f"the path did not answer within {timeout:g} s (a hung network mount?); its "
-            "mount is looked up by the path as given, symlinks unresolved"
-        )
-        reasons["resolved"] = why
-        facts["notes"].append(why)
-        certain = False
-    except OSError as exc:
-        missing = isinstance(exc, FileNotFoundError)
-        return mark_unknown(
-            facts,
-            f"{given} does not exist"
-            if missing
-            else f"cannot read {given}: {bounded.os_reason(exc)}",
-        )
+    located = bounded.locate(ctx, facts, timeout)
+    if located is None:
+        return facts
+    path, certain = located
     completed, why = run_first([["/sbin/mount"], ["mount"]], run, timeout, "mount")
     if completed is None:
         return mark_unknown(facts, why)

@@ -17,6 +17,7 @@ from typing import Any
 
 from envcheck.collectors.storage.bounded import Runner, first_line, run_first
 from envcheck.collectors.storage.facts import (
+    FILE_NOTE,
     Disk,
     Reasons,
     blank_facts,
@@ -138,9 +139,7 @@ def probe(data: Path, run: Runner, timeout: float) -> dict[str, Any]:
     if isinstance(resolved, str):
         facts["resolved"] = resolved
     if answer.get("IsFolder") is False:
-        facts["notes"].append(
-            "--data names a file, not a folder: the storage reported is the file's"
-        )
+        facts["notes"].append(FILE_NOTE)
     if facts["resolved"] is None:
         return mark_unknown(facts, str(answer.get("Error") or "Get-Item gave no path"))
     if _is_unc(facts["resolved"]):
