@@ -1,11 +1,11 @@
 """Calls that may hang or fail, bounded, their failures turned into reasons.
 
 A stat or realpath on a dead NFS server blocks for minutes: it runs in a daemon thread
-that is abandoned after `timeout` (`within`). A command (PowerShell, mount, diskutil)
-runs with a timeout, the first of several names that starts (`run_first`). Paths are
-looked up in the namespace that `ctx.root` stands for (`in_namespace`): a path under an
-injected root (the tests' fake trees) is read as "/" plus its part below the root; with
-the real root "/" this changes nothing.
+that is abandoned after `timeout` (`within`); `locate` finds the data path that way. A
+command (PowerShell, mount, diskutil) runs with a timeout, the first of several names
+that starts (`run_first`). Paths are looked up in the namespace that `ctx.root` stands
+for (`in_namespace`): a path under an injected root (the tests' fake trees) is read as
+"/" plus its part below the root; with the real root "/" this changes nothing.
 """
 
 from __future__ import annotations
