@@ -20,6 +20,7 @@ import pytest
 from conftest import failing_rules, rule_statuses
 
 from envcheck.collectors import antivirus
+from envcheck.collectors.antivirus import linux, macos, windows
 from envcheck.collectors.base import CollectContext, run_collector
 from envcheck.interpreter import Interpreter, current
 from envcheck.subprocess_runner import Completed
@@ -241,8 +242,8 @@ def test_defender_unelevated_exclusions_are_unknown(machine) -> None:
     product = _defender(section)
     assert product["realtime"] is True
     assert product["excludes_data"] is None
-    assert antivirus.ADMIN_NOTE in product["notes"]
-    assert "elevated" in antivirus.ADMIN_NOTE and "administrator" in antivirus.ADMIN_NOTE
+    assert windows.ADMIN_NOTE in product["notes"]
+    assert "elevated" in windows.ADMIN_NOTE and "administrator" in windows.ADMIN_NOTE
     assert section["reasons"] == {}
     # never "not excluded" when it cannot be told: the rule says unknown
     assert rule_statuses(storage={"path": DIR}, antivirus=section)["EC408"] == "unknown"
@@ -254,7 +255,7 @@ def test_defender_unelevated_single_string_form(machine) -> None:
     runner = FakeRunner({"Get-MpComputerStatus": _status(), "Get-MpPreference": ok(text)})
     product = _defender(_windows(machine, runner))
     assert product["excludes_data"] is None
-    assert antivirus.ADMIN_NOTE in product["notes"]
+    assert windows.ADMIN_NOTE in product["notes"]
 
 
 @pytest.mark.parametrize("mode", ["Passive Mode", "SxS Passive Mode", "EDR Block Mode"])
@@ -489,7 +490,7 @@ def test_clamd_alone_is_not_on_access(machine, dataset: Path) -> None:
 
 
 def test_parse_clamd_conf() -> None:
-    conf = antivirus.parse_clamd_conf(
+    conf = linux.parse_clamd_conf(
         "Example\n# OnAccessIncludePath /commented\nOnAccessIncludePath\t/home\n"
         'OnAccessExcludePath "/home/me/data"\nOnAccessMountPath /mnt\nScanOnAccess yes\n'
     )
@@ -627,9 +628,9 @@ def test_mdatp_missing(machine, dataset: Path) -> None:
 
 def test_parse_mdatp_exclusions_skips_processes() -> None:
     text = _mdatp_exclusions("/data/", "/home/me/file.bin")
-    assert antivirus.parse_mdatp_exclusions(text) == ["/data/", "/home/me/file.bin"]
+    assert linux.parse_mdatp_exclusions(text) == ["/data/", "/home/me/file.bin"]
     as_json = json.dumps([{"$type": "excludedPath", "path": "/x", "isDirectory": True}])
-    assert antivirus.parse_mdatp_exclusions(as_json) == ["/x"]
+    assert linux.parse_mdatp_exclusions(as_json) == ["/x"]
 
 
 def test_clean_linux_machine(machine, dataset: Path) -> None:
@@ -728,7 +729,7 @@ def test_parse_systemextensionsctl_space_separated() -> None:
         "* * 864VDCS2QY com.infomaniak.drive.desktopclient.LiteSyncExt (3.5.0/1)"
         " kDrive LiteSync Extension [activated enabled]\n"
     )
-    [ext] = antivirus.parse_systemextensionsctl(text)
+    [ext] = macos.parse_systemextensionsctl(text)
     assert ext.section == "com.apple.system_extension.endpoint_security"
     assert (ext.team, ext.bundle_id, ext.version) == (
         "864VDCS2QY",

@@ -19,6 +19,7 @@ import struct
 import sys
 import tarfile
 import threading
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,18 @@ import pytest
 
 from envcheck.collectors import dataset
 from envcheck.collectors.base import CollectContext
+from envcheck.collectors.dataset.estimate import Estimate, estimate
+from envcheck.collectors.dataset.formats import crc32c, magic_kind, masked_crc32c
+from envcheck.collectors.dataset.sections import FORMATS_LIMIT, METHOD, METHOD_NO_FADVISE
+from envcheck.collectors.dataset.tally import (
+    MAGIC_SAMPLE,
+    READ_SAMPLE,
+    SIZE_BUCKETS,
+    WALK_SHARE,
+    Level,
+    size_bucket,
+)
+from envcheck.collectors.dataset.walk import spread
 from envcheck.interpreter import current
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -220,7 +233,7 @@ def test_class_folders_of_real_images(class_tree) -> None:
     assert facts["bytes"] == file_sizes(*images)
     assert facts["mean_file_bytes"] == round(facts["bytes"] / 13)
     assert sum(facts["size_histogram"].values()) == 13
-    assert list(facts["size_histogram"]) == list(dataset.SIZE_BUCKETS)
+    assert list(facts["size_histogram"]) == list(SIZE_BUCKETS)
     assert facts["formats"] == {".jpg": 11, ".png": 2}
     assert facts["layout"] == "class-folders"
     assert facts["class_folders"] == 3
@@ -248,14 +261,14 @@ def test_class_folders_of_real_images(class_tree) -> None:
         assert result["bytes_per_s"] > 0
     assert list(cold) == [*PASS_KEYS, "cache_dropped"]
     assert cold["cache_dropped"] is hasattr(os, "posix_fadvise")
-    assert throughput["method"] == dataset.METHOD
+    assert throughput["method"] == METHOD
     assert throughput["reasons"] == {}
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="posix_fadvise is Linux's")
 def test_real_clock_cold_and_warm_reads_on_linux(class_tree) -> None:
     root, _ = class_tree
-    facts, throughput = collect_untouched(root, clock=dataset.time.monotonic)
+    facts, throughput = collect_untouched(root, clock=time.monotonic)
     assert facts["files"] == 13
     for name in ("cold", "warm"):
         result = throughput[name]
@@ -376,7 +389,7 @@ def test_flat_folder_sizes_fill_each_bucket_and_fifos_are_never_opened(tmp_path:
     assert facts["files"] == 6
     assert facts["dirs"] == 2
     assert facts["bytes"] == sum(sizes)
-    assert facts["size_histogram"] == dict.fromkeys(dataset.SIZE_BUCKETS, 1)
+    assert facts["size_histogram"] == dict.fromkeys(SIZE_BUCKETS, 1)
     assert facts["formats"] == {".bin": 6}  # lower case
     assert facts["magic"] == {"unknown": 6}
     assert throughput["cold"]["bytes"] == throughput["warm"]["bytes"] == file_sizes(*files)
@@ -393,7 +406,7 @@ def test_empty_folder(tmp_path: Path) -> None:
     assert facts["bytes"] == 0
     assert facts["mean_file_bytes"] is None
     assert facts["reasons"]["mean_file_bytes"] == "no files"
-    assert facts["size_histogram"] == dict.fromkeys(dataset.SIZE_BUCKETS, 0)
+    assert facts["size_histogram"] == dict.fromkeys(SIZE_BUCKETS, 0)
     assert facts["formats"] == {}
     assert facts["magic"] == {"unknown": 0}
     assert facts["sampled"] == 0
@@ -505,15 +518,15 @@ def test_numpy_save_is_npy_when_numpy_is_installed(tmp_path: Path) -> None:
     ],
 )
 def test_magic_kind(name: str, head: bytes, kind: str) -> None:
-    assert dataset.magic_kind(name, head) == kind
+    assert magic_kind(name, head) == kind
 
 
 def test_crc32c_known_values() -> None:
-    assert dataset.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
-    assert dataset.crc32c(b"") == 0
+    assert crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    assert crc32c(b"") == 0
     for data in (b"", b"a", b"\x00" * 8, os.urandom(100)):
-        assert dataset.crc32c(data) == _crc32c_bitwise(data)
-        assert dataset.masked_crc32c(data) == _masked(data)
+        assert crc32c(data) == _crc32c_bitwise(data)
+        assert masked_crc32c(data) == _masked(data)
 
 
 @pytest.mark.parametrize(
@@ -530,14 +543,14 @@ def test_crc32c_known_values() -> None:
     ],
 )
 def test_size_buckets(size: int, bucket: str) -> None:
-    assert dataset.size_bucket(size) == bucket
+    assert size_bucket(size) == bucket
 
 
 def test_spread_takes_one_file_per_folder_first() -> None:
     folders = [["a1", "a2", "a3"], ["b1"], ["c1", "c2"]]
-    assert dataset.spread(folders, 4) == ["a1", "b1", "c1", "a2"]
-    assert dataset.spread(folders, 100) == ["a1", "b1", "c1", "a2", "c2", "a3"]
-    assert dataset.spread([], 5) == []
+    assert spread(folders, 4) == ["a1", "b1", "c1", "a2"]
+    assert spread(folders, 100) == ["a1", "b1", "c1", "a2", "c2", "a3"]
+    assert spread([], 5) == []
 
 
 def test_magic_sample_is_spread_across_many_folders(tmp_path: Path) -> None:
@@ -546,9 +559,9 @@ def test_magic_sample_is_spread_across_many_folders(tmp_path: Path) -> None:
         for index in range(3):
             write(root / f"class{folder:03d}" / f"{index}.jpg", b"\xff\xd8\xff" + bytes(20))
     facts, throughput = collect_untouched(root)
-    assert facts["sampled"] == dataset.MAGIC_SAMPLE
-    assert facts["magic"] == {"jpeg": dataset.MAGIC_SAMPLE, "unknown": 0}
-    assert throughput["sample_files"] == dataset.READ_SAMPLE
+    assert facts["sampled"] == MAGIC_SAMPLE
+    assert facts["magic"] == {"jpeg": MAGIC_SAMPLE, "unknown": 0}
+    assert throughput["sample_files"] == READ_SAMPLE
     assert facts["class_folders"] == 100
 
 
@@ -562,7 +575,7 @@ def test_nested_layout_is_estimated_per_depth_when_the_budget_runs_out(tmp_path:
             for index in range(20):
                 (folder / f"{index}.txt").write_bytes(b"0123456789")
     # about 2,300 clock readings for the whole walk; stop it after about 1,300
-    facts, _ = collect_untouched(root, budget=1.0, clock=TickClock(dataset.WALK_SHARE / 1300))
+    facts, _ = collect_untouched(root, budget=1.0, clock=TickClock(WALK_SHARE / 1300))
     assert facts["complete"] is False
     assert "estimates" in facts["reasons"]["complete"]
     assert 1000 <= facts["files"] <= 4000  # truly 2,000
@@ -572,8 +585,8 @@ def test_nested_layout_is_estimated_per_depth_when_the_budget_runs_out(tmp_path:
 
 
 def test_estimate_extrapolates_each_depth_from_its_listed_folders() -> None:
-    level = dataset._Level
-    exact = dataset.estimate(
+    level = Level
+    exact = estimate(
         [
             level(known=1, visited=1, listed=1, files=5, bytes=50, subdirs=2),
             level(known=2, visited=2, listed=2, files=10, bytes=100, subdirs=0),
@@ -581,10 +594,10 @@ def test_estimate_extrapolates_each_depth_from_its_listed_folders() -> None:
         files_seen=15,
         bytes_seen=150,
     )
-    assert exact == dataset.Estimate(files=15, dirs=3, bytes=150, note=None)
+    assert exact == Estimate(files=15, dirs=3, bytes=150, note=None)
 
     # DIR holds 10 folders; 4 listed (100 files, 2 subfolders each); depth 2 never listed
-    partial = dataset.estimate(
+    partial = estimate(
         [
             level(known=1, visited=1, listed=1, files=0, subdirs=10),
             level(known=10, visited=5, listed=4, files=400, bytes=4000, subdirs=8),
@@ -600,7 +613,7 @@ def test_estimate_extrapolates_each_depth_from_its_listed_folders() -> None:
     assert "depth 2" in partial.note
     assert "depth 1" in partial.note
 
-    lower = dataset.estimate([level(known=1, visited=1)], files_seen=50, bytes_seen=500)
+    lower = estimate([level(known=1, visited=1)], files_seen=50, bytes_seen=500)
     assert (lower.files, lower.dirs, lower.bytes) == (50, 1, 500)
     assert lower.note is not None
     assert lower.note.startswith("a lower bound")
@@ -611,7 +624,7 @@ def test_walk_stopped_inside_the_top_folder_reports_a_lower_bound(tmp_path: Path
     root.mkdir()
     for index in range(500):
         (root / f"{index}.jpg").write_bytes(b"\xff\xd8\xff" + bytes(7))
-    facts, _ = collect_untouched(root, budget=1.0, clock=TickClock(dataset.WALK_SHARE / 100))
+    facts, _ = collect_untouched(root, budget=1.0, clock=TickClock(WALK_SHARE / 100))
     assert facts["complete"] is False
     assert 0 < facts["files"] < 500
     assert facts["reasons"]["files"].startswith("a lower bound")
@@ -674,12 +687,12 @@ def _scale_test(root: Path) -> None:
     assert facts["class_folders"] == 200  # every top-level folder is known after an early stop
     assert facts["formats"] == {".jpg": facts["files"]}
     assert facts["size_histogram"]["<16KiB"] == facts["files"]
-    assert facts["sampled"] == dataset.MAGIC_SAMPLE
+    assert facts["sampled"] == MAGIC_SAMPLE
     assert throughput["cold"]["files"] > 0
     assert throughput["warm"]["files"] > 0
 
     # and with the real clock: it returns, with an answer of the right shape
-    facts, throughput = collect_without_listing(root, budget=1.0, clock=dataset.time.monotonic)
+    facts, throughput = collect_without_listing(root, budget=1.0, clock=time.monotonic)
     assert isinstance(facts["files"], int)
     assert facts["files"] > 0
     assert facts["complete"] in (True, False)
@@ -729,17 +742,17 @@ def test_no_posix_fadvise_means_cache_not_dropped(
     _, throughput = collect_untouched(root)
     assert throughput["cold"]["cache_dropped"] is False
     assert "posix_fadvise" in throughput["reasons"]["cache_dropped"]
-    assert throughput["method"] == dataset.METHOD_NO_FADVISE
+    assert throughput["method"] == METHOD_NO_FADVISE
     assert throughput["warm"]["files"] == 1
 
 
 def test_many_extensions_are_capped(tmp_path: Path) -> None:
     root = tmp_path / "frames"
     root.mkdir()
-    for index in range(dataset.FORMATS_LIMIT + 10):
+    for index in range(FORMATS_LIMIT + 10):
         (root / f"frame.{index:06d}").write_bytes(b"x")
     facts, _ = collect_untouched(root)
-    assert len(facts["formats"]) == dataset.FORMATS_LIMIT + 1
+    assert len(facts["formats"]) == FORMATS_LIMIT + 1
     assert facts["formats"]["other"] == 10
     assert sum(facts["formats"].values()) == facts["files"]
 

@@ -17,6 +17,8 @@ from conftest import failing_rules
 
 from envcheck.collectors import storage
 from envcheck.collectors.base import CollectContext
+from envcheck.collectors.storage import bounded, mounts
+from envcheck.collectors.storage.windows import windows_script
 from envcheck.interpreter import current
 from envcheck.subprocess_runner import Completed
 
@@ -457,7 +459,7 @@ def test_unreadable_dir(machine, monkeypatch) -> None:
     def denied(path: str) -> tuple[str, bool]:
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(storage, "_resolve", denied)
+    monkeypatch.setattr(bounded, "resolve", denied)
     facts = probe(machine, data_dir(machine, "/data"))
     assert (facts["kind"], facts["certain"]) == ("unknown", False)
     assert "Permission denied" in facts["reasons"]["kind"]
@@ -475,14 +477,14 @@ def test_data_that_is_a_file_reports_the_files_storage(machine) -> None:
 
 @pytest.fixture
 def hanging_stat(monkeypatch):
-    """storage._resolve blocks like a stat on a dead NFS server, until the test ends."""
+    """bounded.resolve blocks like a stat on a dead NFS server, until the test ends."""
     release = threading.Event()
 
     def hang(path: str) -> tuple[str, bool]:
         release.wait(30)
         raise OSError(5, "Input/output error", path)
 
-    monkeypatch.setattr(storage, "_resolve", hang)
+    monkeypatch.setattr(bounded, "resolve", hang)
     yield
     release.set()
 
@@ -534,7 +536,7 @@ def test_parse_mountinfo_fields() -> None:
         "36 35 98:0 /mnt1 /mnt/a\\040b rw,noatime master:1 shared:7 - ext3 /dev/root "
         "rw,errors=continue"
     )
-    (mount,) = storage.parse_mountinfo(line + "\nnot a mountinfo line\n")
+    (mount,) = mounts.parse_mountinfo(line + "\nnot a mountinfo line\n")
     assert (mount.major, mount.minor, mount.root, mount.mount_point) == (98, 0, "/mnt1", "/mnt/a b")
     assert (mount.fs_type, mount.source, mount.super_options) == (
         "ext3",
@@ -553,7 +555,7 @@ def test_a_bug_becomes_a_reason(machine, monkeypatch) -> None:
     def broken(*args: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(storage, "parse_mountinfo", broken)
+    monkeypatch.setattr(mounts, "parse_mountinfo", broken)
     facts = probe(machine, data_dir(machine, "/data"))
     assert facts["kind"] == "unknown"
     assert "RuntimeError: boom" in facts["reasons"]["kind"]
@@ -766,7 +768,7 @@ def test_windows_garbage_output(machine) -> None:
 
 
 def test_windows_path_quotes_are_escaped() -> None:
-    assert "'C:\\it''s data'" in storage.windows_script("C:\\it's data")
+    assert "'C:\\it''s data'" in windows_script("C:\\it's data")
 
 
 # -- macOS: mount, then diskutil info -plist ----------------------------------------------
