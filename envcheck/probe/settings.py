@@ -17,6 +17,7 @@ MIN_BUDGET_S, MAX_BUDGET_S = 2.0, 3600.0
 # Importing a framework, generating the images and starting workers happen outside the
 # measuring budget; this bounds them so a hung import cannot hang the doctor.
 SETUP_ALLOWANCE_S = 120.0
+MAX_PROCESSES = 1024  # training processes per node; more is a typo
 
 
 def usable_cores() -> int:
@@ -62,6 +63,13 @@ class ProbeSettings:
     inject_delay_s: float = 0.0
     throttle_read_bps: Optional[float] = None
     timeout_s: Optional[float] = None  # None: budget + SETUP_ALLOWANCE_S
+    # The node view (node.py): training processes sharing this node's cores, where that
+    # count came from, the cores they share, and whether to also run that many input
+    # pipelines at once (--concurrent).
+    processes: int = 1
+    processes_source: str = "one process"
+    node_cores: int = field(default_factory=lambda: usable_cores())
+    concurrent: bool = False
     settings_from: dict[str, str] = field(default_factory=dict)  # setting -> where it came from
 
     def validated(self) -> ProbeSettings:
@@ -81,6 +89,8 @@ class ProbeSettings:
             )
         if self.workers is not None and self.workers < 0:
             raise UsageError("--workers must be 0 or more")
+        if not 1 <= self.processes <= MAX_PROCESSES:
+            raise UsageError(f"--procs-per-node must be between 1 and {MAX_PROCESSES}")
         if self.data is not None and not self.data.is_dir():
             raise UsageError(f"--data {self.data}: not a directory")
         return self
