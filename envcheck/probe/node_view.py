@@ -43,10 +43,14 @@ def verdict_sentence(
         f"{demand:,.0f} img/s; these {cores} {core_word} decode {supply:,.0f} img/s"
     )
     if balance < 1 - BALANCED_WITHIN:
-        return "input-bound", f"{head}: input-bound {1 / balance:.1f}x"
+        return "input-bound", f"{head}: input-bound {_factor(1 / balance)}"
     if balance <= 1 + BALANCED_WITHIN:
         return "balanced", f"{head}: balanced, no headroom"
-    return "keeps-up", f"{head}: keeps up ({balance:.1f}x headroom)"
+    return "keeps-up", f"{head}: keeps up ({_factor(balance)} headroom)"
+
+
+def _factor(value: float) -> str:
+    return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
 
 
 def per_process_workers(

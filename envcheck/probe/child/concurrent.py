@@ -182,9 +182,10 @@ def pipeline_main(settings: Dict[str, Any]) -> None:
     os._exit(0)
 
 
-def concurrent_workers(points: Sequence[Dict[str, Any]], fallback: int) -> int:
-    """Workers for each concurrent pipeline: the sweep's fastest count, else the loader's."""
-    measured = [p for p in points if p.get("rate")]
+def concurrent_workers(points: Sequence[Dict[str, Any]], fallback: int, cap: int) -> int:
+    """Workers for each concurrent pipeline: the sweep's fastest count among those whose
+    sum fits the node's cores (at most `cap` each), else the loader's."""
+    measured = [p for p in points if p.get("rate") and int(p["workers"]) <= cap]
     if not measured:
         return fallback
     return int(max(measured, key=lambda p: p["rate"])["workers"])

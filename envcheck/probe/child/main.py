@@ -274,21 +274,27 @@ class Probe:
         seconds = budget.slice("concurrent")
         self.emit("phase", name="concurrent", seconds=seconds)
         points = (self.result["phases"].get("sweep") or {}).get("points") or []
-        workers = concurrent.concurrent_workers(points, loader["workers"])
+        cap = cores.count // cores.processes
+        workers = concurrent.concurrent_workers(points, loader["workers"], cap)
         folder = os.path.join(os.path.dirname(self.settings["workdir"]), "concurrent")
         os.makedirs(folder, exist_ok=True)
         _warm(files)
-        result = concurrent.run_concurrent(
-            self.settings.get("boot_argv") or concurrent.default_boot(),
-            self.settings,
-            files,
-            labels,
-            batch,
-            workers,
-            cores.processes,
-            seconds,
-            folder,
-        )
+        unpinned = cores.leave_share()  # the pipelines inherit this thread's affinity
+        try:
+            result = concurrent.run_concurrent(
+                self.settings.get("boot_argv") or concurrent.default_boot(),
+                self.settings,
+                files,
+                labels,
+                batch,
+                workers,
+                cores.processes,
+                seconds,
+                folder,
+            )
+        finally:
+            if unpinned:
+                cores.enter_share()
         self.phase_done("concurrent", result)
 
     def prepare_files(self, backend: Any, seconds: float) -> Any:
