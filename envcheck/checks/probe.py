@@ -108,6 +108,8 @@ def _per_process(probe: dict[str, Any], workers: int) -> str:
     )
 
 
+# An alternative whose measured speedup is below this is reported as no faster (noise).
+ALTERNATIVE_HELPS = 1.05
 ALTERNATIVE_FIXES = {
     "pre-resized": "resize the images once, offline (shorter side {short_side} px)",
     "packed-shards": "pack the files into tar shards (WebDataset) or TFRecords",
@@ -122,10 +124,10 @@ def _alternative_text(item: dict[str, Any]) -> str:
     label = item.get("label")
     if item.get("status") == "measured":
         unit = "files/s read cold" if item.get("name") == "packed-shards" else "samples/s"
-        return (
-            f"{what} ({label}, measured {item.get('speedup', 0):.1f}x: "
-            f"{_rate(item.get('baseline_rate'))} -> {_rate(item.get('rate'))} {unit})"
-        )
+        rates = f"{_rate(item.get('baseline_rate'))} -> {_rate(item.get('rate'))} {unit}"
+        if float(item.get("speedup") or 0) < ALTERNATIVE_HELPS:
+            return f"{what} ({label}, measured no faster here: {rates})"
+        return f"{what} ({label}, measured {item.get('speedup', 0):.1f}x: {rates})"
     return f"{what} ({label}, not measured: {item.get('reason')})"
 
 
@@ -522,7 +524,8 @@ def node_cannot_feed_its_processes(facts: Facts) -> Outcome:
 
 
 def _best_alternative(probe: dict[str, Any]) -> Optional[dict[str, Any]]:
-    """The fastest measured alternative that speeds up the whole pipeline (not reads only)."""
+    """The fastest measured alternative that speeds up the whole pipeline (not reads
+    only), if any measured faster."""
     candidates = [
         a
         for a in probe.get("alternatives") or []
@@ -530,5 +533,6 @@ def _best_alternative(probe: dict[str, Any]) -> Optional[dict[str, Any]]:
         and a.get("status") == "measured"
         and a.get("name") != "packed-shards"
         and isinstance(a.get("speedup"), (int, float))
+        and a["speedup"] >= ALTERNATIVE_HELPS
     ]
     return max(candidates, key=lambda a: float(a["speedup"]), default=None)

@@ -17,6 +17,9 @@ MIN_BUDGET_S, MAX_BUDGET_S = 2.0, 3600.0
 # Importing a framework, generating the images and starting workers happen outside the
 # measuring budget; this bounds them so a hung import cannot hang the doctor.
 SETUP_ALLOWANCE_S = 120.0
+# --concurrent starts the framework once per process, outside the budget too; the child
+# waits at most this long for them to be ready (child/concurrent.py READY_TIMEOUT_S).
+CONCURRENT_ALLOWANCE_S = 90.0
 MAX_PROCESSES = 1024  # training processes per node; more is a typo
 
 
@@ -99,7 +102,10 @@ class ProbeSettings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def hard_timeout(self) -> float:
-        return self.timeout_s if self.timeout_s else self.budget_s + SETUP_ALLOWANCE_S
+        if self.timeout_s:
+            return self.timeout_s
+        extra = CONCURRENT_ALLOWANCE_S if self.concurrent and self.processes > 1 else 0.0
+        return self.budget_s + SETUP_ALLOWANCE_S + extra
 
     def child_json(self, workdir: Path) -> dict[str, Any]:
         """What the child reads: plain JSON, paths as strings."""

@@ -180,3 +180,13 @@ def test_a_used_count_above_the_share_is_not_recommended() -> None:
     node = node_section({"phases": {}}, _run(8).settings, "cuda", sweep, WITHIN_BEST, 16)
     assert node["workers"]["per_process"] == 2 and node["workers"]["total"] == 16
     assert node["demand"] is None and node["balance"] is None and node["verdict"] is None
+
+
+def test_concurrent_pipelines_extend_the_hard_timeout_by_their_start_up() -> None:
+    from envcheck.probe.settings import CONCURRENT_ALLOWANCE_S, SETUP_ALLOWANCE_S
+
+    alone = ProbeSettings(budget_s=20, processes=4)
+    assert alone.hard_timeout() == 20 + SETUP_ALLOWANCE_S
+    together = ProbeSettings(budget_s=20, processes=4, concurrent=True)
+    assert together.hard_timeout() == 20 + SETUP_ALLOWANCE_S + CONCURRENT_ALLOWANCE_S
+    assert ProbeSettings(budget_s=20, concurrent=True).hard_timeout() == alone.hard_timeout()

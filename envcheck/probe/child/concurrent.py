@@ -21,7 +21,9 @@ from typing import IO, Any, Dict, List, Sequence
 from envcheck.probe.child import harness
 from envcheck.probe.child.events import Emitter
 
-READY_TIMEOUT_S = 90.0  # importing a framework N times on busy cores takes a while
+# importing a framework N times on busy cores takes a while; the parent's hard timeout
+# allows for it (settings.CONCURRENT_ALLOWANCE_S)
+READY_TIMEOUT_S = 90.0
 
 
 def default_boot() -> List[str]:

@@ -161,7 +161,7 @@ class Probe:
         cold["pages_dropped"] = dropped
         self.phase_done("input_cold", cold)
 
-        self.node_supply(backend, files, labels, batch, loader, cores, budget)
+        self.guarded("node", self.node_supply, backend, files, labels, batch, loader, cores, budget)
 
         cold_e2e = self.end_to_end_cold(s.get("cold_end_to_end"))
         seconds = budget.slice("end_to_end")
@@ -180,13 +180,27 @@ class Probe:
             share = max(share, 1.0 - e2e["rate"] / compute_rate)
         if sweep_mode == "full" or (sweep_mode == "auto" and share >= INPUT_BOUND_SHARE):
             self.sweep(backend, open_loader, loader["workers"], e2e, cold_e2e, files, budget, delay)
-            self.alternatives(backend, files, labels, batch, loader, budget)
+            self.guarded(
+                "alternatives", self.alternatives, backend, files, labels, batch, loader, budget
+            )
         if "concurrent" in plan:
-            self.concurrent(files, labels, batch, loader, cores, budget)
+            self.guarded("concurrent", self.concurrent, files, labels, batch, loader, cores, budget)
         self.part("elapsed_s", round(budget.used(), 3))
         return self.result
 
     # the node view ----------------------------------------------------------------------
+
+    def guarded(self, phase: str, measure: Any, *args: Any) -> None:
+        """Run one of the node view's phases; an error there is a note, not a lost probe
+        (out of memory still ends the probe: the parent reports it)."""
+        try:
+            measure(*args)
+        except ProbeFailure:
+            raise
+        except Exception as exc:
+            if "out of memory" in str(exc).lower():
+                raise
+            self.note(f"the {phase} phase failed: {_first_line(exc)}")
 
     def node_supply(
         self,
