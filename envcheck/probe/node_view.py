@@ -2,8 +2,10 @@
 training processes, and what measured change would help.
 
 demand = processes x the per-process compute rate (the ceiling the probe measured for
-one process); supply = the node's decode rate with all its cores (the `node` phase);
-balance = supply / demand, so below 1 the node is input-bound by 1 / balance.
+one process); supply = the node's decode rate with all its cores (the `node` phase: one
+pipeline with a worker per core; or, with --concurrent, N pipelines at once when they
+decoded more); balance = supply / demand, so below 1 the node is input-bound by
+1 / balance.
 Pure functions of the child's numbers.
 """
 
@@ -88,6 +90,12 @@ def node_section(
     compute = _number((phases.get("compute") or {}).get("rate"))
     node = phases.get("node") or {}
     supply = _number(node.get("rate"))
+    supply_basis = "one pipeline, a worker per core" if supply else None
+    concurrent = _concurrent(phases.get("concurrent"))
+    together = _number((concurrent or {}).get("total"))
+    if together and (concurrent or {}).get("status") == "ok" and together > (supply or 0):
+        # both are measured decode rates on all the cores: the higher is what the node can do
+        supply, supply_basis = together, f"{processes} concurrent pipelines"
     demand = processes * compute if compute else None
     verdict = summary = None
     if demand and supply:
@@ -106,6 +114,7 @@ def node_section(
         "demand": _r(demand),
         "supply": _r(supply),
         "supply_workers": node.get("workers"),
+        "supply_basis": supply_basis,
         "balance": _r(supply / demand, 4) if demand and supply else None,
         "verdict": verdict,
         "summary": summary,
@@ -117,7 +126,7 @@ def node_section(
             "lightning": lightning,
             "lightning_rate": _r(lightning_rate),
         },
-        "concurrent": _concurrent(phases.get("concurrent")),
+        "concurrent": concurrent,
     }
 
 

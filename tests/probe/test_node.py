@@ -190,3 +190,22 @@ def test_concurrent_pipelines_extend_the_hard_timeout_by_their_start_up() -> Non
     together = ProbeSettings(budget_s=20, processes=4, concurrent=True)
     assert together.hard_timeout() == 20 + SETUP_ALLOWANCE_S + CONCURRENT_ALLOWANCE_S
     assert ProbeSettings(budget_s=20, concurrent=True).hard_timeout() == alone.hard_timeout()
+
+
+def test_concurrent_pipelines_that_decode_more_are_the_supply() -> None:
+    phases = {
+        "compute": {"rate": 120.0},
+        "node": {"rate": 80.0, "workers": 2},
+        "concurrent": {"status": "ok", "processes": 2, "rates": [60.0, 110.0], "total": 170.0},
+    }
+    node = node_section({"phases": phases}, _run(2).settings, "cpu", [], WITHIN_BEST, 2)
+    assert node["supply"] == 170.0 and node["supply_basis"] == "2 concurrent pipelines"
+    assert node["balance"] == pytest.approx(170.0 / 240.0, abs=1e-4)
+    phases["concurrent"] = {
+        "status": "partial",
+        "processes": 2,
+        "rates": [60.0, None],
+        "total": 60.0,
+    }
+    node = node_section({"phases": phases}, _run(2).settings, "cpu", [], WITHIN_BEST, 2)
+    assert node["supply"] == 80.0 and node["supply_basis"] == "one pipeline, a worker per core"
