@@ -125,6 +125,8 @@ def _alternative_text(item: dict[str, Any]) -> str:
     if item.get("status") == "measured":
         unit = "files/s read cold" if item.get("name") == "packed-shards" else "samples/s"
         rates = f"{_rate(item.get('baseline_rate'))} -> {_rate(item.get('rate'))} {unit}"
+        if item.get("same_filesystem") is False:
+            rates += "; the shards were on another filesystem (the temporary folder's)"
         if float(item.get("speedup") or 0) < ALTERNATIVE_HELPS:
             return f"{what} ({label}, measured no faster here: {rates})"
         return f"{what} ({label}, measured {item.get('speedup', 0):.1f}x: {rates})"

@@ -113,6 +113,7 @@ def test_the_text_report_shows_the_node_view() -> None:
     assert "node            2 process(es) on 2 cores (1 each, pinned; --procs-per-node)" in out
     assert node["summary"] in out
     assert "per process     0 workers" in out and "Lightning's rule: 1" in out
-    assert "concurrent      2 pipelines x 1 workers at once" in out
+    assert "concurrent      2 pipelines x 0 workers at once: 99 + 83 = 182/s" in out
+    assert node["supply_basis"] == "2 concurrent pipelines" and node["supply"] == 182.37
     assert "alternative     pre-resized (CPU)" in out
     assert "alternative     gpu-decode (GPU)     unavailable: no CUDA GPU visible to torch" in out
