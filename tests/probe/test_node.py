@@ -209,3 +209,20 @@ def test_concurrent_pipelines_that_decode_more_are_the_supply() -> None:
     }
     node = node_section({"phases": phases}, _run(2).settings, "cpu", [], WITHIN_BEST, 2)
     assert node["supply"] == 80.0 and node["supply_basis"] == "one pipeline, a worker per core"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "environ", "processes"),
+    [
+        ("mixed-rtx3090-a4000.json", {}, 2),
+        ("mixed-rtx3090-a4000.json", {"CUDA_VISIBLE_DEVICES": "1"}, 1),
+        ("mig-partitioned-a100.json", {"CUDA_VISIBLE_DEVICES": "MIG-1a2b,MIG-3c4d"}, 2),
+        ("laptop-no-nvidia-driver.json", {"CUDA_VISIBLE_DEVICES": "0"}, 1),
+        ("workstation-rtx4090-cpu-only-torch.json", {}, 1),
+    ],
+)
+def test_processes_on_the_recorded_gpu_machines(
+    fixture: str, environ: dict[str, str], processes: int
+) -> None:
+    facts = json.loads((FIXTURES / "gpu" / fixture).read_text())
+    assert node_shape(facts, environ, 16).processes == processes

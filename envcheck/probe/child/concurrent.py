@@ -19,6 +19,7 @@ import time
 from typing import IO, Any, Dict, List, Sequence
 
 from envcheck.probe.child import harness
+from envcheck.probe.child.backends import load_backend
 from envcheck.probe.child.events import Emitter
 
 # importing a framework N times on busy cores takes a while; the parent's hard timeout
@@ -154,8 +155,6 @@ def _why(got: Dict[int, Any], count: int, event: str, failures: List[str]) -> st
 
 def pipeline_main(settings: Dict[str, Any]) -> None:
     """The "pipeline" role: build the loader, warm up, wait for go, measure, report."""
-    from envcheck.probe.child.main import load_backend
-
     emitter = Emitter()
     try:
         backend = load_backend(settings)

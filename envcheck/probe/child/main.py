@@ -29,6 +29,7 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 from envcheck.probe.child import alternatives, concurrent, harness, images
+from envcheck.probe.child.backends import load_backend
 from envcheck.probe.child.budget import Budget
 from envcheck.probe.child.errors import ProbeFailure
 from envcheck.probe.child.events import Emitter
@@ -47,24 +48,6 @@ PLAN = {
     "concurrent": 0.12,
 }
 INPUT_BOUND_SHARE = 0.05  # below this the TensorFlow Profiler says "not input-bound"
-
-
-def load_backend(settings: Dict[str, Any]) -> Any:
-    framework = settings["framework"]
-    try:
-        if framework == "torch":
-            from envcheck.probe.child.torch_backend import TorchBackend
-
-            return TorchBackend(settings)
-        if framework == "tensorflow":
-            from envcheck.probe.child.tf_backend import TensorFlowBackend
-
-            return TensorFlowBackend(settings)
-    except ProbeFailure:
-        raise
-    except ImportError as exc:
-        raise ProbeFailure("import", f"cannot import {framework}: {exc}") from exc
-    raise ProbeFailure("import", f"unknown framework {framework!r}")
 
 
 class Probe:
