@@ -219,3 +219,50 @@ def test_reads_leave_the_files_as_they_were(tmp_path: Path) -> None:
     stat = [os.stat(p).st_mtime_ns for p in files]
     images.drop_cached_pages(files)
     assert [os.stat(p).st_mtime_ns for p in files] == stat
+
+
+class FakeCudaBackend(PillowBackend):
+    """A torch backend that sees a GPU; its nvJPEG decode rate is given."""
+
+    cuda = True
+
+    def gpu_decode_rate(self, blobs: list[bytes], seconds: float) -> float:
+        assert blobs and all(b[:2] == b"\xff\xd8" for b in blobs)  # the sampled JPEGs
+        return 1200.0
+
+
+def test_gpu_decoding_is_measured_against_the_pipeline_where_it_can_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = _jpegs(tmp_path / "data", 3)
+    real_find_spec = alternatives.importlib.util.find_spec
+    if real_find_spec("torchvision") is None:
+        result = alternatives.gpu_decode(FakeCudaBackend(), files, 300.0, 1.0)
+        assert (
+            result["status"] == "unavailable" and "torchvision is not installed" in result["reason"]
+        )
+    monkeypatch.setattr(
+        alternatives.importlib.util,
+        "find_spec",
+        lambda name: object() if name in ("torchvision", "nvidia", "nvidia.dali") else None,
+    )
+    result = alternatives.gpu_decode(FakeCudaBackend(), files, 300.0, 1.0)
+    assert result["status"] == "measured" and result["label"] == "GPU"
+    assert (result["rate"], result["baseline_rate"], result["speedup"]) == (1200.0, 300.0, 4.0)
+    # DALI installed and a GPU: measured through its own pipeline (faked here)
+    monkeypatch.setattr(alternatives, "_dali_rate", lambda *a: 900.0)
+    dali = alternatives.dali(FakeCudaBackend(), files, [0] * 3, 2, 300.0, 1.0)
+    assert dali["status"] == "measured" and dali["speedup"] == 3.0
+
+    # ... and an error there is a failed alternative with the framework's words
+    def broken(*a: Any) -> float:
+        raise RuntimeError("nvjpeg: unsupported\nmore")
+
+    monkeypatch.setattr(alternatives, "_dali_rate", broken)
+    failed = alternatives.dali(FakeCudaBackend(), files, [0] * 3, 2, 300.0, 1.0)
+    assert failed == {
+        "name": "dali",
+        "label": "GPU",
+        "status": "failed",
+        "reason": "RuntimeError: nvjpeg: unsupported",
+    }
