@@ -164,10 +164,19 @@ class Probe:
         if sweep_mode == "full" or (sweep_mode == "auto" and share >= INPUT_BOUND_SHARE):
             self.sweep(backend, open_loader, loader["workers"], e2e, cold_e2e, files, budget, delay)
             self.guarded(
-                "alternatives", self.alternatives, backend, files, labels, batch, loader, budget
+                "alternatives",
+                self.measure_alternatives,
+                backend,
+                files,
+                labels,
+                batch,
+                loader,
+                budget,
             )
         if "concurrent" in plan:
-            self.guarded("concurrent", self.concurrent, files, labels, batch, loader, cores, budget)
+            self.guarded(
+                "concurrent", self.concurrent_pipelines, files, labels, batch, loader, cores, budget
+            )
         self.part("elapsed_s", round(budget.used(), 3))
         return self.result
 
@@ -220,7 +229,7 @@ class Probe:
         result["unpinned"] = unpinned
         self.phase_done("node", result)
 
-    def alternatives(
+    def measure_alternatives(
         self,
         backend: Any,
         files: List[str],
@@ -258,7 +267,7 @@ class Probe:
         ]
         self.phase_done("alternatives", {"found": found})
 
-    def concurrent(
+    def concurrent_pipelines(
         self,
         files: List[str],
         labels: List[int],
