@@ -35,6 +35,7 @@ from envcheck.errors import InputError
 from envcheck.probe.settings import (
     DEFAULT_BUDGET_S,
     MAX_BUDGET_S,
+    MAX_PROCESSES,
     MIN_BUDGET_S,
     ProbeSettings,
 )
@@ -134,8 +135,9 @@ def probe_command(
         typer.Option(
             "--procs-per-node",
             metavar="<n>",
-            help="Training processes sharing this node's cores (one per GPU in "
-            "data-parallel training) \\[default: LOCAL_WORLD_SIZE, SLURM_NTASKS_PER_NODE, "
+            callback=within(1, MAX_PROCESSES),
+            help=f"Training processes (1 to {MAX_PROCESSES}) sharing this node's cores (one "
+            "per GPU in data-parallel training) \\[default: LOCAL_WORLD_SIZE, SLURM_NTASKS_PER_NODE, "
             "else the visible GPUs, else 1]. The probe measures one process on its share "
             "of the cores; worker advice is per process.",
             show_default=False,
