@@ -137,9 +137,9 @@ def probe_command(
             metavar="<n>",
             callback=within(1, MAX_PROCESSES),
             help=f"Training processes (1 to {MAX_PROCESSES}) sharing this node's cores (one "
-            "per GPU in data-parallel training) \\[default: LOCAL_WORLD_SIZE, SLURM_NTASKS_PER_NODE, "
-            "else the visible GPUs, else 1]. The probe measures one process on its share "
-            "of the cores; worker advice is per process.",
+            "per GPU in data-parallel training) \\[default: LOCAL_WORLD_SIZE, "
+            "SLURM_NTASKS_PER_NODE, else the visible GPUs, else 1]. The probe measures one "
+            "process on its share of the cores; worker advice is per process.",
             show_default=False,
         ),
     ] = None,
