@@ -10,7 +10,7 @@ from envcheck.checks import (  # noqa: F401
     ec3xx_gpu_devices,
     ec3xx_gpu_stack,
     ec4xx_data,
-    probe,
+    ec6xx_probe,
     scripts_precision,
     scripts_tf,
     scripts_torch,

@@ -22,6 +22,7 @@ from envcheck.cli.options import (
 from envcheck.probe.settings import (
     DEFAULT_BUDGET_S,
     MAX_BUDGET_S,
+    MAX_PROCESSES,
     MIN_BUDGET_S,
     ProbeSettings,
 )
@@ -116,6 +117,27 @@ def probe_command(
             "when training is input-bound.",
         ),
     ] = False,
+    procs_per_node: Annotated[
+        Optional[int],
+        typer.Option(
+            "--procs-per-node",
+            metavar="<n>",
+            callback=within(1, MAX_PROCESSES),
+            help=f"Training processes (1 to {MAX_PROCESSES}) sharing this node's cores (one "
+            "per GPU in data-parallel training) \\[default: LOCAL_WORLD_SIZE, "
+            "SLURM_NTASKS_PER_NODE, else the visible GPUs, else 1]. The probe measures one "
+            "process on its share of the cores; worker advice is per process.",
+            show_default=False,
+        ),
+    ] = None,
+    concurrent: Annotated[
+        bool,
+        typer.Option(
+            "--concurrent",
+            help="Also run one input pipeline per training process, all at once, and "
+            "report what they decode together (starts the framework once per process).",
+        ),
+    ] = False,
     device: Annotated[
         str, typer.Option("--device", help="auto (the GPU if the framework sees one), cuda, cpu.")
     ] = "auto",
@@ -148,12 +170,14 @@ def probe_command(
         data=data,
         device=device,
         sweep="full" if tune_workers else "auto",
+        concurrent=concurrent,
     )
     flags = {
         "workers": workers,
         "pin_memory": pin_memory,
         "prefetch": prefetch,
         "batch_size": batch_size,
+        "procs_per_node": procs_per_node,
     }
     result = service.audit(
         service.AuditRequest(

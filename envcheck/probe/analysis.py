@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from envcheck.probe.node_view import alternatives_section, node_section
 from envcheck.probe.runner import ProbeRun
 
 # TensorFlow Profiler, input-pipeline analysis: input share of step time >= 20 %
@@ -92,7 +93,13 @@ def summarize(run: ProbeRun, *, usable_cores: Optional[int] = None) -> dict[str,
     input_rate = (cold if cache == "cold" else warm).get("rate")
     device = backend.get("device")
     share, basis = input_share(device, e2e.get("input_share"), e2e.get("rate"), compute.get("rate"))
-    recommended, recommended_rate = recommend_workers(sweep, used) if sweep else (None, None)
+    settings = run.settings
+    node = node_section(raw, settings, device, sweep, WITHIN_BEST, usable_cores)
+    # per process: among the counts whose sum over the node's processes fits its cores
+    recommended = node["workers"]["per_process"]
+    recommended_rate = node["workers"]["per_process_rate"]
+    if sweep and recommended is None:
+        recommended = used
     if not sweep and share is not None and share < MODERATELY_INPUT_BOUND:
         recommended = used  # not input-bound: the current setting is fine
     notes = list(raw.get("notes") or [])
@@ -102,7 +109,6 @@ def summarize(run: ProbeRun, *, usable_cores: Optional[int] = None) -> dict[str,
             f"came out below the end-to-end rate ({e2e['rate']:.0f}/s): too few steps to "
             "measure it well; a longer --budget measures it better"
         )
-    settings = run.settings
     status = "ok" if run.status == "ok" else ("partial" if e2e.get("rate") else "failed")
     return {
         "status": status,
@@ -161,4 +167,6 @@ def summarize(run: ProbeRun, *, usable_cores: Optional[int] = None) -> dict[str,
         "elapsed_s": run.elapsed_s,
         "settings_from": dict(settings.settings_from),
         "timeline": run.timeline,
+        "node": node,
+        "alternatives": alternatives_section(raw),
     }

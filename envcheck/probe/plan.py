@@ -7,11 +7,13 @@ Flags always win over what the script audit found; what came from where is recor
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any, Mapping, Optional
 
 from envcheck.errors import UsageError
-from envcheck.probe.settings import ProbeSettings
+from envcheck.probe.node import node_shape, per_process_candidates
+from envcheck.probe.settings import MAX_PROCESSES, ProbeSettings
 
 
 def installed_frameworks(facts: Mapping[str, Any]) -> list[str]:
@@ -112,13 +114,31 @@ def plan(
     framework: Optional[str],
     flags: Mapping[str, Any],
     cores: int,
+    environ: Optional[Mapping[str, str]] = None,
 ) -> ProbeSettings:
-    """The settings one probe run uses: flags > the script audit > framework defaults."""
+    """The settings one probe run uses: flags > the script audit > framework defaults.
+
+    `flags["procs_per_node"]` (--procs-per-node) overrides the processes per node learned
+    from the node; the worker counts swept are then one process's share of the cores."""
+    flags = dict(flags)
+    requested = flags.pop("procs_per_node", None)
+    if requested is not None and not 1 <= requested <= MAX_PROCESSES:
+        raise UsageError(f"--procs-per-node must be between 1 and {MAX_PROCESSES}")
+    shape = node_shape(facts, os.environ if environ is None else environ, cores, requested)
     chosen, why = choose_framework(facts, framework)
-    found, origin = loader_from_scripts(facts, chosen, cores)
+    found, origin = loader_from_scripts(facts, chosen, shape.cores_per_process)
     origin = {k: v for k, v in origin.items() if flags.get(k) is None}
     values = {**found, **{k: v for k, v in flags.items() if v is not None}}
     origin.update({k: "flag" for k, v in flags.items() if v is not None})
     origin["framework"] = why
+    origin["processes"] = shape.source
     settings = base.with_overrides(framework=chosen, **values)
-    return replace(settings, settings_from=origin).validated()
+    settings = replace(
+        settings,
+        settings_from=origin,
+        processes=shape.processes,
+        processes_source=shape.source,
+        node_cores=cores,
+        worker_candidates=per_process_candidates(shape),
+    )
+    return settings.validated()

@@ -17,6 +17,9 @@ PHASE_TITLES = {
     "input_cold": "input pipeline, cold files",
     "end_to_end": "training on the pipeline",
     "sweep": "worker sweep",
+    "node": "the node: a worker on every core",
+    "alternatives": "alternatives: pre-resized, shards, GPU decoding",
+    "concurrent": "one pipeline per training process, all at once",
 }
 
 

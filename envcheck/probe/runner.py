@@ -116,11 +116,12 @@ def run_probe(
         images = workdir / "images"
         images.mkdir()
         settings_file = workdir / "settings.json"
-        settings_file.write_text(json.dumps(settings.child_json(images)), encoding="utf-8")
+        argv = command or [str(executable), "-c", _BOOT.format(root=str(PACKAGE_ROOT))]
+        child = dict(settings.child_json(images), boot_argv=argv)  # --concurrent reuses it
+        settings_file.write_text(json.dumps(child), encoding="utf-8")
         stderr_path = workdir / "stderr.txt"
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
         with open(stderr_path, "wb") as stderr:
-            argv = command or [str(executable), "-c", _BOOT.format(root=str(PACKAGE_ROOT))]
             proc = subprocess.Popen(
                 [*argv, str(settings_file)],
                 stdin=subprocess.DEVNULL,

@@ -17,6 +17,10 @@ MIN_BUDGET_S, MAX_BUDGET_S = 2.0, 3600.0
 # Importing a framework, generating the images and starting workers happen outside the
 # measuring budget; this bounds them so a hung import cannot hang the doctor.
 SETUP_ALLOWANCE_S = 120.0
+# --concurrent starts the framework once per process, outside the budget too; the child
+# waits at most this long for them to be ready (child/concurrent.py READY_TIMEOUT_S).
+CONCURRENT_ALLOWANCE_S = 90.0
+MAX_PROCESSES = 1024  # training processes per node; more is a typo
 
 
 def usable_cores() -> int:
@@ -62,6 +66,13 @@ class ProbeSettings:
     inject_delay_s: float = 0.0
     throttle_read_bps: Optional[float] = None
     timeout_s: Optional[float] = None  # None: budget + SETUP_ALLOWANCE_S
+    # The node view (node.py): training processes sharing this node's cores, where that
+    # count came from, the cores they share, and whether to also run that many input
+    # pipelines at once (--concurrent).
+    processes: int = 1
+    processes_source: str = "one process"
+    node_cores: int = field(default_factory=lambda: usable_cores())
+    concurrent: bool = False
     settings_from: dict[str, str] = field(default_factory=dict)  # setting -> where it came from
 
     def validated(self) -> ProbeSettings:
@@ -81,6 +92,8 @@ class ProbeSettings:
             )
         if self.workers is not None and self.workers < 0:
             raise UsageError("--workers must be 0 or more")
+        if not 1 <= self.processes <= MAX_PROCESSES:
+            raise UsageError(f"--procs-per-node must be between 1 and {MAX_PROCESSES}")
         if self.data is not None and not self.data.is_dir():
             raise UsageError(f"--data {self.data}: not a directory")
         return self
@@ -89,7 +102,10 @@ class ProbeSettings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def hard_timeout(self) -> float:
-        return self.timeout_s if self.timeout_s else self.budget_s + SETUP_ALLOWANCE_S
+        if self.timeout_s:
+            return self.timeout_s
+        extra = CONCURRENT_ALLOWANCE_S if self.concurrent and self.processes > 1 else 0.0
+        return self.budget_s + SETUP_ALLOWANCE_S + extra
 
     def child_json(self, workdir: Path) -> dict[str, Any]:
         """What the child reads: plain JSON, paths as strings."""

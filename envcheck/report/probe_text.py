@@ -65,6 +65,7 @@ def detail_lines(probe: Optional[Mapping[str, Any]], ascii_only: bool = False) -
             if isinstance(p.get("rate"), (int, float))
         ]
         lines.append("    workers sweep   " + " · ".join(points))
+    lines += node_lines(probe)
     timeline = probe.get("timeline") or []
     if timeline:
         lines += [f"    {line}" for line in timeline_lines(timeline, ascii_only)]
@@ -75,6 +76,58 @@ def detail_lines(probe: Optional[Mapping[str, Any]], ascii_only: bool = False) -
             "workers also slow the model down; on a GPU the model would not compete"
         )
     return [escape(line) for line in lines]
+
+
+def node_lines(probe: Mapping[str, Any]) -> list[str]:
+    """The node view: processes, demand against supply, per-process workers, the
+    concurrent run and the measured alternatives (unescaped)."""
+    node = probe.get("node")
+    if not isinstance(node, Mapping):
+        return []
+    processes, usable = node.get("processes"), node.get("usable_cores")
+    pinned = ", pinned" if node.get("pinned") else ""
+    lines = [
+        f"    node            {processes} process(es) on {usable} cores "
+        f"({node.get('cores_per_process')} each{pinned}; {node.get('processes_source')})"
+    ]
+    if node.get("summary"):
+        lines.append(f"                    {node['summary']}")
+    workers = node.get("workers") or {}
+    if workers.get("per_process") is not None:
+        lightning = f"Lightning's rule: {workers.get('lightning')}"
+        if isinstance(workers.get("lightning_rate"), (int, float)):
+            lightning += f" → {workers['lightning_rate']:,.0f}/s"
+        rate = workers.get("per_process_rate")
+        measured = f" → {rate:,.0f}/s" if isinstance(rate, (int, float)) else ""
+        lines.append(
+            f"    per process     {workers['per_process']} workers{measured} "
+            f"({processes} x {workers['per_process']} = {workers.get('total')} of {usable} "
+            f"cores; {lightning})"
+        )
+    concurrent = node.get("concurrent")
+    if isinstance(concurrent, Mapping):
+        rates = [r for r in concurrent.get("rates") or [] if isinstance(r, (int, float))]
+        if rates and isinstance(concurrent.get("total"), (int, float)):
+            lines.append(
+                f"    concurrent      {concurrent.get('processes')} pipelines x "
+                f"{concurrent.get('workers_per_process')} workers at once: "
+                + " + ".join(f"{r:,.0f}" for r in rates)
+                + f" = {concurrent['total']:,.0f}/s"
+            )
+        else:
+            lines.append(f"    concurrent      not measured: {concurrent.get('reason')}")
+    for item in probe.get("alternatives") or []:
+        name = f"{item.get('name')} ({item.get('label')})"
+        if item.get("status") == "measured":
+            unit = " files/s read cold" if item.get("name") == "packed-shards" else "/s"
+            text = (
+                f"{item.get('speedup', 0):.1f}x: {item.get('baseline_rate', 0):,.0f} → "
+                f"{item.get('rate', 0):,.0f}{unit}"
+            )
+        else:
+            text = f"{item.get('status')}: {item.get('reason')}"
+        lines.append(f"    alternative     {name:<20} {text}")
+    return lines
 
 
 def timeline_lines(timeline: list[Mapping[str, Any]], ascii_only: bool = False) -> list[str]:

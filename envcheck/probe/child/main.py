@@ -10,6 +10,12 @@ Phases, after the framework import (not counted in the budget):
   input_cold  the pipeline alone after dropping the files' cached pages: fetch + prep
   end_to_end  the model fed by the pipeline, each step split into wait/copy/compute
   sweep       end to end again at other worker counts (when asked, or input-bound)
+  node        the pipeline alone on every core of the node: what the node can decode
+  alternatives  pre-resized images, packed shards, GPU decoding (when asked, or input-bound)
+  concurrent  N pipelines at once, one per training process (--concurrent)
+
+With several training processes per node the child pins itself to one process's share
+of the cores for everything but the node and concurrent phases (node_cores.py).
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
-from envcheck.probe.child import harness, images
+from envcheck.probe.child import alternatives, concurrent, harness, images
+from envcheck.probe.child.backends import load_backend
 from envcheck.probe.child.budget import Budget
 from envcheck.probe.child.errors import ProbeFailure
 from envcheck.probe.child.events import Emitter
+from envcheck.probe.child.node_cores import CoreShare
 
 # Planned shares of the budget; the sweep's share goes to the others when it does not run.
 PLAN = {
@@ -35,26 +43,11 @@ PLAN = {
     "input_cold": 0.12,
     "end_to_end": 0.2,
     "sweep": 0.3,
+    "node": 0.1,
+    "alternatives": 0.15,
+    "concurrent": 0.12,
 }
 INPUT_BOUND_SHARE = 0.05  # below this the TensorFlow Profiler says "not input-bound"
-
-
-def _load_backend(settings: Dict[str, Any]) -> Any:
-    framework = settings["framework"]
-    try:
-        if framework == "torch":
-            from envcheck.probe.child.torch_backend import TorchBackend
-
-            return TorchBackend(settings)
-        if framework == "tensorflow":
-            from envcheck.probe.child.tf_backend import TensorFlowBackend
-
-            return TensorFlowBackend(settings)
-    except ProbeFailure:
-        raise
-    except ImportError as exc:
-        raise ProbeFailure("import", f"cannot import {framework}: {exc}") from exc
-    raise ProbeFailure("import", f"unknown framework {framework!r}")
 
 
 class Probe:
@@ -77,12 +70,17 @@ class Probe:
 
     def run(self) -> Dict[str, Any]:
         s = self.settings
+        cores = CoreShare(int(s.get("processes") or 1))
+        cores.enter_share()  # before the import: framework thread pools size to it
         started = time.monotonic()
         self.emit("phase", name="import", seconds=None)
-        backend = _load_backend(s)
+        backend = load_backend(s)
         self.part("import_s", round(time.monotonic() - started, 3))
         self.part("backend", backend.describe())
-        plan = dict(PLAN, sweep=0.45) if s.get("sweep") == "full" else PLAN
+        plan = dict(PLAN, sweep=0.45) if s.get("sweep") == "full" else dict(PLAN)
+        if not (s.get("concurrent") and cores.processes > 1):
+            plan.pop("concurrent")
+        self.part("cores", cores.describe())
         budget = Budget(s["budget_s"], plan)
 
         seconds = budget.slice("data")
@@ -146,6 +144,8 @@ class Probe:
         cold["pages_dropped"] = dropped
         self.phase_done("input_cold", cold)
 
+        self.guarded("node", self.node_supply, backend, files, labels, batch, loader, cores, budget)
+
         cold_e2e = self.end_to_end_cold(s.get("cold_end_to_end"))
         seconds = budget.slice("end_to_end")
         self.emit("phase", name="end_to_end", seconds=seconds)
@@ -163,8 +163,145 @@ class Probe:
             share = max(share, 1.0 - e2e["rate"] / compute_rate)
         if sweep_mode == "full" or (sweep_mode == "auto" and share >= INPUT_BOUND_SHARE):
             self.sweep(backend, open_loader, loader["workers"], e2e, cold_e2e, files, budget, delay)
+            self.guarded(
+                "alternatives",
+                self.measure_alternatives,
+                backend,
+                files,
+                labels,
+                batch,
+                loader,
+                budget,
+            )
+        if "concurrent" in plan:
+            self.guarded(
+                "concurrent", self.concurrent_pipelines, files, labels, batch, loader, cores, budget
+            )
         self.part("elapsed_s", round(budget.used(), 3))
         return self.result
+
+    # the node view ----------------------------------------------------------------------
+
+    def guarded(self, phase: str, measure: Any, *args: Any) -> None:
+        """Run one of the node view's phases; an error there is a note, not a lost probe
+        (out of memory still ends the probe: the parent reports it)."""
+        try:
+            measure(*args)
+        except ProbeFailure:
+            raise
+        except Exception as exc:
+            if "out of memory" in str(exc).lower():
+                raise
+            self.note(f"the {phase} phase failed: {_first_line(exc)}")
+
+    def node_supply(
+        self,
+        backend: Any,
+        files: List[str],
+        labels: List[int],
+        batch: int,
+        loader: Dict[str, Any],
+        cores: CoreShare,
+        budget: Budget,
+    ) -> None:
+        """The pipeline alone, cached files, a worker per core of the whole node, unpinned:
+        the most this node's CPUs decode, whatever the processes split it into."""
+        seconds = budget.slice("node")
+        self.emit("phase", name="node", seconds=seconds)
+        unpinned = cores.leave_share()
+        try:
+            _warm(files)
+            with backend.open_loader(
+                files,
+                labels,
+                batch,
+                workers=cores.count,
+                pin_memory=loader["pin_memory"],
+                prefetch=loader["prefetch"],
+                throttle_bps=None,
+            ) as batches:
+                result = harness.input_loop(batches, backend.batch_len, seconds)
+        finally:
+            if unpinned:
+                cores.enter_share()
+        result["workers"] = cores.count
+        result["cores"] = cores.count
+        result["unpinned"] = unpinned
+        self.phase_done("node", result)
+
+    def measure_alternatives(
+        self,
+        backend: Any,
+        files: List[str],
+        labels: List[int],
+        batch: int,
+        loader: Dict[str, Any],
+        budget: Budget,
+    ) -> None:
+        """Pre-resized images, packed shards, GPU decoding: each measured, or why not."""
+        seconds = budget.slice("alternatives")
+        self.emit("phase", name="alternatives", seconds=seconds)
+        root = os.path.join(os.path.dirname(self.settings["workdir"]), "alternatives")
+        baseline = (self.result["phases"].get("input_warm") or {}).get("rate")
+
+        def measure(paths: Any, targets: Any, secs: float) -> Optional[float]:
+            _warm(paths)
+            with backend.open_loader(
+                paths,
+                targets,
+                min(batch, len(paths)),
+                workers=loader["workers"],
+                pin_memory=loader["pin_memory"],
+                prefetch=loader["prefetch"],
+                throttle_bps=None,
+            ) as batches:
+                return harness.input_loop(batches, backend.batch_len, secs).get("rate")
+
+        found = [
+            alternatives.pre_resized(
+                backend, files, labels, measure, os.path.join(root, "resized"), seconds * 0.6
+            ),
+            alternatives.packed_shards(files, labels, os.path.join(root, "shards"), seconds * 0.3),
+            alternatives.gpu_decode(backend, files, baseline, seconds * 0.1),
+            alternatives.dali(backend, files, labels, batch, baseline, seconds * 0.1),
+        ]
+        self.phase_done("alternatives", {"found": found})
+
+    def concurrent_pipelines(
+        self,
+        files: List[str],
+        labels: List[int],
+        batch: int,
+        loader: Dict[str, Any],
+        cores: CoreShare,
+        budget: Budget,
+    ) -> None:
+        """N pipelines at once, one per training process (--concurrent)."""
+        seconds = budget.slice("concurrent")
+        self.emit("phase", name="concurrent", seconds=seconds)
+        points = (self.result["phases"].get("sweep") or {}).get("points") or []
+        cap = cores.count // cores.processes
+        workers = concurrent.concurrent_workers(points, loader["workers"], cap)
+        folder = os.path.join(os.path.dirname(self.settings["workdir"]), "concurrent")
+        os.makedirs(folder, exist_ok=True)
+        _warm(files)
+        unpinned = cores.leave_share()  # the pipelines inherit this thread's affinity
+        try:
+            result = concurrent.run_concurrent(
+                self.settings.get("boot_argv") or concurrent.default_boot(),
+                self.settings,
+                files,
+                labels,
+                batch,
+                workers,
+                cores.processes,
+                seconds,
+                folder,
+            )
+        finally:
+            if unpinned:
+                cores.enter_share()
+        self.phase_done("concurrent", result)
 
     def prepare_files(self, backend: Any, seconds: float) -> Any:
         s = self.settings
@@ -311,9 +448,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def main(settings_path: str) -> None:
-    emitter = Emitter()
     with open(settings_path, encoding="utf-8") as handle:
         settings = json.load(handle)
+    if settings.get("role") == "pipeline":  # one of the --concurrent pipelines
+        concurrent.pipeline_main(settings)
+        return
+    emitter = Emitter()
     probe = Probe(settings, emitter)
     try:
         result = probe.run()

@@ -295,3 +295,16 @@ class TensorFlowBackend:
             yield batches
         finally:
             batches.close()
+
+    # the node view's alternatives (alternatives.py) --------------------------------------
+
+    def downscale(self, data: bytes, short_side: int) -> Any:
+        """(JPEG bytes with the shorter side at most `short_side`, whether it shrank)."""
+        img = tf.io.decode_image(data, channels=3, expand_animations=False)
+        height, width = int(img.shape[0]), int(img.shape[1])
+        scale = short_side / min(width, height)
+        if scale < 1:
+            size = (round(height * scale), round(width * scale))
+            img = tf.cast(tf.image.resize(img, size, antialias=False), tf.uint8)
+        encoded = tf.io.encode_jpeg(img, quality=images.GENERATED_QUALITY).numpy()
+        return bytes(encoded), scale < 1

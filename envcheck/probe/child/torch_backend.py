@@ -15,6 +15,7 @@ import itertools
 import math
 import platform
 import random
+import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import torch
@@ -288,3 +289,32 @@ class TorchBackend:
             if shutdown is not None:
                 shutdown()
             del iterator
+
+    # the node view's alternatives (alternatives.py) --------------------------------------
+
+    def downscale(self, data: bytes, short_side: int) -> Any:
+        """(JPEG bytes with the shorter side at most `short_side`, whether it shrank)."""
+        img = decode(data)
+        width, height = img.size
+        scale = short_side / min(width, height)
+        if scale < 1:
+            img = img.resize((round(width * scale), round(height * scale)), Image.BILINEAR)
+        out = io.BytesIO()
+        img.save(out, format="JPEG", quality=images.GENERATED_QUALITY)
+        return out.getvalue(), scale < 1
+
+    def gpu_decode_rate(self, blobs: List[bytes], seconds: float) -> Optional[float]:
+        """Images/s decoded by torchvision.io.decode_jpeg on the GPU (nvJPEG), batched."""
+        from torchvision.io import decode_jpeg
+
+        tensors = [torch.frombuffer(bytearray(b), dtype=torch.uint8) for b in blobs]
+        decode_jpeg(tensors[:2], device=self.device)  # warm-up: nvJPEG handles, memory
+        self.sync()
+        decoded = 0
+        start = time.perf_counter()
+        while decoded < 2 * len(tensors) or time.perf_counter() - start < seconds:
+            decode_jpeg(tensors, device=self.device)
+            self.sync()
+            decoded += len(tensors)
+        elapsed = time.perf_counter() - start
+        return decoded / elapsed if elapsed > 0 else None

@@ -1,8 +1,12 @@
-"""Probe rules (EC601-EC606): findings with *measured* impact, from the probe's numbers.
+"""Probe rules (EC601-EC607): findings with *measured* impact, from the probe's numbers.
 
 Pure functions of the snapshot's `probe` section (filled by `envcheck probe` or
 `doctor --probe`), so a saved report re-evaluates exactly. Without a probe they are
 skipped.
+
+Size: seven rules whose docstrings are their reference documentation, and the wording of
+measured fixes they share (per-process workers, the node's alternatives); one family stays
+in one module.
 """
 
 from __future__ import annotations
@@ -75,7 +79,9 @@ def _worker_fix(probe: dict[str, Any]) -> tuple[str, Optional[Impact]]:
             code = f"dataset.map(load, num_parallel_calls={best}).prefetch(tf.data.AUTOTUNE)"
         else:
             code = f"DataLoader(..., num_workers={best}, pin_memory=True, persistent_workers=True)"
-        note = f"  # measured {_rate(best_rate)} samples/s, {speedup:g}x"
+        note = f"  # measured {_rate(best_rate)} samples/s, {speedup:g}x" + _per_process(
+            probe, best
+        )
         source = (
             f"probe: {_rate(e2e)} -> {_rate(best_rate)} samples/s end to end with "
             f"{best} workers instead of {used}"
@@ -84,11 +90,64 @@ def _worker_fix(probe: dict[str, Any]) -> tuple[str, Optional[Impact]]:
     if not workers.get("sweep") or len(workers["sweep"]) < 2:
         sweep = "envcheck probe --tune-workers  # measure the worker counts"
         return sweep, None
+    best = _best_alternative(probe)
+    if best is not None:
+        return "more workers measured no faster here; " + _alternative_text(best), None
     return (
         "more workers measured no faster here: make each sample cheaper (resize the images "
         "once, offline; cache decoded tensors) or decode on the GPU (NVIDIA DALI)",
         None,
     )
+
+
+def _per_process(probe: dict[str, Any], workers: int) -> str:
+    """ ", per process: 8 processes x 2 = 16 of 16 cores" when the node runs several."""
+    node = probe.get("node") or {}
+    processes = node.get("processes")
+    if not isinstance(processes, int) or processes < 2:
+        return ""
+    return (
+        f", per process: {processes} processes x {workers} = {processes * workers} workers "
+        f"on {node.get('usable_cores')} cores"
+    )
+
+
+# An alternative whose measured speedup is below this is reported as no faster (noise).
+ALTERNATIVE_HELPS = 1.05
+ALTERNATIVE_FIXES = {
+    "pre-resized": "resize the images once, offline (shorter side {short_side} px)",
+    "packed-shards": "pack the files into tar shards (WebDataset) or TFRecords",
+    "gpu-decode": "decode on the GPU: torchvision.io.decode_jpeg(data, device='cuda')",
+    "dali": "run the pipeline on the GPU with NVIDIA DALI",
+}
+
+
+def _alternative_text(item: dict[str, Any]) -> str:
+    what = ALTERNATIVE_FIXES.get(str(item.get("name")), str(item.get("name")))
+    what = what.format(short_side=item.get("short_side", "?"))
+    label = item.get("label")
+    if item.get("status") == "measured":
+        unit = "files/s read cold" if item.get("name") == "packed-shards" else "samples/s"
+        rates = f"{_rate(item.get('baseline_rate'))} -> {_rate(item.get('rate'))} {unit}"
+        if item.get("same_filesystem") is False:
+            rates += "; the shards were on another filesystem (the temporary folder's)"
+        if float(item.get("speedup") or 0) < ALTERNATIVE_HELPS:
+            return f"{what} ({label}, measured no faster here: {rates})"
+        return f"{what} ({label}, measured {item.get('speedup', 0):.1f}x: {rates})"
+    return f"{what} ({label}, not measured: {item.get('reason')})"
+
+
+def alternatives_fix(probe: dict[str, Any]) -> str:
+    """The measured alternatives, fastest first, then those that could not be measured."""
+    found = [a for a in probe.get("alternatives") or [] if isinstance(a, dict)]
+    if not found:
+        return ""
+    measured = sorted(
+        (a for a in found if a.get("status") == "measured"),
+        key=lambda a: -float(a.get("speedup") or 0),
+    )
+    rest = [a for a in found if a.get("status") != "measured"]
+    return "; ".join(_alternative_text(a) for a in measured + rest)
 
 
 @check(
@@ -395,3 +454,91 @@ def undecodable_images(facts: Facts) -> Outcome:
         ),
         reason=f"{corrupt} undecodable image(s)",
     )
+
+
+@check(
+    id="EC607",
+    name="node-cannot-feed-its-processes",
+    severity=Severity.HIGH,
+    category="probe",
+    summary="Measured: all of the node's cores decode less than its training processes consume",
+    message="{summary}",
+    fix="{fix}",
+    evidence=(
+        "PyTorch Lightning data_connector.py: num_workers suggestion max(1, cpus // "
+        "world_size - 1) per process in DDP",
+        "https://pytorch.org/vision/stable/generated/torchvision.io.decode_jpeg.html "
+        "(device='cuda': nvJPEG)",
+        "https://github.com/webdataset/webdataset (tar shards: sequential reads)",
+    ),
+)
+def node_cannot_feed_its_processes(facts: Facts) -> Outcome:
+    """
+    **Anti-pattern.** More training processes per node (one per GPU in data-parallel
+    training) than the node's CPUs can feed: each process has its own loader workers, all
+    on the same cores. The probe measures the model's rate for one process (demand =
+    processes x that rate) and the pipeline alone with a worker on every core of the node
+    (supply). When supply is below demand, no per-process worker count can fix it.
+
+    **Best practice.** Make each sample cheaper or move the work off the CPU: pre-resized
+    images, packed shards when reading is the stall, decoding on the GPU (nvJPEG, DALI).
+    The fix lists the alternatives the probe measured on this machine, fastest first,
+    labelled CPU or GPU, and says why any could not be measured.
+    """
+    probe = measured(facts)
+    if isinstance(probe, Outcome):
+        return probe
+    node = probe.get("node")
+    if not isinstance(node, dict):
+        return Outcome.unknown("the probe has no node view (a report from an older envcheck)")
+    balance, summary = node.get("balance"), node.get("summary")
+    if not isinstance(balance, (int, float)) or not summary:
+        return Outcome.unknown("the node's decode rate on all cores was not measured")
+    if node.get("verdict") != "input-bound":
+        return Outcome.passed(str(summary))
+    alternatives = alternatives_fix(probe)
+    workers = node.get("workers") or {}
+    per_process = workers.get("per_process")
+    fix = alternatives or (
+        "envcheck probe --tune-workers  # measures pre-resized images, shards and GPU decoding"
+    )
+    if per_process is not None and int(node.get("processes") or 1) > 1:
+        fix += (
+            f"; meanwhile num_workers={per_process} per process "
+            f"({node['processes']} x {per_process} = {workers.get('total')} of "
+            f"{node.get('usable_cores')} cores)"
+        )
+    best = _best_alternative(probe)
+    impact = None
+    if best is not None:
+        speedup = round(min(float(best["speedup"]), 1 / float(balance)), 2)
+        if speedup > 1:
+            impact = Impact(
+                speedup,
+                Basis.ESTIMATED,
+                f"{best['name']} measured {best['speedup']:.2f}x on the input pipeline; the "
+                f"node is input-bound {1 / float(balance):.1f}x, so the gain is the smaller",
+            )
+    return Outcome.failed(
+        Hit(
+            values={"summary": summary, "fix": fix},
+            evidence={"node": node, "alternatives": probe.get("alternatives")},
+            impact=impact,
+        ),
+        reason=f"supply / demand = {balance:.2f}",
+    )
+
+
+def _best_alternative(probe: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The fastest measured alternative that speeds up the whole pipeline (not reads
+    only), if any measured faster."""
+    candidates = [
+        a
+        for a in probe.get("alternatives") or []
+        if isinstance(a, dict)
+        and a.get("status") == "measured"
+        and a.get("name") != "packed-shards"
+        and isinstance(a.get("speedup"), (int, float))
+        and a["speedup"] >= ALTERNATIVE_HELPS
+    ]
+    return max(candidates, key=lambda a: float(a["speedup"]), default=None)
