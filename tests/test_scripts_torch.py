@@ -155,8 +155,10 @@ def test_without_script_the_rules_are_skipped() -> None:
 def test_precision_settings_read_from_the_scripts() -> None:
     precision = ("EC506", "EC507", "EC508")
     clean = audit(CORPUS / "torch_imagenet_clean.py", rules=precision)
-    # cudnn.benchmark is on for the resnet; float32 without autocast on an A100
-    assert failing(clean) == ["EC507", "EC508"]
+    # cudnn.benchmark is on for the resnet; float32 without autocast on an A100; no TF32
+    # advice for a convolutional model (cudnn.allow_tf32 defaults to True)
+    assert failing(clean) == ["EC507"]
+    assert "convolutions already use TF32" in clean["EC508"].reason
     linear = audit(CORPUS / "torch_no_workers.py", rules=precision)
     assert linear["EC506"].status.value == "pass"  # no convolutions
 
@@ -198,29 +200,40 @@ def test_fixed_twin_is_clean_for_every_script_rule() -> None:
 
 
 def test_cpu_training_is_judged_only_where_a_gpu_may_run_it(tmp_path: Path) -> None:
-    script = tmp_path / "cpu.py"
-    script.write_text(
-        "import torch\n"
-        "loader = torch.utils.data.DataLoader(torch.load('t.pt'), batch_size=8)\n"
-        "for x, y in loader:\n"
-        "    loss = model(x, y)\n"
-        "    loss.backward()\n"
-        "    print(loss.item())\n"
+    loop = (
+        "for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    print(loss.item())\n"
     )
-    ctx = CollectContext(interpreter=interpreter.current(), scripts=(script,))
-    section = scripts.collect(ctx)["scripts"]
+    head = "import torch\nloader = torch.utils.data.DataLoader(torch.load('t.pt'), batch_size=8)\n"
 
-    def status(gpu: dict[str, Any]) -> str:
+    def status(source: str, gpu: dict[str, Any]) -> tuple[str, str]:
+        script = tmp_path / "cpu.py"
+        script.write_text(source)
+        ctx = CollectContext(interpreter=interpreter.current(), scripts=(script,))
+        section = scripts.collect(ctx)["scripts"]
         facts = {"collectors": {"scripts": {"status": "ok", "reason": None}}, "scripts": section}
         if gpu:
             facts["gpu"] = gpu
         [result] = evaluate(Registry([REGISTRY.get("EC509")]), Facts(snapshot_from(facts)))
-        return str(result.status.value)
+        return str(result.status.value), result.reason
 
-    assert status({"status": "ok", "devices": []}) == "pass"  # no CUDA, no GPU here
-    assert status({}) == "unknown"
     a100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-    assert status({"status": "ok", "devices": [a100]}) == "fail"
+    with_gpu = {"status": "ok", "devices": [a100]}
+    # a PyTorch loop that never moves anything to a GPU trains on the CPU, wherever it runs
+    state, reason = status(head + loop, with_gpu)
+    assert state == "pass" and "never moves the model or data to a GPU" in reason
+    # the device comes from a parameter: the target machine decides
+    handed = (
+        head
+        + "def train(model, device):\n"
+        + "".join("    " + line for line in ("model.to(device)\n", *loop.splitlines(keepends=True)))
+    )
+    assert status(handed, {"status": "ok", "devices": []})[0] == "pass"
+    state, reason = status(handed, {})
+    assert state == "unknown" and "the device is not determined here" in reason
+    assert status(handed, with_gpu)[0] == "fail"
+    # a CUDA device reaches the model: judged without asking the machine
+    cuda = head + "device = 'cuda'\nmodel.to(device)\n" + loop
+    assert status(cuda, {})[0] == "fail"
 
 
 LOOP_SNIPPETS = [

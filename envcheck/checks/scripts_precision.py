@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Union
 
 from envcheck.checks.gpu_facts import capability, devices
+from envcheck.checks.scripts_gpu import trains_on_gpu
 from envcheck.checks.scripts_torch import TUNING_GUIDE, scripts_section
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
@@ -14,12 +15,33 @@ from envcheck.model import Basis, Impact, Location, Severity
 from envcheck.snapshot import Facts, Missing
 
 
-def _cuda_files(facts: Facts) -> Union[list[dict[str, Any]], Outcome]:
+def _gpu_files(
+    facts: Facts, select: Callable[[dict[str, Any]], bool] = lambda f: True
+) -> Union[tuple[list[dict[str, Any]], list[str]], Outcome]:
+    """The files (among those `select` picks) that train on a GPU, by the shared answer,
+    and the reasons for those that cannot be decided."""
     section = scripts_section(facts)
     if isinstance(section, Outcome):
         return section
-    files = [f for f in section.get("file_facts") or [] if f.get("uses_cuda")]
-    return files
+    files: list[dict[str, Any]] = []
+    unknown: list[str] = []
+    for f in section.get("file_facts") or []:
+        if not select(f):
+            continue
+        answer = trains_on_gpu(facts, f)
+        if answer.trains:
+            files.append(f)
+        elif answer.trains is None:
+            unknown.append(f"{f.get('path')}: {answer.reason}")
+    return files, unknown
+
+
+def _judged(hits: list[Hit], unknown: list[str], reason: str, clean: str) -> Outcome:
+    if hits:
+        return Outcome.failed(*hits, reason=reason)
+    if unknown:
+        return Outcome.unknown("; ".join(unknown))
+    return Outcome.passed(clean)
 
 
 def _lowest_capability(facts: Facts) -> Union[tuple[int, int], Missing, None]:
@@ -44,28 +66,28 @@ def _files_on_capable_gpus(
     facts: Facts,
     minimum: tuple[int, int],
     what: str,
-    select: Callable[[dict[str, Any]], bool] = lambda f: bool(f.get("uses_cuda")),
-    none: str = "no CUDA training script",
-) -> Union[tuple[list[dict[str, Any]], str], Outcome]:
-    """The training scripts `select` picks (by default those using CUDA) and the oldest
-    GPU's capability ("8.0") when the GPUs here support `what`; otherwise the Outcome the
-    rule returns."""
-    section = scripts_section(facts)
-    if isinstance(section, Outcome):
-        return section
-    files = [f for f in section.get("file_facts") or [] if select(f)]
+    select: Callable[[dict[str, Any]], bool] = lambda f: True,
+    none: str = "no GPU training script",
+) -> Union[tuple[list[dict[str, Any]], list[str], str], Outcome]:
+    """The training scripts `select` picks that train on a GPU, the reasons for those that
+    cannot be decided, and the oldest GPU's capability ("8.0") when the target's GPUs
+    support `what`; otherwise the Outcome the rule returns."""
+    found = _gpu_files(facts, select)
+    if isinstance(found, Outcome):
+        return found
+    files, unknown = found
     if not files:
-        return Outcome.passed(none)
+        return Outcome.unknown("; ".join(unknown)) if unknown else Outcome.passed(none)
     cap = _lowest_capability(facts)
     if isinstance(cap, Missing):
-        return Outcome.unknown(f"{what} depends on the GPU: {cap.reason}")
+        return Outcome.unknown(f"{what} depends on the target GPU: {cap.reason}")
     if cap is None:
-        return Outcome.passed("no NVIDIA GPU here to judge against")
+        return Outcome.passed("no NVIDIA GPU on the target machine to judge against")
     if cap < minimum:
         return Outcome.passed(
-            f"the GPUs here (compute capability {cap[0]}.{cap[1]}) predate {what}"
+            f"the target GPUs (compute capability {cap[0]}.{cap[1]}) predate {what}"
         )
-    return files, f"{cap[0]}.{cap[1]}"
+    return files, unknown, f"{cap[0]}.{cap[1]}"
 
 
 @check(
@@ -91,15 +113,17 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
-    files = _cuda_files(facts)
-    if isinstance(files, Outcome):
-        return files
-    hits = [
-        _file_hit(f) for f in files if f.get("conv_layers") and f.get("cudnn_benchmark") is not True
-    ]
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
-    return Outcome.passed("no convolutional CUDA training without cuDNN autotuning")
+    found = _gpu_files(facts, lambda f: bool(f.get("conv_layers")))
+    if isinstance(found, Outcome):
+        return found
+    files, unknown = found
+    hits = [_file_hit(f) for f in files if f.get("cudnn_benchmark") is not True]
+    return _judged(
+        hits,
+        unknown,
+        f"{len(hits)} file(s)",
+        "no convolutional GPU training without cuDNN autotuning",
+    )
 
 
 @check(
@@ -138,11 +162,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     found = _files_on_capable_gpus(facts, (7, 0), "tensor cores")
     if isinstance(found, Outcome):
         return found
-    files, cap = found
+    files, unknown, cap = found
     hits = [_file_hit(f, cap=cap) for f in files if not f.get("autocast")]
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} file(s) in float32")
-    return Outcome.passed("every CUDA training script uses autocast")
+    return _judged(
+        hits, unknown, f"{len(hits)} file(s) in float32", "every GPU training script uses autocast"
+    )
 
 
 @check(
@@ -172,13 +196,19 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     found = _files_on_capable_gpus(facts, (8, 0), "TF32")
     if isinstance(found, Outcome):
         return found
-    files, cap = found
+    files, unknown, cap = found
     hits = [
-        _file_hit(f, cap=cap) for f in files if not f.get("autocast") and f.get("tf32") is not True
+        _file_hit(f, cap=cap)
+        for f in files
+        if not f.get("autocast") and f.get("tf32") is not True and not f.get("conv_layers")
     ]
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
-    return Outcome.passed("TF32 or autocast in every CUDA training script")
+    return _judged(
+        hits,
+        unknown,
+        f"{len(hits)} file(s)",
+        "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
+        "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)",
+    )
 
 
 TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"
@@ -240,7 +270,7 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     )
     if isinstance(found, Outcome):
         return found
-    files, cap = found
+    files, _unknown, cap = found
     hits: list[Hit] = []
     unknown: list[str] = []
     for f in files:

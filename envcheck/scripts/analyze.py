@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck.scripts import tf_keras, torch_loops
+from envcheck.scripts import device, tf_keras, torch_loops
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
@@ -64,7 +64,7 @@ def analyze_file(path: Path, shown: str) -> FileReport:
     except (ValueError, RecursionError) as exc:
         report.error = _error(f"cannot parse it ({_short(exc)})")
         return report
-    _Walker(module, text.splitlines(), report).run()
+    Walker(module, text.splitlines(), report).run()
     return report
 
 
@@ -72,11 +72,15 @@ def _error(reason: str, line: Optional[int] = None, column: Optional[int] = None
     return {"reason": reason, "line": line, "column": column}
 
 
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-class _Walker(ast.NodeVisitor):
+class Walker(ast.NodeVisitor):
     def __init__(self, module: ast.Module, lines: list[str], report: FileReport):
         self.module = module
         self.lines = lines
@@ -101,6 +105,9 @@ class _Walker(ast.NodeVisitor):
         self.visit(self.module)
         files = tf_keras.finish(self, self.report)
         torch_loops.finish(self, self.report, files)
+        gpu = device.answer(self)
+        self.facts["gpu"] = gpu
+        self.facts["uses_cuda"] = gpu["trains"] == "yes"
         self.report.facts = self.facts
 
     # -- context -----------------------------------------------------------------------
@@ -169,21 +176,7 @@ class _Walker(ast.NodeVisitor):
         if name and (".Conv" in name or name.startswith("torchvision.models.")):
             self.facts["conv_layers"] = True
         tf_keras.observe_call(self, node, name)
-        self._note_cuda(node, name)
         self.generic_visit(node)
-
-    def _note_cuda(self, node: ast.Call, name: Optional[str]) -> None:
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "cuda" and not node.args:
-            self.facts["uses_cuda"] = True
-        for arg in [*node.args, *(k.value for k in node.keywords)]:
-            if (
-                isinstance(arg, ast.Constant)
-                and isinstance(arg.value, str)
-                and (arg.value in ("cuda", "gpu") or arg.value.startswith("cuda:"))
-            ):
-                self.facts["uses_cuda"] = True
-        if name in ("torch.cuda.is_available", "torch.cuda.device_count"):
-            self.facts["uses_cuda"] = True
 
     def _loader(self, node: ast.Call, name: str) -> None:
         values, opaque = keyword_values(node, self.scope())
@@ -217,9 +210,29 @@ class _Walker(ast.NodeVisitor):
                 "module_level": function is None,
                 "in_main_guard": self.in_main_guard,
                 "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
+                "dataset": self._dataset(node),
                 "opaque_kwargs": opaque,
             }
         )
+
+    def _dataset(self, call: ast.Call) -> Optional[dict[str, Any]]:
+        """The class a DataLoader's dataset is built from, where the source shows it:
+        {"class": "TensorDataset", "text": "TensorDataset(x, y)"}."""
+        node: Optional[ast.expr] = call.args[0] if call.args else None
+        for keyword in call.keywords:
+            if keyword.arg == "dataset":
+                node = keyword.value
+        for _ in range(4):
+            if not isinstance(node, ast.Name):
+                break
+            node = self.scope().lookup(node.id)
+        if not isinstance(node, ast.Call):
+            return None
+        name = self.qualname(node.func) or ""
+        short = name.rsplit(".", 1)[-1]
+        if not short:
+            return None
+        return {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
 
     # -- names -----------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Union
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 if TYPE_CHECKING:
-    from envcheck.scripts.analyze import FileReport, _Walker
+    from envcheck.scripts.analyze import FileReport, Walker
 
 # Where a tf.data pipeline starts (qualified names, after import aliases).
 SOURCE_PREFIXES = ("tensorflow.data.Dataset.",)
@@ -85,7 +85,7 @@ COMPUTE_LAYERS = {
 }
 
 
-def observe_call(walker: _Walker, node: ast.Call, name: Optional[str]) -> None:
+def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
     """Record Keras calls of interest and the mixed-precision policy."""
     if name is not None and _is_keras(name):
         if name.rsplit(".", 1)[-1] in COMPUTE_LAYERS or ".applications." in name:
@@ -153,13 +153,13 @@ def observe_call(walker: _Walker, node: ast.Call, name: Optional[str]) -> None:
         )
 
 
-def finish(walker: _Walker, report: FileReport) -> _FileIndex:
+def finish(walker: Walker, report: FileReport) -> FileIndex:
     """tf.data pipelines and NumPy in custom layers: observations needing the whole file.
     Returns the file's index of functions and classes, for the other whole-file passes."""
     walker.facts.setdefault("mixed_precision", False)
     walker.facts.setdefault("keras_fit", None)
     walker.facts.setdefault("keras_layers", False)
-    files = _FileIndex(walker)
+    files = FileIndex(walker)
     bodies: list[tuple[Optional[ast.AST], list[ast.stmt]]] = [(None, walker.module.body)]
     bodies += [(f, f.body) for f in files.function_nodes]
     for function, body in bodies:
@@ -176,7 +176,7 @@ def _is_keras(name: str) -> bool:
     return name.startswith(KERAS_ROOTS)
 
 
-def _uses_keras(walker: _Walker) -> bool:
+def _uses_keras(walker: Walker) -> bool:
     return any(
         v.split(".")[0] in ("keras", "tensorflow", "tf_keras") for v in walker.aliases.values()
     )
@@ -189,12 +189,12 @@ def _keyword(node: ast.Call, name: str) -> Optional[ast.expr]:
     return None
 
 
-def _code(lines: list[str], line: int) -> str:
+def code_at(lines: list[str], line: int) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
 def _observation(
-    walker: _Walker, node: ast.AST, function: Optional[str] = None, **extra: Any
+    walker: Walker, node: ast.AST, function: Optional[str] = None, **extra: Any
 ) -> dict[str, Any]:
     line = getattr(node, "lineno", 0)
     if function is None:
@@ -204,13 +204,13 @@ def _observation(
         "path": walker.report.path,
         "line": line,
         "column": getattr(node, "col_offset", 0) + 1,
-        "code": _code(walker.lines, line),
+        "code": code_at(walker.lines, line),
         "function": function,
         **extra,
     }
 
 
-def _policy_name(node: ast.expr, walker: _Walker) -> Any:
+def _policy_name(node: ast.expr, walker: Walker) -> Any:
     if isinstance(node, ast.Name):  # policy = mixed_precision.Policy("mixed_float16")
         assigned = walker.scope().lookup(node.id)
         if isinstance(assigned, ast.Call):
@@ -221,7 +221,7 @@ def _policy_name(node: ast.expr, walker: _Walker) -> Any:
     return value.value if value.known else None
 
 
-def _input(walker: _Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Optional[ast.AST]]:
+def _input(walker: Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Optional[ast.AST]]:
     """ "generator" (a call to a function of this file that yields), "sequence" (an
     instance of a keras Sequence/PyDataset subclass of this file), or None; with the
     function or class that defines it."""
@@ -230,7 +230,7 @@ def _input(walker: _Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Op
         node = assigned if assigned is not None else node
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         return None, None
-    index = _FileIndex(walker)
+    index = FileIndex(walker)
     if node.func.id in index.generators:
         return "generator", index.functions[node.func.id]
     if node.func.id in index.sequences:
@@ -265,18 +265,18 @@ def _qualified_base(base: ast.expr, aliases: dict[str, str]) -> str:
     return aliases.get(head, head) + (f".{rest}" if rest else "")
 
 
-def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
     """Nodes under `node`, not descending into nested functions, classes or lambdas."""
     for child in ast.iter_child_nodes(node):
         yield child
         if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            yield from _own_nodes(child)
+            yield from own_nodes(child)
 
 
 BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers")
 
 
-def _header_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+def header_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
     """Nodes of a statement outside its nested blocks (a `for`'s iterable, an `if`'s
     test, a simple statement whole): blocks are read statement by statement."""
     for field, value in ast.iter_fields(statement):
@@ -286,13 +286,13 @@ def _header_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
             if isinstance(item, ast.AST):
                 yield item
                 if not isinstance(item, ast.Lambda):
-                    yield from _own_nodes(item)
+                    yield from own_nodes(item)
 
 
-class _FileIndex:
+class FileIndex:
     """Functions, generators and Keras subclasses defined in one file."""
 
-    def __init__(self, walker: _Walker):
+    def __init__(self, walker: Walker):
         module = walker.module
         self.function_nodes: list[Union[ast.FunctionDef, ast.AsyncFunctionDef]] = [
             n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -304,11 +304,11 @@ class _FileIndex:
         self.generators = {
             name
             for name, f in self.functions.items()
-            if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(f))
+            if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(f))
         }
         classes = [n for n in ast.walk(module) if isinstance(n, ast.ClassDef)]
-        self.sequences = _derived(classes, walker.aliases, SEQUENCE_BASES)
-        self.layers = _derived(classes, walker.aliases, LAYER_BASES)
+        self.sequences = derived(classes, walker.aliases, SEQUENCE_BASES)
+        self.layers = derived(classes, walker.aliases, LAYER_BASES)
         self.classes = {c.name: c for c in classes}
         # Functions of this file whose result is chained (`make_ds().prefetch(...)`) or
         # that receive a dataset: pipelines they return may be finished by the caller.
@@ -322,7 +322,7 @@ class _FileIndex:
                 self.chained_results.add(node.value.func.id)
 
 
-def _derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str]) -> set[str]:
+def derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str]) -> set[str]:
     """Classes deriving from `bases`, directly or through other classes of the file."""
     found: set[str] = set()
     changed = True
@@ -346,9 +346,7 @@ def _derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[st
 class _Pipelines:
     """The tf.data pipelines built in one function (or module) body, in source order."""
 
-    def __init__(
-        self, walker: _Walker, files: _FileIndex, function: Optional[ast.AST], scope: Scope
-    ):
+    def __init__(self, walker: Walker, files: FileIndex, function: Optional[ast.AST], scope: Scope):
         self.walker = walker
         self.files = files
         self.function = function
@@ -364,7 +362,7 @@ class _Pipelines:
         return [self._finished(r) for r in self.records if not r["derived"]]
 
     def _statement(self, statement: ast.stmt) -> None:
-        calls = [n for n in _header_nodes(statement) if isinstance(n, ast.Call)]
+        calls = [n for n in header_nodes(statement) if isinstance(n, ast.Call)]
         inner = {
             id(c.func.value)
             for c in calls
@@ -474,7 +472,7 @@ class _Pipelines:
             "op": name,
             "line": line,
             "column": (call.func.end_col_offset or 0) - len(name) + 1,
-            "code": _code(self.walker.lines, line),
+            "code": code_at(self.walker.lines, line),
         }
         if name in ("map", "interleave", "flat_map"):
             values, opaque = keyword_values(call, self.scope)
@@ -511,7 +509,7 @@ class _Pipelines:
                 entry = {
                     "line": node.lineno,
                     "call": ast.unparse(node.func),
-                    "code": _code(self.walker.lines, node.lineno),
+                    "code": code_at(self.walker.lines, node.lineno),
                 }
                 if kind is not None:
                     host.append({**entry, "kind": kind})
@@ -551,7 +549,7 @@ class _Pipelines:
             and statement.value.id in self.live
         ):
             self.live[statement.value.id]["returned"] = True
-        for node in _header_nodes(statement):
+        for node in header_nodes(statement):
             if not isinstance(node, ast.Call):
                 continue
             args = [*node.args, *(k.value for k in node.keywords)]
@@ -611,7 +609,7 @@ class _Pipelines:
             "path": self.walker.report.path,
             "line": node.lineno,
             "column": node.col_offset + 1,
-            "code": _code(self.walker.lines, node.lineno),
+            "code": code_at(self.walker.lines, node.lineno),
             "function": function,
             "variable": record["variable"],
             "source": record["source"],
@@ -637,7 +635,7 @@ def _chain_root(node: ast.expr) -> ast.expr:
 # -- NumPy in custom layers ------------------------------------------------------------------
 
 
-def _layer_numpy(walker: _Walker, files: _FileIndex) -> list[dict[str, Any]]:
+def _layer_numpy(walker: Walker, files: FileIndex) -> list[dict[str, Any]]:
     """NumPy calls on the inputs inside `call` of Layer/Model subclasses of this file."""
     found: list[dict[str, Any]] = []
     for name in sorted(files.layers):
@@ -663,7 +661,7 @@ def _layer_numpy(walker: _Walker, files: _FileIndex) -> list[dict[str, Any]]:
                         {
                             "line": node.lineno,
                             "call": ast.unparse(node.func),
-                            "code": _code(walker.lines, node.lineno),
+                            "code": code_at(walker.lines, node.lineno),
                         }
                     )
             if calls:

@@ -24,10 +24,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from envcheck.scripts.tf_keras import _code, _derived, _FileIndex, _own_nodes
+from envcheck.scripts.tf_keras import FileIndex, code_at, derived, own_nodes
 
 if TYPE_CHECKING:
-    from envcheck.scripts.analyze import FileReport, _Walker
+    from envcheck.scripts.analyze import FileReport, Walker
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -66,7 +66,7 @@ DTYPES = {
 FIELD_ITERATORS = ("items", "keys", "values")
 
 
-def finish(walker: _Walker, report: FileReport, files: _FileIndex) -> None:
+def finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
     assignments: list[tuple[ast.expr, ast.expr]] = []
     calls: list[ast.Call] = []
     loops: list[tuple[Union[ast.For, ast.AsyncFor], Optional[Function]]] = []
@@ -99,7 +99,7 @@ def finish(walker: _Walker, report: FileReport, files: _FileIndex) -> None:
             loader = loaders.iterated(loop.iter)
             if loader is None:
                 continue
-            body = [n for statement in loop.body for n in [statement, *_own_nodes(statement)]]
+            body = [n for statement in loop.body for n in [statement, *own_nodes(statement)]]
             if not _trains(body):
                 continue
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body)
@@ -127,8 +127,8 @@ class _Loaders:
 
     def __init__(
         self,
-        walker: _Walker,
-        files: _FileIndex,
+        walker: Walker,
+        files: FileIndex,
         assignments: list[tuple[ast.expr, ast.expr]],
         calls: list[ast.Call],
         returns: dict[str, list[ast.expr]],
@@ -287,7 +287,7 @@ def _once(test: ast.expr) -> bool:
 class _StepLoop:
     def __init__(
         self,
-        walker: _Walker,
+        walker: Walker,
         loop: Union[ast.For, ast.AsyncFor],
         loader: str,
         loaders: _Loaders,
@@ -373,7 +373,7 @@ class _StepLoop:
     ) -> None:
         if periodic:
             return
-        for node in [root, *_own_nodes(root)]:
+        for node in [root, *own_nodes(root)]:
             if id(node) in self.seen:
                 continue
             record: Optional[dict[str, Any]] = None
@@ -416,7 +416,7 @@ class _StepLoop:
                 if owner is not None:
                     record = self._method(call, "per_sample_copy", "copies one element")
                     record["inner_loop_line"] = owner.lineno
-                    record["inner_loop_code"] = _code(self.walker.lines, owner.lineno)
+                    record["inner_loop_code"] = code_at(self.walker.lines, owner.lineno)
                     return record
             arguments = [*call.args, *(k.value for k in call.keywords)]
             if (
@@ -467,13 +467,13 @@ class _StepLoop:
             "path": self.walker.report.path,
             "line": line,
             "column": column,
-            "code": _code(self.walker.lines, line or 0),
+            "code": code_at(self.walker.lines, line or 0),
             "function": getattr(self.function, "name", None),
             "call": call,
             "what": what,
             "loader": self.loader,
             "loop_line": self.loop.lineno,
-            "loop_code": _code(self.walker.lines, self.loop.lineno),
+            "loop_code": code_at(self.walker.lines, self.loop.lineno),
         }
 
 
@@ -520,7 +520,7 @@ def _chain(node: ast.expr) -> Iterable[ast.expr]:
             return
 
 
-def _numpy_chain(receiver: ast.expr, walker: _Walker) -> bool:
+def _numpy_chain(receiver: ast.expr, walker: Walker) -> bool:
     """The receiver is NumPy, a constant or a literal, not a tensor: `np.mean(x).item()`,
     `x.numpy().tolist()` (a CPU tensor, or `.numpy()` would have failed)."""
     for node in _chain(receiver):
@@ -628,9 +628,9 @@ def _mentions_tensor(node: ast.AST, tensors: set[str]) -> bool:
 # -- CUDA in Dataset.__getitem__ -----------------------------------------------------------
 
 
-def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
+def _dataset_cuda(walker: Walker) -> list[dict[str, Any]]:
     classes = [n for n in ast.walk(walker.module) if isinstance(n, ast.ClassDef)]
-    datasets = _derived(classes, walker.aliases, DATASET_BASES)
+    datasets = derived(classes, walker.aliases, DATASET_BASES)
     found: list[dict[str, Any]] = []
     for cls in classes:
         if cls.name not in datasets:
@@ -642,7 +642,7 @@ def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
                 and method.name in SAMPLE_METHODS
             ):
                 continue
-            for node in _own_nodes(method):
+            for node in own_nodes(method):
                 if not isinstance(node, ast.Call):
                     continue
                 call = devices.cuda_call(node, method)
@@ -660,7 +660,7 @@ def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
                         "path": walker.report.path,
                         "line": line,
                         "column": column,
-                        "code": _code(walker.lines, line),
+                        "code": code_at(walker.lines, line),
                         "function": method.name,
                         "class": cls.name,
                         "call": call,
@@ -672,14 +672,14 @@ def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
 class _Devices:
     """Whether an expression inside a Dataset's method names a CUDA device."""
 
-    def __init__(self, walker: _Walker, cls: ast.ClassDef):
+    def __init__(self, walker: Walker, cls: ast.ClassDef):
         self.walker = walker
         # `self.x = value` in the class's methods (the last one wins), with its method
         self.attributes: dict[str, tuple[ast.expr, Function]] = {}
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for node in _own_nodes(method):
+            for node in own_nodes(method):
                 if not isinstance(node, ast.Assign):
                     continue
                 for target in node.targets:
