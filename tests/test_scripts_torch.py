@@ -332,6 +332,37 @@ LOOP_SNIPPETS = [
         "        return torch.ones(3, device=DEVICE)\n",
         [("dataset_cuda", 11, "torch.ones(..., device=DEVICE)")],
     ),
+    (
+        # torchvision references: train_one_epoch(...) called from the epoch loop, the loader
+        # wrapped in metric_logger.log_every(...); one finding per line
+        'import torch\nimport utils\ndef train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args, scaler=None):\n    metric_logger = utils.MetricLogger(delimiter="  ")\n    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, args.print_freq, "h")):\n        image, target = image.to(device), target.to(device)\n        loss = criterion(model(image), target)\n        if scaler is not None:\n            scaler.scale(loss).backward()\n        else:\n            loss.backward()\n        acc1, acc5 = utils.accuracy(output, target, topk=(1, 5))\n        metric_logger.update(loss=loss.item(), lr=optimizer.param_groups[0]["lr"])\n        metric_logger.meters["acc1"].update(acc1.item(), n=batch_size)\ndef main(args):\n    data_loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=args.workers, pin_memory=True)\n    for epoch in range(10):\n        train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args)\n',
+        [("host_sync", 13, ".item()"), ("host_sync", 14, ".item()")],
+    ),
+    (
+        # backward inside a closure handed to optimizer.step (LBFGS)
+        "import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4)\nfor x, y in loader:\n    def closure():\n        optimizer.zero_grad()\n        loss = model(x).sum()\n        loss.backward()\n        return loss\n    loss = optimizer.step(closure)\n    print(float(loss))\n",
+        [("host_sync", 10, "float(loss)")],
+    ),
+    (
+        # backward in a per-step helper; assert on a tensor there; .item() over a dict of
+        # losses; an f-string with a tensor and .item() on one line is one place
+        'import torch\ndef step(model, batch):\n    loss = model(batch).sum()\n    loss.backward()\n    assert torch.isfinite(loss)\n    return loss\ndef main():\n    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n    for batch in loader:\n        loss = step(model, batch)\n        losses = {"a": loss, "b": loss}\n        logs = {k: v.item() for k, v in losses.items()}\n        print(f"{loss} {loss.item()}")\n',
+        [
+            ("host_sync", 5, "assert torch.isfinite(loss)"),
+            ("host_sync", 12, ".item()"),
+            ("host_sync", 13, "f'{loss} {loss.item()}'"),
+        ],
+    ),
+    (
+        # a while loop drawing batches with next(it)
+        "import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4)\nit = iter(loader)\nstep = 0\nwhile step < 1000:\n    x = next(it)\n    loss = model(x).sum()\n    loss.backward()\n    total = loss.tolist()\n    step += 1\n",
+        [("host_sync", 9, ".tolist()")],
+    ),
+    (
+        # two loaders zipped; %-formatting of a tensor
+        'import torch\na = torch.utils.data.DataLoader(ds, batch_size=4)\nb = torch.utils.data.DataLoader(ds, batch_size=4)\nfor xa, xb in zip(a, b):\n    loss = model(xa, xb)\n    loss.backward()\n    print("loss %.3f" % loss)\n',
+        [("host_sync", 7, "'loss %.3f' % loss")],
+    ),
 ]
 
 

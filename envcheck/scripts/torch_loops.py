@@ -30,12 +30,16 @@ if TYPE_CHECKING:
     from envcheck.scripts.analyze import FileReport, Walker
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Loop = Union[ast.For, ast.AsyncFor, ast.While]
+ForLoop = Union[ast.For, ast.AsyncFor]
 
 SYNC_METHODS = ("item", "cpu", "tolist")
 CONVERSIONS = ("float", "int", "bool")
 # Wrappers of a loader in a `for` header: `enumerate(loader)`, `tqdm(loader)`, ...
 WRAPPERS = {"enumerate", "iter"}
 WRAPPER_SUFFIXES = ("tqdm", "track")
+# Calls that take a loader without iterating it.
+NOT_ITERATING = {"len", "isinstance", "print", "type", "id", "getattr", "hasattr"}
 DATASET_BASES = {
     "torch.utils.data.Dataset",
     "torch.utils.data.dataset.Dataset",
@@ -69,7 +73,7 @@ FIELD_ITERATORS = ("items", "keys", "values")
 def finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
     assignments: list[tuple[ast.expr, ast.expr]] = []
     calls: list[ast.Call] = []
-    loops: list[tuple[Union[ast.For, ast.AsyncFor], Optional[Function]]] = []
+    loops: list[tuple[Loop, Optional[Function]]] = []
     returns: dict[str, list[ast.expr]] = {}
     # one pass over the tree, knowing the function each node belongs to
     stack: list[tuple[ast.AST, Optional[Function]]] = [(walker.module, None)]
@@ -81,7 +85,7 @@ def finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             assignments.append((node.target, node.value))
         elif isinstance(node, ast.Call):
             calls.append(node)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             loops.append((node, function))
         elif isinstance(node, ast.Return) and node.value is not None and function is not None:
             returns.setdefault(function.name, []).append(node.value)
@@ -96,14 +100,18 @@ def finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         loaders = _Loaders(walker, files, assignments, calls, returns)
         seen: set[int] = set()
         for loop, function in sorted(loops, key=lambda x: (x[0].lineno, x[0].col_offset)):
-            loader = loaders.iterated(loop.iter)
+            loader = None
+            if isinstance(loop, (ast.For, ast.AsyncFor)):
+                loader = loaders.iterated(loop.iter)
+            loader = loader or loaders.stepped(loop)
             if loader is None:
                 continue
             body = [n for statement in loop.body for n in [statement, *own_nodes(statement)]]
-            if not _trains(body):
+            helpers = _helpers(body, loaders, files)
+            if not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
-            step = _StepLoop(walker, loop, loader, loaders, seen, function, body)
-            report.torch_calls.extend(step.read())
+            step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers)
+            report.torch_calls.extend(_one_per_line(step.read()))
     report.torch_calls.extend(_dataset_cuda(walker))
 
 
@@ -168,16 +176,37 @@ class _Loaders:
             return _dotted(expr) in self.names
         return False
 
-    def iterated(self, iterable: ast.expr) -> Optional[str]:
-        """The loader a `for` header iterates, through enumerate/tqdm wrappers."""
-        node = iterable
-        for _ in range(4):
-            if not (isinstance(node, ast.Call) and node.args and self._wrapper(node)):
-                break
-            node = node.args[0]
-        if isinstance(node, (ast.Name, ast.Attribute)) and self.holds(node):
-            return _dotted(node)
+    def iterated(self, iterable: ast.expr, depth: int = 0) -> Optional[str]:
+        """The loader a `for` header iterates, through wrappers: `enumerate(loader)`,
+        `tqdm(loader)`, `metric_logger.log_every(loader, 10)`, `zip(a_loader, b_loader)`."""
+        if isinstance(iterable, (ast.Name, ast.Attribute)) and self.holds(iterable):
+            return _dotted(iterable)
+        if depth > 4 or not isinstance(iterable, ast.Call):
+            return None
+        if self.walker.qualname(iterable.func) in NOT_ITERATING:
+            return None
+        for argument in iterable.args:
+            found = self.iterated(argument, depth + 1)
+            if found is not None:
+                return found
         return None
+
+    def stepped(self, loop: ast.AST) -> Optional[str]:
+        """The loader a loop draws from with `next(it)` (`it = iter(loader)`)."""
+        for node in own_nodes(loop):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "next"
+                and node.args
+            ):
+                found = self.iterated(node.args[0])
+                if found is not None:
+                    return found
+        return None
+
+    def callee(self, call: ast.Call) -> Optional[str]:
+        return self._callee(call)
 
     def _wrapper(self, call: ast.Call) -> bool:
         name = self.walker.qualname(call.func) or ""
@@ -244,6 +273,43 @@ class _Loaders:
                 self.names.add(keyword.arg)
 
 
+def _one_per_line(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One observation per kind and line: `print(f"{loss} {loss.item()}")` is one place."""
+    kept: dict[tuple[str, int], dict[str, Any]] = {}
+    for record in records:
+        key = (record["kind"], record["line"])
+        first = kept.get(key)
+        if first is None:
+            kept[key] = record
+        elif record["call"] not in first["call"]:
+            first["call"] = f"{first['call']}, {record['call']}"
+    return list(kept.values())
+
+
+def _helpers(body: list[ast.AST], loaders: _Loaders, files: FileIndex) -> list[Function]:
+    """Functions of the file a step runs: called from the loop body (`step(model, batch)`,
+    `self.training_step(batch)`) or handed to a call (`optimizer.step(closure)`), followed
+    two calls deep."""
+    found: list[Function] = []
+    todo = list(body)
+    for _ in range(2):
+        more: list[ast.AST] = []
+        for node in todo:
+            names: list[str] = []
+            if isinstance(node, ast.Call):
+                callee = loaders.callee(node)
+                if callee is not None:
+                    names.append(callee)
+                names += [a.id for a in node.args if isinstance(a, ast.Name)]
+            for name in names:
+                function = files.functions.get(name)
+                if function is not None and function not in found:
+                    found.append(function)
+                    more.extend(own_nodes(function))
+        todo = more
+    return found
+
+
 def _trains(body: list[ast.AST]) -> bool:
     """A loop whose body (its nodes) runs a backward pass: `loss.backward()`,
     `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."""
@@ -288,12 +354,13 @@ class _StepLoop:
     def __init__(
         self,
         walker: Walker,
-        loop: Union[ast.For, ast.AsyncFor],
+        loop: Loop,
         loader: str,
         loaders: _Loaders,
         seen: set[int],
         function: Optional[Function],
         body: list[ast.AST],
+        helpers: Optional[list[Function]] = None,
     ):
         self.walker = walker
         self.loop = loop
@@ -301,22 +368,21 @@ class _StepLoop:
         self.loaders = loaders
         self.seen = seen
         self.function = function
-        self.tensors = _tensor_names(body)
+        self.helpers = {h.name: h for h in helpers or []}
+        self.followed: set[str] = set()
+        nodes = [*body, *(n for h in helpers or [] for n in own_nodes(h))]
+        self.tensors = _tensor_names(nodes)
         self.found: list[dict[str, Any]] = []
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.loop.body, [], periodic=False)
         return self.found
 
-    def _block(
-        self, body: list[ast.stmt], inner: list[Union[ast.For, ast.AsyncFor]], periodic: bool
-    ) -> None:
+    def _block(self, body: list[ast.stmt], inner: list[ForLoop], periodic: bool) -> None:
         for statement in body:
             self._statement(statement, inner, periodic)
 
-    def _statement(
-        self, statement: ast.stmt, inner: list[Union[ast.For, ast.AsyncFor]], periodic: bool
-    ) -> None:
+    def _statement(self, statement: ast.stmt, inner: list[ForLoop], periodic: bool) -> None:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
         if isinstance(statement, ast.If):
@@ -354,7 +420,7 @@ class _StepLoop:
             return
         self._expression(statement, inner, periodic)
 
-    def _per_element(self, loop: Union[ast.For, ast.AsyncFor]) -> bool:
+    def _per_element(self, loop: ForLoop) -> bool:
         """An inner loop over the elements of something (samples of the batch), not over
         a dict's fields, a literal tuple of tensors, or another DataLoader."""
         iterable = loop.iter
@@ -368,10 +434,16 @@ class _StepLoop:
             return False
         return self.loaders.iterated(iterable) is None
 
-    def _expression(
-        self, root: ast.AST, inner: list[Union[ast.For, ast.AsyncFor]], periodic: bool
-    ) -> None:
+    def _expression(self, root: ast.AST, inner: list[ForLoop], periodic: bool) -> None:
         if periodic:
+            return
+        if isinstance(root, ast.Assert) and self._tensor_test(root.test):
+            if id(root) not in self.seen:
+                self.seen.add(id(root))
+                self.seen.update(id(n) for n in own_nodes(root))
+                self.found.append(
+                    self._record(root, "host_sync", _short(root), "checks a tensor's value")
+                )
             return
         for node in [root, *own_nodes(root)]:
             if id(node) in self.seen:
@@ -379,11 +451,36 @@ class _StepLoop:
             record: Optional[dict[str, Any]] = None
             if isinstance(node, ast.Call):
                 record = self._call(node, inner)
+                self._follow(node)
             elif self._formats_tensor(node):
                 record = self._record(node, "host_sync", _short(node), "formats a tensor")
             if record is not None:
                 self.seen.add(id(node))
                 self.found.append(record)
+
+    def _follow(self, call: ast.Call) -> None:
+        """Read a helper of the file the step calls (`step(model, batch)`, a closure
+        handed to `optimizer.step`): its syncs run every step too."""
+        names = [self.loaders.callee(call)] + [a.id for a in call.args if isinstance(a, ast.Name)]
+        for name in names:
+            helper = self.helpers.get(name or "")
+            if helper is None or helper.name in self.followed:
+                continue
+            self.followed.add(helper.name)
+            outer, self.function = self.function, helper
+            self._block(helper.body, [], periodic=False)
+            self.function = outer
+
+    def _tensor_test(self, test: ast.expr) -> bool:
+        """`assert torch.isfinite(loss)`, `assert not loss.isnan()`: bool() of a tensor."""
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and node.id in self.tensors:
+                return True
+            if isinstance(node, ast.Call) and (self.walker.qualname(node.func) or "").startswith(
+                "torch."
+            ):
+                return True
+        return False
 
     def _formats_tensor(self, node: ast.AST) -> bool:
         """f"{loss}" or "%f" % loss."""
@@ -399,9 +496,7 @@ class _StepLoop:
             and self._tensor(node.right)
         )
 
-    def _call(
-        self, call: ast.Call, inner: list[Union[ast.For, ast.AsyncFor]]
-    ) -> Optional[dict[str, Any]]:
+    def _call(self, call: ast.Call, inner: list[ForLoop]) -> Optional[dict[str, Any]]:
         func = call.func
         if self.walker.qualname(func) == "torch.cuda.synchronize":
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
@@ -550,9 +645,7 @@ def _device_argument(call: ast.Call) -> bool:
     return not (isinstance(target, ast.Constant) and not isinstance(target.value, str))
 
 
-def _element_of(
-    receiver: ast.expr, inner: list[Union[ast.For, ast.AsyncFor]]
-) -> Optional[Union[ast.For, ast.AsyncFor]]:
+def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
     """The inner loop whose element the copied value comes from, or None.
     `for k in batch: batch[k].to(device)` walks a dict's fields and is not per sample."""
     names = {n.id for n in ast.walk(receiver) if isinstance(n, ast.Name)}
