@@ -335,7 +335,24 @@ LOOP_SNIPPETS = [
     (
         # torchvision references: train_one_epoch(...) called from the epoch loop, the loader
         # wrapped in metric_logger.log_every(...); one finding per line
-        'import torch\nimport utils\ndef train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args, scaler=None):\n    metric_logger = utils.MetricLogger(delimiter="  ")\n    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, args.print_freq, "h")):\n        image, target = image.to(device), target.to(device)\n        loss = criterion(model(image), target)\n        if scaler is not None:\n            scaler.scale(loss).backward()\n        else:\n            loss.backward()\n        acc1, acc5 = utils.accuracy(output, target, topk=(1, 5))\n        metric_logger.update(loss=loss.item(), lr=optimizer.param_groups[0]["lr"])\n        metric_logger.meters["acc1"].update(acc1.item(), n=batch_size)\ndef main(args):\n    data_loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=args.workers, pin_memory=True)\n    for epoch in range(10):\n        train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args)\n',
+        "import torch\n"
+        "import utils\n"
+        "def train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args, scaler=None):\n"
+        '    metric_logger = utils.MetricLogger(delimiter="  ")\n'
+        '    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, args.print_freq, "h")):\n'
+        "        image, target = image.to(device), target.to(device)\n"
+        "        loss = criterion(model(image), target)\n"
+        "        if scaler is not None:\n"
+        "            scaler.scale(loss).backward()\n"
+        "        else:\n"
+        "            loss.backward()\n"
+        "        acc1, acc5 = utils.accuracy(output, target, topk=(1, 5))\n"
+        '        metric_logger.update(loss=loss.item(), lr=optimizer.param_groups[0]["lr"])\n'
+        '        metric_logger.meters["acc1"].update(acc1.item(), n=batch_size)\n'
+        "def main(args):\n"
+        "    data_loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=args.workers, pin_memory=True)\n"
+        "    for epoch in range(10):\n"
+        "        train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args)\n",
         [("host_sync", 13, ".item()"), ("host_sync", 14, ".item()")],
     ),
     (
@@ -346,7 +363,19 @@ LOOP_SNIPPETS = [
     (
         # backward in a per-step helper; assert on a tensor there; .item() over a dict of
         # losses; an f-string with a tensor and .item() on one line is one place
-        'import torch\ndef step(model, batch):\n    loss = model(batch).sum()\n    loss.backward()\n    assert torch.isfinite(loss)\n    return loss\ndef main():\n    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n    for batch in loader:\n        loss = step(model, batch)\n        losses = {"a": loss, "b": loss}\n        logs = {k: v.item() for k, v in losses.items()}\n        print(f"{loss} {loss.item()}")\n',
+        "import torch\n"
+        "def step(model, batch):\n"
+        "    loss = model(batch).sum()\n"
+        "    loss.backward()\n"
+        "    assert torch.isfinite(loss)\n"
+        "    return loss\n"
+        "def main():\n"
+        "    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "    for batch in loader:\n"
+        "        loss = step(model, batch)\n"
+        '        losses = {"a": loss, "b": loss}\n'
+        "        logs = {k: v.item() for k, v in losses.items()}\n"
+        '        print(f"{loss} {loss.item()}")\n',
         [
             ("host_sync", 5, "assert torch.isfinite(loss)"),
             ("host_sync", 12, ".item()"),
@@ -360,7 +389,13 @@ LOOP_SNIPPETS = [
     ),
     (
         # two loaders zipped; %-formatting of a tensor
-        'import torch\na = torch.utils.data.DataLoader(ds, batch_size=4)\nb = torch.utils.data.DataLoader(ds, batch_size=4)\nfor xa, xb in zip(a, b):\n    loss = model(xa, xb)\n    loss.backward()\n    print("loss %.3f" % loss)\n',
+        "import torch\n"
+        "a = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "b = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for xa, xb in zip(a, b):\n"
+        "    loss = model(xa, xb)\n"
+        "    loss.backward()\n"
+        '    print("loss %.3f" % loss)\n',
         [("host_sync", 7, "'loss %.3f' % loss")],
     ),
 ]
