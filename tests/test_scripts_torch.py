@@ -337,9 +337,9 @@ LOOP_SNIPPETS = [
         # wrapped in metric_logger.log_every(...); one finding per line
         "import torch\n"
         "import utils\n"
-        "def train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args, scaler=None):\n"
+        "def train_one_epoch(model, criterion, optimizer, data_loader, device, args, scaler=None):\n"
         '    metric_logger = utils.MetricLogger(delimiter="  ")\n'
-        '    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, args.print_freq, "h")):\n'
+        '    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, 10, "h")):\n'
         "        image, target = image.to(device), target.to(device)\n"
         "        loss = criterion(model(image), target)\n"
         "        if scaler is not None:\n"
@@ -350,14 +350,23 @@ LOOP_SNIPPETS = [
         '        metric_logger.update(loss=loss.item(), lr=optimizer.param_groups[0]["lr"])\n'
         '        metric_logger.meters["acc1"].update(acc1.item(), n=batch_size)\n'
         "def main(args):\n"
-        "    data_loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=args.workers, pin_memory=True)\n"
+        "    data_loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=4)\n"
         "    for epoch in range(10):\n"
-        "        train_one_epoch(model, criterion, optimizer, data_loader, device, epoch, args)\n",
+        "        train_one_epoch(model, criterion, optimizer, data_loader, device, args)\n",
         [("host_sync", 13, ".item()"), ("host_sync", 14, ".item()")],
     ),
     (
         # backward inside a closure handed to optimizer.step (LBFGS)
-        "import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4)\nfor x, y in loader:\n    def closure():\n        optimizer.zero_grad()\n        loss = model(x).sum()\n        loss.backward()\n        return loss\n    loss = optimizer.step(closure)\n    print(float(loss))\n",
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for x, y in loader:\n"
+        "    def closure():\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        return loss\n"
+        "    loss = optimizer.step(closure)\n"
+        "    print(float(loss))\n",
         [("host_sync", 10, "float(loss)")],
     ),
     (
@@ -384,7 +393,16 @@ LOOP_SNIPPETS = [
     ),
     (
         # a while loop drawing batches with next(it)
-        "import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4)\nit = iter(loader)\nstep = 0\nwhile step < 1000:\n    x = next(it)\n    loss = model(x).sum()\n    loss.backward()\n    total = loss.tolist()\n    step += 1\n",
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "it = iter(loader)\n"
+        "step = 0\n"
+        "while step < 1000:\n"
+        "    x = next(it)\n"
+        "    loss = model(x).sum()\n"
+        "    loss.backward()\n"
+        "    total = loss.tolist()\n"
+        "    step += 1\n",
         [("host_sync", 9, ".tolist()")],
     ),
     (
