@@ -337,7 +337,7 @@ LOOP_SNIPPETS = [
         # wrapped in metric_logger.log_every(...); one finding per line
         "import torch\n"
         "import utils\n"
-        "def train_one_epoch(model, criterion, optimizer, data_loader, device, args, scaler=None):\n"
+        "def train_one_epoch(model, criterion, opt, data_loader, device, args, scaler=None):\n"
         '    metric_logger = utils.MetricLogger(delimiter="  ")\n'
         '    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, 10, "h")):\n'
         "        image, target = image.to(device), target.to(device)\n"
