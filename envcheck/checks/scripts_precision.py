@@ -126,16 +126,22 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     )
 
 
+FLOAT32 = "trains on a GPU without torch.autocast / GradScaler"
+AUTOCAST_FIX = (
+    "with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
+    "# float16 needs torch.amp.GradScaler"
+)
+
+
 @check(
     id="EC507",
     name="no-mixed-precision",
     severity=Severity.MEDIUM,
     category="scripts",
     summary="Training on a tensor-core GPU in float32, without autocast",
-    message="{path} trains on CUDA without torch.autocast / GradScaler, on GPUs with tensor "
-    "cores (compute capability {cap}): the matmuls and convolutions run in float32",
-    fix="with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
-    "# float16 needs torch.amp.GradScaler",
+    message="{path} {how}, on GPUs with tensor cores (compute capability {cap}): the matmuls "
+    "and convolutions run in float32",
+    fix="{fix}",
     evidence=(
         TUNING_GUIDE + " (Use mixed precision and AMP: up to 3x overall speedup on "
         "Volta and newer GPU architectures)",
@@ -156,6 +162,13 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     up to 3x overall speedup on Volta and newer. The figure is an upper bound: models
     limited by their input pipeline or memory bandwidth gain less.
 
+    Mixed precision counts however it is switched on: `torch.autocast` or a GradScaler
+    (called, or through `functools.partial` or a variable), Accelerate's
+    `mixed_precision`, Lightning's `precision="16-mixed"`, `TrainingArguments(fp16=True)`,
+    `model.half()`. Behind a command-line flag that defaults to off (`--amp`,
+    `action="store_true"`), the finding says AMP is off unless the flag is passed; behind
+    a condition the source does not settle, the rule is unknown for that file.
+
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
     """
@@ -163,7 +176,29 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     if isinstance(found, Outcome):
         return found
     files, unknown, cap = found
-    hits = [_file_hit(f, cap=cap) for f in files if not f.get("autocast")]
+    hits: list[Hit] = []
+    for f in files:
+        if f.get("autocast"):
+            continue
+        gate = f.get("amp_gate")
+        if not isinstance(gate, dict):
+            hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
+        elif gate.get("option") and not gate.get("default"):
+            option = gate["option"]
+            hits.append(
+                _file_hit(
+                    f,
+                    cap=cap,
+                    how=f"has mixed precision behind {option}, off by default: AMP is off "
+                    f"unless {option} is passed",
+                    fix=f"pass {option} when training on these GPUs (or make it the default)",
+                )
+            )
+        else:
+            unknown.append(
+                f"{f.get('path')}: mixed precision depends on `{gate.get('text')}`, which the "
+                "source does not determine"
+            )
     return _judged(
         hits, unknown, f"{len(hits)} file(s) in float32", "every GPU training script uses autocast"
     )
@@ -180,7 +215,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     fix="torch.set_float32_matmul_precision('high')",
     evidence=(
         "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-"
-        "later-devices (torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12)",
+        "later-devices (torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12; "
+        "torch.backends.cudnn.allow_tf32, for convolutions, defaults to True)",
     ),
 )
 def tf32_matmul_off(facts: Facts) -> Outcome:
@@ -189,7 +225,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     with TF32 matmuls off, the default since PyTorch 1.12. TF32 runs float32 matmuls on
     the tensor cores with a 10-bit mantissa, much faster, and is accurate enough for most
     training. Scripts that already use autocast are not flagged (their matmuls run in
-    half precision).
+    half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
+    cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
+    defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models.
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck.scripts import device, tf_keras, torch_loops
+from envcheck.scripts import device, precision, tf_keras, torch_loops
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
@@ -105,6 +105,7 @@ class Walker(ast.NodeVisitor):
         self.visit(self.module)
         files = tf_keras.finish(self, self.report)
         torch_loops.finish(self, self.report, files)
+        self.facts.update(precision.read(self))
         gpu = device.answer(self)
         self.facts["gpu"] = gpu
         self.facts["uses_cuda"] = gpu["trains"] == "yes"
@@ -161,20 +162,10 @@ class Walker(ast.NodeVisitor):
                 method = resolve(node.args[0], self.scope())
                 if method.known:
                     self.facts["start_method"] = method.value
-        elif name in (
-            "torch.autocast",
-            "torch.cuda.amp.autocast",
-            "torch.amp.autocast",
-            "torch.cuda.amp.GradScaler",
-            "torch.amp.GradScaler",
-        ):
-            self.facts["autocast"] = True
         elif name == "torch.set_float32_matmul_precision" and node.args:
-            precision = resolve(node.args[0], self.scope())
-            if precision.known:
-                self.facts["tf32"] = precision.value in ("high", "medium")
-        if name and (".Conv" in name or name.startswith("torchvision.models.")):
-            self.facts["conv_layers"] = True
+            chosen = resolve(node.args[0], self.scope())
+            if chosen.known:
+                self.facts["tf32"] = chosen.value in ("high", "medium")
         tf_keras.observe_call(self, node, name)
         self.generic_visit(node)
 

@@ -1,0 +1,136 @@
+"""Values followed through mutation and indirection, on shapes from real scripts: loader
+arguments merged into dicts, mixed precision behind partials, variables and flags, and
+which model builders count as convolutional. Each snippet goes through the real analyser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.scripts.analyze import analyze_file
+
+
+def analyse(tmp_path: Path, source: str) -> Any:
+    (tmp_path / "train.py").write_text(source)
+    report = analyze_file(tmp_path / "train.py", "train.py")
+    assert report.error is None
+    return report
+
+
+def loader_args(report: Any) -> list[dict[str, Any]]:
+    return [{k: v["value"] for k, v in x["args"].items()} for x in report.loaders]
+
+
+def test_pytorch_examples_mnist_kwargs_update(tmp_path: Path) -> None:
+    # pytorch/examples mnist/main.py: the CUDA settings merged in place under `if use_cuda:`
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        "def main(args):\n"
+        "    use_cuda = torch.cuda.is_available()\n"
+        "    train_kwargs = {'batch_size': args.batch_size}\n"
+        "    if use_cuda:\n"
+        "        cuda_kwargs = {'num_workers': 1, 'pin_memory': True, 'shuffle': True}\n"
+        "        train_kwargs.update(cuda_kwargs)\n"
+        "    loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)\n",
+    )
+    assert loader_args(report) == [{"batch_size": None, "num_workers": 1, "pin_memory": True}]
+    assert report.loaders[0]["opaque_kwargs"] == []
+
+
+def test_dict_merges(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        "base = {'batch_size': 4}\n"
+        "extra = {'num_workers': 8}\n"
+        "a = torch.utils.data.DataLoader(ds, **(base | extra))\n"
+        "b = torch.utils.data.DataLoader(ds, **{**base, 'pin_memory': True})\n"
+        "kw = dict(base, persistent_workers=True)\n"
+        "kw['num_workers'] = 2\n"
+        "kw.update(prefetch_factor=4)\n"
+        "c = torch.utils.data.DataLoader(ds, **kw)\n"
+        "opaque = {**cfg.loader}\n"
+        "d = torch.utils.data.DataLoader(ds, **opaque)\n",
+    )
+    assert loader_args(report) == [
+        {"batch_size": 4, "num_workers": 8},
+        {"batch_size": 4, "pin_memory": True},
+        {"batch_size": 4, "num_workers": 2, "persistent_workers": True, "prefetch_factor": 4},
+        {},
+    ]
+    assert report.loaders[3]["opaque_kwargs"] == ["opaque"]
+
+
+PRECISION = [
+    (
+        "torchvision references: GradScaler behind --amp (store_true), autocast enabled by it",
+        "import argparse, torch, torchvision\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--amp', action='store_true', help='Use AMP')\n"
+        "parser.add_argument('--model', default='resnet18')\n"
+        "args = parser.parse_args()\n"
+        "model = torchvision.models.get_model(args.model)\n"
+        "scaler = torch.cuda.amp.GradScaler() if args.amp else None\n"
+        "with torch.cuda.amp.autocast(enabled=scaler is not None):\n"
+        "    pass\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "args.amp", "option": "--amp", "default": False},
+            "conv_layers": True,
+        },
+    ),
+    (
+        "functools.partial(torch.autocast, ...) and a ViT from timm",
+        "import functools, torch, timm\n"
+        "autocast = functools.partial(torch.autocast, device_type='cuda', dtype=torch.bfloat16)\n"
+        "model = timm.create_model('vit_base_patch16_224')\n",
+        {"autocast": True, "amp_gate": None, "conv_layers": False},
+    ),
+    (
+        "autocast chosen through a variable the source does not settle",
+        "import torch\n"
+        "from contextlib import nullcontext\n"
+        "ctx = torch.autocast if use_amp else nullcontext\n"
+        "model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3))\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "use_amp", "option": None, "default": None},
+            "conv_layers": True,
+        },
+    ),
+    (
+        "pytorch/examples imagenet: models.__dict__[args.arch]()",
+        "import torch\n"
+        "import torchvision.models as models\n"
+        "parser.add_argument('-a', '--arch', default='resnet18')\n"
+        "model = models.__dict__[args.arch]()\n",
+        {"autocast": False, "amp_gate": None, "conv_layers": True},
+    ),
+    (
+        "Lightning precision and a timm CNN",
+        "import lightning as L\nimport timm\n"
+        "trainer = L.Trainer(precision='16-mixed')\n"
+        "model = timm.create_model('resnet50')\n",
+        {"autocast": True, "amp_gate": None, "conv_layers": True},
+    ),
+    (
+        "an AMP flag that defaults to on",
+        "import argparse, torch\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--amp', default=True)\n"
+        "if args.amp:\n"
+        "    scaler = torch.amp.GradScaler()\n",
+        {"autocast": True, "amp_gate": None, "conv_layers": False},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"), [pytest.param(*case[1:], id=case[0]) for case in PRECISION]
+)
+def test_precision_facts(tmp_path: Path, source: str, expected: dict[str, Any]) -> None:
+    facts = analyse(tmp_path, source).facts
+    assert {k: facts[k] for k in expected} == expected
