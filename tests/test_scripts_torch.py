@@ -105,7 +105,10 @@ def test_module_level_loader_is_fine_on_linux_without_spawn(tmp_path: Path) -> N
 
 def test_cpu_count_message_names_both_counts() -> None:
     [finding] = audit(CORPUS / "torch_cpu_count_workers.py")["EC504"].findings
-    assert "num_workers=WORKERS (os.cpu_count()) = 64 here but only 16 CPUs" in finding.message
+    assert (
+        "num_workers=WORKERS (os.cpu_count()) = 64 logical CPUs but the training machine has "
+        "only 16 usable CPUs" in finding.message
+    )
 
 
 # bad input ------------------------------------------------------------------------------

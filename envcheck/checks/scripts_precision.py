@@ -36,6 +36,11 @@ def _gpu_files(
     return files, unknown
 
 
+def _torch(file_facts: dict[str, Any]) -> bool:
+    """A PyTorch script (files observed before the `torch` fact count as one)."""
+    return file_facts.get("torch") is not False
+
+
 def _judged(hits: list[Hit], unknown: list[str], reason: str, clean: str) -> Outcome:
     if hits:
         return Outcome.failed(*hits, reason=reason)
@@ -113,7 +118,7 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
-    found = _gpu_files(facts, lambda f: bool(f.get("conv_layers")))
+    found = _gpu_files(facts, lambda f: _torch(f) and bool(f.get("conv_layers")))
     if isinstance(found, Outcome):
         return found
     files, unknown = found
@@ -172,7 +177,7 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
     """
-    found = _files_on_capable_gpus(facts, (7, 0), "tensor cores")
+    found = _files_on_capable_gpus(facts, (7, 0), "tensor cores", _torch)
     if isinstance(found, Outcome):
         return found
     files, unknown, cap = found
@@ -231,7 +236,7 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
-    found = _files_on_capable_gpus(facts, (8, 0), "TF32")
+    found = _files_on_capable_gpus(facts, (8, 0), "TF32", _torch)
     if isinstance(found, Outcome):
         return found
     files, unknown, cap = found

@@ -248,8 +248,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A DataLoader asks for more workers than the CPUs this process may use",
-    message="{where}: {how} but only {usable} CPUs are usable here: the workers compete "
-    "for the same cores — `{code}`",
+    message="{where}: {how} but the training machine has only {usable} usable CPUs: the "
+    "workers compete for the same cores — `{code}`",
     fix="DataLoader(..., num_workers={workers})",
     evidence=(
         "https://github.com/pytorch/pytorch/pull/46867 (PyTorch's own warning: 'This "
@@ -273,25 +273,30 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
         return section
     usable = facts.lookup("cpu.usable")
     logical = facts.lookup("cpu.logical")
+    cpus_unknown = None
     if not isinstance(usable, int):
-        reason = usable.reason if isinstance(usable, Missing) else "usable CPUs not known"
-        return Outcome.unknown(reason)
+        cpus_unknown = usable.reason if isinstance(usable, Missing) else "usable CPUs not known"
     workers = suggested_workers(facts)
 
     def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
         known, value, how = argument(loader, "num_workers", 0)
         if not known:
             return how
+        if value in (0, 1, None):
+            return None  # no more workers than any machine has
+        if not isinstance(usable, int):
+            return f"{how}; the training machine's CPUs are not known ({cpus_unknown})"
         if value == CPU_COUNT:
             if isinstance(logical, int) and logical > usable:
-                how += f" = {logical} here"
+                how += f" = {logical} logical CPUs"
                 return loader_hit(loader, how=how, usable=usable, workers=workers)
             return None
         if isinstance(value, int) and value > usable:
             return loader_hit(loader, how=how, usable=usable, workers=workers)
         return None
 
-    return per_loader(facts, test, f"no DataLoader asks for more than {usable} workers")
+    limit = f"{usable} " if isinstance(usable, int) else "the usable CPUs' "
+    return per_loader(facts, test, f"no DataLoader asks for more than {limit}workers")
 
 
 @check(

@@ -106,6 +106,10 @@ class Walker(ast.NodeVisitor):
         files = tf_keras.finish(self, self.report)
         torch_loops.finish(self, self.report, files)
         self.facts.update(precision.read(self))
+        self.facts["torch"] = any(
+            v.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "accelerate", "timm")
+            for v in self.aliases.values()
+        )
         gpu = device.answer(self)
         self.facts["gpu"] = gpu
         self.facts["uses_cuda"] = gpu["trains"] == "yes"
