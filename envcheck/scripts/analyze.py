@@ -265,7 +265,18 @@ def _import_aliases(module: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
+    return {name: _versionless(target) for name, target in aliases.items()}
+
+
+# `import tensorflow.compat.v1 as tf`: the same API under a versioned path
+VERSIONED = ("tensorflow.compat.v1", "tensorflow.compat.v2", "tensorflow._api.v2")
+
+
+def _versionless(name: str) -> str:
+    for prefix in VERSIONED:
+        if name == prefix or name.startswith(prefix + "."):
+            return "tensorflow" + name[len(prefix) :]
+    return name
 
 
 def _subclasses(module: ast.Module, aliases: dict[str, str], bases: set[str]) -> set[str]:

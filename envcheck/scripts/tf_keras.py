@@ -36,6 +36,8 @@ SOURCES = {
     "keras.preprocessing.image_dataset_from_directory",
 }
 FILE_READERS = {"TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"}
+# Operations that group elements into batches.
+BATCHING = {"batch", "padded_batch", "ragged_batch", "bucket_by_sequence_length"}
 # Operations that may follow the final prefetch without undoing its overlap.
 AFTER_PREFETCH_OK = {"with_options", "take", "repeat", "skip"}
 PY_FUNCTIONS = {
@@ -162,9 +164,30 @@ def finish(walker: Walker, report: FileReport) -> FileIndex:
     files = FileIndex(walker)
     bodies: list[tuple[Optional[ast.AST], list[ast.stmt]]] = [(None, walker.module.body)]
     bodies += [(f, f.body) for f in files.function_nodes]
-    for function, body in bodies:
-        scope = walker.module_scope if function is None else walker.module_scope.inside(function)
-        report.tf_pipelines.extend(_Pipelines(walker, files, function, scope).read(body))
+    # Two rounds: the first finds the functions (and methods) that return a pipeline; the
+    # second reads their callers with those pipelines as sources, so a pipeline is judged
+    # where it reaches its consumer, with what the caller adds (prefetch, batch).
+    factories: dict[str, dict[str, Any]] = {}
+    used: set[str] = set()
+    readers: list[_Pipelines] = []
+    for round_ in range(2):
+        readers = []
+        for function, body in bodies:
+            scope = (
+                walker.module_scope if function is None else walker.module_scope.inside(function)
+            )
+            reader = _Pipelines(walker, files, function, scope, factories, used)
+            reader.read(body)
+            readers.append(reader)
+        if round_ == 0:
+            for reader in readers:
+                name = getattr(reader.function, "name", None)
+                returned = [r for r in reader.records if r["returned"] and not r["derived"]]
+                if name in files.functions and len(returned) == 1:
+                    factories[name] = returned[0]
+            used.clear()
+    for reader in readers:
+        report.tf_pipelines.extend(reader.finished())
     report.keras_calls.extend(_layer_numpy(walker, files))
     return files
 
@@ -310,16 +333,6 @@ class FileIndex:
         self.sequences = derived(classes, walker.aliases, SEQUENCE_BASES)
         self.layers = derived(classes, walker.aliases, LAYER_BASES)
         self.classes = {c.name: c for c in classes}
-        # Functions of this file whose result is chained (`make_ds().prefetch(...)`) or
-        # that receive a dataset: pipelines they return may be finished by the caller.
-        self.chained_results: set[str] = set()
-        for node in ast.walk(module):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Name)
-            ):
-                self.chained_results.add(node.value.func.id)
 
 
 def derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str]) -> set[str]:
@@ -346,20 +359,49 @@ def derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str
 class _Pipelines:
     """The tf.data pipelines built in one function (or module) body, in source order."""
 
-    def __init__(self, walker: Walker, files: FileIndex, function: Optional[ast.AST], scope: Scope):
+    def __init__(
+        self,
+        walker: Walker,
+        files: FileIndex,
+        function: Optional[ast.AST],
+        scope: Scope,
+        factories: Optional[dict[str, dict[str, Any]]] = None,
+        used: Optional[set[str]] = None,
+    ):
         self.walker = walker
         self.files = files
         self.function = function
         self.scope = scope
+        self.factories = factories if factories is not None else {}
+        self.used = used if used is not None else set()  # factories some caller reads
         self.live: dict[str, dict[str, Any]] = {}  # variable -> its pipeline so far
         self.records: list[dict[str, Any]] = []
 
-    def read(self, body: list[ast.stmt]) -> list[dict[str, Any]]:
+    def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             self._statement(statement)
-        return [self._finished(r) for r in self.records if not r["derived"]]
+
+    def finished(self) -> list[dict[str, Any]]:
+        """The pipelines to judge: not those extended further on, nor those a factory
+        returns to a caller in this file (judged there)."""
+        name = getattr(self.function, "name", None)
+        return [
+            self._finished(r)
+            for r in self.records
+            if not r["derived"] and not (r["returned"] and name in self.used)
+        ]
+
+    def _factory(self, call: ast.Call) -> Optional[str]:
+        """The function or method of this file a call builds its pipeline with."""
+        func = call.func
+        name = func.id if isinstance(func, ast.Name) else None
+        if isinstance(func, ast.Attribute):
+            name = func.attr
+        if name is not None and name in self.factories and self.factories[name] is not None:
+            return name
+        return None
 
     def _statement(self, statement: ast.stmt) -> None:
         calls = [n for n in header_nodes(statement) if isinstance(n, ast.Call)]
@@ -406,6 +448,10 @@ class _Pipelines:
             if name is not None and (name in SOURCES or name.startswith(SOURCE_PREFIXES)):
                 base = self._new(node, name)
                 break
+            factory = self._factory(node)
+            if factory is not None and self.factories[factory] is not self._own_return():
+                base = self._from_factory(node, factory)
+                break
             if not isinstance(node.func, ast.Attribute):
                 return
             ops.append(node)
@@ -425,6 +471,28 @@ class _Pipelines:
             base["returned"] = True
         if target is not None:
             self.live[target] = base
+
+    def _own_return(self) -> Optional[dict[str, Any]]:
+        name = getattr(self.function, "name", None)
+        return self.factories.get(name) if name is not None else None
+
+    def _from_factory(self, node: ast.Call, factory: str) -> dict[str, Any]:
+        """A pipeline built by a function of this file, continued here."""
+        self.used.add(factory)
+        built = self.factories[factory]
+        record = {
+            **built,
+            "node": node,
+            "ops": list(built["ops"]),
+            "derived": False,
+            "variable": None,
+            "returned": False,
+            "used_by": None,
+            "handed_to": None,
+            "built_by": f"{factory}() (line {built['node'].lineno})",
+        }
+        self.records.append(record)
+        return record
 
     def _new(self, node: ast.Call, name: str) -> dict[str, Any]:
         record = {
@@ -520,6 +588,13 @@ class _Pipelines:
                     random.append(entry)
                 if isinstance(node.func, ast.Name) and node.func.id in self.files.functions:
                     todo.append(self.files.functions[node.func.id])
+                if kind == "py_function":  # tf.py_function(load, [x], ...): what it runs
+                    wrapped = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "func")]
+                    for target in wrapped:
+                        if isinstance(target, ast.Name) and target.id in self.files.functions:
+                            todo.append(self.files.functions[target.id])
+                        elif isinstance(target, ast.Lambda):
+                            todo.append(target.body)
         return {"host_calls": host, "random_augmentation": random}
 
     def _host_kind(self, node: ast.Call) -> Optional[str]:
@@ -583,8 +658,20 @@ class _Pipelines:
         finished_elsewhere = None
         if record.get("handed_to"):
             finished_elsewhere = f"handed to {record['handed_to']}()"
-        elif record["returned"] and function in self.files.chained_results:
-            finished_elsewhere = f"returned by {function}(), whose callers chain more operations"
+        elif record["returned"] and function is not None:
+            finished_elsewhere = (
+                f"returned by {function}(), whose callers (not in this file) may prefetch it"
+            )
+        prefetch_before_batch = None
+        if prefetch_at is not None and not ends_with_prefetch:
+            later = [op for op in ops[prefetch_at + 1 :] if op["op"] in BATCHING]
+            if later:
+                prefetch_before_batch = {
+                    k: ops[prefetch_at].get(k) for k in ("line", "column", "code")
+                } | {"batch_line": later[0]["line"], "batch": later[0]["op"]}
+        for index, op in enumerate(ops):
+            if op["op"] == "map" and any(n in BATCHING for n in names[:index]):
+                op["vectorised"] = True  # maps whole batches: the recommended order
         cache_after_random = None
         random_seen: Optional[dict[str, Any]] = None
         for op in ops:
@@ -619,6 +706,8 @@ class _Pipelines:
             "ends_with_prefetch": ends_with_prefetch,
             "used_by": record["used_by"],
             "finished_elsewhere": finished_elsewhere,
+            "prefetch_before_batch": prefetch_before_batch,
+            "built_by": record.get("built_by"),
             "many_files_without_interleave": many_files,
             "cache_after_random_augmentation": cache_after_random,
         }
