@@ -40,6 +40,24 @@ def test_pytorch_examples_mnist_kwargs_update(tmp_path: Path) -> None:
     assert report.loaders[0]["opaque_kwargs"] == []
 
 
+def test_a_dict_chosen_for_gpu_runs(tmp_path: Path) -> None:
+    # pytorch/examples vae/main.py: the loader settings a GPU run gets
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        "use_accel = not args.no_accel and torch.accelerator.is_available()\n"
+        "kwargs = {'num_workers': 1, 'pin_memory': True} if use_accel else {}\n"
+        "a = torch.utils.data.DataLoader(ds, batch_size=8, **kwargs)\n"
+        "other = {'num_workers': 1} if fast else {}\n"
+        "b = torch.utils.data.DataLoader(ds, batch_size=8, **other)\n",
+    )
+    assert loader_args(report) == [
+        {"batch_size": 8, "num_workers": 1, "pin_memory": True},
+        {"batch_size": 8},
+    ]
+    assert report.loaders[1]["opaque_kwargs"] == ["other"]
+
+
 def test_dict_merges(tmp_path: Path) -> None:
     report = analyse(
         tmp_path,

@@ -227,6 +227,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     re-creating the dataset (costly with the spawn start method, the default on Windows
     and macOS), so every epoch begins with a stall.
 
+    A DataLoader constructed anew each time (inside a loop, or in a function such as
+    `validate()` called once per epoch) is not flagged: its workers end with it whatever
+    the setting; build it once, outside, if its start-up cost matters.
+
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """
 
@@ -235,9 +239,16 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
         if not known or workers in (0, None):
             return None
         known, value, how = argument(loader, "persistent_workers", False)
+        if known and value:
+            return None
+        if loader.get("rebuilt"):
+            return Clear(
+                f"{how}, but {loader['rebuilt']}: a new DataLoader each time, whose workers "
+                "persistent_workers could not keep"
+            )
         if not known:
             return how
-        return None if value else loader_hit(loader, how=how, workers_how=workers_how)
+        return loader_hit(loader, how=how, workers_how=workers_how)
 
     return per_loader(facts, test, "no DataLoader restarts its workers each epoch")
 

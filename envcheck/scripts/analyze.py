@@ -110,6 +110,7 @@ class Walker(ast.NodeVisitor):
             v.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "accelerate", "timm")
             for v in self.aliases.values()
         )
+        _mark_rebuilt(self.module, self.report.loaders)
         gpu = device.answer(self)
         self.facts["gpu"] = gpu
         self.facts["uses_cuda"] = gpu["trains"] == "yes"
@@ -249,6 +250,35 @@ class Walker(ast.NodeVisitor):
         if key not in self._scopes:
             self._scopes[key] = self.module_scope.inside(function)
         return self._scopes[key]
+
+
+def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`rebuilt`: why a DataLoader is constructed anew again and again (inside a loop, or
+    in a function called from one, such as `validate()` per epoch), or None. Its workers
+    then cannot outlive it, persistent or not."""
+    in_loops: dict[str, int] = {}  # function name -> line of a call to it inside a loop
+    loop_spans: list[tuple[int, int]] = []
+    for node in ast.walk(module):
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        loop_spans.append((node.lineno, node.end_lineno or node.lineno))
+        for inner in [n for statement in node.body for n in ast.walk(statement)]:
+            if isinstance(inner, ast.Call):
+                func = inner.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if name is not None:
+                    in_loops.setdefault(name, inner.lineno)
+    for loader in loaders:
+        line = loader["line"]
+        function = loader.get("function")
+        if any(start < line <= end for start, end in loop_spans):
+            loader["rebuilt"] = "it is created inside a loop"
+        elif function is not None and function in in_loops:
+            loader["rebuilt"] = (
+                f"it is created by {function}(), called inside a loop (line {in_loops[function]})"
+            )
+        else:
+            loader["rebuilt"] = None
 
 
 def _import_aliases(module: ast.Module) -> dict[str, str]:

@@ -230,6 +230,9 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
                 return None
             items[key.value] = value
         return items
+    if isinstance(node, ast.IfExp) and _gpu_test(node.test):
+        # `{'num_workers': 1, 'pin_memory': True} if use_cuda else {}`: what a GPU run gets
+        return _dict_items(node.body, scope, depth + 1)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         left = _dict_items(node.left, scope, depth + 1)
         right = _dict_items(node.right, scope, depth + 1)
@@ -251,6 +254,17 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
                 base[keyword.arg] = keyword.value
         return base
     return None
+
+
+GPU_WORDS = ("cuda", "gpu", "accel")
+
+
+def _gpu_test(test: ast.expr) -> bool:
+    """A condition that holds on a GPU run: `use_cuda`, `args.cuda`,
+    `torch.cuda.is_available()`, `use_accel` (not negated)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return False
+    return any(word in ast.unparse(test).lower() for word in GPU_WORDS)
 
 
 def _dict_updates(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:
