@@ -37,8 +37,10 @@ def _gpu_files(
 
 
 def _torch(file_facts: dict[str, Any]) -> bool:
-    """A PyTorch script (files observed before the `torch` fact count as one)."""
-    return file_facts.get("torch") is not False
+    """A PyTorch file with training code in it (a data module or a model definition
+    alone is not judged: its training happens elsewhere); files observed without these
+    facts count as one."""
+    return file_facts.get("torch") is not False and file_facts.get("trains") is not False
 
 
 def _judged(hits: list[Hit], unknown: list[str], reason: str, clean: str) -> Outcome:
@@ -59,11 +61,16 @@ def _lowest_capability(facts: Facts) -> Union[tuple[int, int], Missing, None]:
 
 
 def _file_hit(file_facts: dict[str, Any], **values: Any) -> Hit:
+    """A finding about a whole file, located at its training code where that is known."""
     path = str(file_facts.get("path"))
+    at = file_facts.get("train_at")
+    location = Location(path)
+    if isinstance(at, dict) and at.get("line"):
+        location = Location(path, at["line"], at.get("column"), at.get("code"))
     return Hit(
         values={"path": path, **values},
         evidence={"facts": {"file": file_facts}},
-        location=Location(path),
+        location=location,
     )
 
 

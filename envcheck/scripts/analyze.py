@@ -111,6 +111,8 @@ class Walker(ast.NodeVisitor):
             for v in self.aliases.values()
         )
         _mark_rebuilt(self.module, self.report.loaders)
+        self.facts["train_at"] = device.trains(self)
+        self.facts["trains"] = self.facts["train_at"] is not None
         gpu = device.answer(self)
         self.facts["gpu"] = gpu
         self.facts["uses_cuda"] = gpu["trains"] == "yes"

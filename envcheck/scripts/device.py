@@ -62,6 +62,30 @@ def answer(walker: Walker) -> dict[str, Any]:
     return reader.verdict()
 
 
+def trains(walker: Walker) -> Optional[dict[str, Any]]:
+    """Where the file's training code is (`{"line", "column", "code"}` of the first backward
+    pass, optimizer step, `training_step` or `fit`), or None for a file of data or model
+    definitions only: the file-level precision rules judge files that train."""
+    found: list[ast.AST] = []
+    for node in ast.walk(walker.module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
+            "training_step",
+            "train_step",
+        ):
+            found.append(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            optimizer = attr == "step" and "optim" in ast.unparse(node.func.value).lower()
+            if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
+                found.append(node)
+    if not found:
+        return None
+    first = min(found, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    line = getattr(first, "lineno", 0)
+    code = walker.lines[line - 1].strip() if 0 < line <= len(walker.lines) else ""
+    return {"line": line, "column": getattr(first, "col_offset", 0) + 1, "code": code}
+
+
 def is_training_loop(node: ast.AST) -> bool:
     """A `for`/`while` whose body calls `backward` (or `optimizer.step`)."""
     if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
