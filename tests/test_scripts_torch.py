@@ -419,6 +419,20 @@ LOOP_SNIPPETS = [
         '    print("loss %.3f" % loss)\n',
         [("host_sync", 7, "'loss %.3f' % loss")],
     ),
+    (
+        # pytorch/examples rpc parameter server: dist_autograd.backward(context_id, [loss]);
+        # the context id is not a tensor, so asserting on an RPC result is no sync
+        "import torch\n"
+        "import torch.distributed.autograd as dist_autograd\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for x, y in loader:\n"
+        "    with dist_autograd.context() as cid:\n"
+        "        loss = net(x).sum()\n"
+        "        dist_autograd.backward(cid, [loss])\n"
+        "        assert remote_method(get_grads, rref, cid) != {}\n"
+        "        assert torch.isfinite(loss)\n",
+        [("host_sync", 9, "assert torch.isfinite(loss)")],
+    ),
 ]
 
 

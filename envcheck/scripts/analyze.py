@@ -90,6 +90,7 @@ class Walker(ast.NodeVisitor):
         self.module_scope = Scope.of_module(module)
         self.functions: list[ast.AST] = []
         self._scopes: dict[int, Scope] = {}
+        self._index: Optional[tf_keras.FileIndex] = None
         self.in_main_guard = False
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -244,8 +245,18 @@ class Walker(ast.NodeVisitor):
         base = self.aliases.get(node.id, node.id)
         return ".".join([base, *reversed(parts)])
 
+    def index(self) -> tf_keras.FileIndex:
+        """The file's functions, generators and classes, built once per file."""
+        if self._index is None:
+            self._index = tf_keras.FileIndex(self)
+        return self._index
+
     def scope(self) -> Scope:
-        function = self.functions[-1] if self.functions else None
+        return self.scope_of(self.functions[-1] if self.functions else None)
+
+    def scope_of(self, function: Optional[ast.AST]) -> Scope:
+        """The assignments visible inside `function` (the module's for None), computed
+        once per function: every pass over the file shares them."""
         if function is None:
             return self.module_scope
         key = id(function)

@@ -128,7 +128,7 @@ class _Reader:
             stack.extend((child, inner) for child in ast.iter_child_nodes(node))
 
     def _scope(self, function: Optional[Function]) -> Scope:
-        return self.walker.module_scope.inside(function)
+        return self.walker.scope_of(function)
 
     def _add(self, verdict: str, reason: str, node: ast.AST, function: Optional[Function]) -> None:
         line = getattr(node, "lineno", 0)

@@ -53,7 +53,7 @@ class _Reader:
 
     def visit(self, node: ast.AST, gates: list[ast.expr], scope: Scope) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            scope = self.walker.module_scope.inside(node)
+            scope = self.walker.scope_of(node)
             gates = []
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = self.walker.qualname(node)

@@ -161,7 +161,7 @@ def finish(walker: Walker, report: FileReport) -> FileIndex:
     walker.facts.setdefault("mixed_precision", False)
     walker.facts.setdefault("keras_fit", None)
     walker.facts.setdefault("keras_layers", False)
-    files = FileIndex(walker)
+    files = walker.index()
     bodies: list[tuple[Optional[ast.AST], list[ast.stmt]]] = [(None, walker.module.body)]
     bodies += [(f, f.body) for f in files.function_nodes]
     # Two rounds: the first finds the functions (and methods) that return a pipeline; the
@@ -170,12 +170,15 @@ def finish(walker: Walker, report: FileReport) -> FileIndex:
     factories: dict[str, dict[str, Any]] = {}
     used: set[str] = set()
     readers: list[_Pipelines] = []
-    for round_ in range(2):
+    # Only files importing TensorFlow or Keras build tf.data pipelines, and the second
+    # round runs only when some function returns one.
+    rounds = 2 if _uses_keras(walker) else 0
+    for round_ in range(rounds):
+        if round_ == 1 and not factories:
+            break
         readers = []
         for function, body in bodies:
-            scope = (
-                walker.module_scope if function is None else walker.module_scope.inside(function)
-            )
+            scope = walker.scope_of(function)
             reader = _Pipelines(walker, files, function, scope, factories, used)
             reader.read(body)
             readers.append(reader)
@@ -253,7 +256,7 @@ def _input(walker: Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Opt
         node = assigned if assigned is not None else node
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         return None, None
-    index = FileIndex(walker)
+    index = walker.index()
     if node.func.id in index.generators:
         return "generator", index.functions[node.func.id]
     if node.func.id in index.sequences:

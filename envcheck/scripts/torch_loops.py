@@ -674,7 +674,12 @@ def _tensor_names(nodes: list[ast.AST]) -> set[str]:
         ):
             continue
         if node.args:  # accelerator.backward(loss), torch.autograd.backward(loss)
-            tensors |= {a.id for a in node.args if isinstance(a, ast.Name)}
+            losses: list[ast.expr] = [node.args[0]]
+            if ast.unparse(node.func.value).endswith("dist_autograd") and len(node.args) > 1:
+                # dist_autograd.backward(context_id, [loss]): the losses are in the list
+                second = node.args[1]
+                losses = list(second.elts) if isinstance(second, (ast.List, ast.Tuple)) else []
+            tensors |= {a.id for a in losses if isinstance(a, ast.Name)}
             continue
         receiver = node.func.value
         if isinstance(receiver, ast.Call):  # scaler.scale(loss).backward()
@@ -816,7 +821,7 @@ class _Devices:
             parameters = {a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)}
             if node.id in parameters:
                 return False  # passed in: not known here
-            assigned = self.walker.module_scope.inside(method).lookup(node.id)
+            assigned = self.walker.scope_of(method).lookup(node.id)
             return assigned is not None and self.on_cuda(assigned, method, depth + 1)
         if (
             isinstance(node, ast.Attribute)
