@@ -143,6 +143,46 @@ PRECISION = [
         "    scaler = torch.amp.GradScaler()\n",
         {"autocast": True, "amp_gate": None, "conv_layers": False},
     ),
+    (
+        "Accelerate examples: mixed_precision from a flag whose default None defers to the "
+        "launcher",
+        "import argparse\nfrom accelerate import Accelerator\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--mixed_precision', type=str, default=None)\n"
+        "args = parser.parse_args()\n"
+        "accelerator = Accelerator(mixed_precision=args.mixed_precision)\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "args.mixed_precision (default None: accelerate launch or config)",
+                "option": None,
+                "default": None,
+            },
+        },
+    ),
+    (
+        "Accelerator() without mixed_precision: accelerate launch or config decides",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "accelerate launch --mixed_precision or accelerate config",
+                "option": None,
+                "default": None,
+            },
+        },
+    ),
+    (
+        "a --precision flag defaulting to 'no'",
+        "import argparse\nfrom accelerate import Accelerator\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--precision', default='no')\n"
+        "accelerator = Accelerator(mixed_precision=args.precision)\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "args.precision", "option": "--precision", "default": False},
+        },
+    ),
 ]
 
 

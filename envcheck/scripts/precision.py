@@ -32,6 +32,8 @@ AMP_NAMES = {
     "torch.amp.GradScaler",
 }
 HALF_METHODS = ("half", "bfloat16")
+# Accelerator() without mixed_precision reads it from `accelerate launch` or its config.
+LAUNCH_CONFIG = "accelerate_launch_config"
 MIXED_VALUES = ("fp16", "bf16", "16", "bf16-mixed", "16-mixed", "16-true", "bf16-true", "fp8")
 # Architectures among torchvision/timm models that are transformers, not convolutional.
 TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
@@ -89,15 +91,23 @@ class _Reader:
             if not (value.known and value.value is True):
                 self.gates.append((enabled, scope))
                 return True
+        accelerate = name.startswith("accelerate.") and short == "Accelerator"
         for key in ("mixed_precision", "precision"):
             setting = _keyword(node, key)
-            if setting is None or short not in ("Accelerator", "Trainer", "Fabric"):
+            if short not in ("Accelerator", "Trainer", "Fabric"):
+                continue
+            if setting is None:
+                if accelerate and key == "mixed_precision":
+                    # left to `accelerate launch --mixed_precision` / `accelerate config`
+                    self.gates.append((ast.Name(LAUNCH_CONFIG, ast.Load()), scope))
                 continue
             value = resolve(setting, scope)
             if value.known and str(value.value) in MIXED_VALUES:
                 self._use(f"{short}({key}={ast.unparse(setting)})", gates, scope)
-            elif not value.known:
+            elif not value.known or (accelerate and value.value is None):
                 self.gates.append((setting, scope))
+            elif value.source.startswith("argparse "):
+                self.gates.append((setting, scope))  # "no" by default: off unless passed
         for key in ("fp16", "bf16"):
             setting = _keyword(node, key)
             if setting is not None and short in ("TrainingArguments", "Seq2SeqTrainingArguments"):
@@ -146,14 +156,26 @@ class _Reader:
 
     def _gate(self, expr: ast.expr, scope: Scope) -> dict[str, Any]:
         """The condition AMP sits behind, and its default where the source shows it."""
+        text = ast.unparse(expr)
+        if text == LAUNCH_CONFIG:
+            text = "accelerate launch --mixed_precision or accelerate config"
+            return {"text": text, "option": None, "default": None}
         value = resolve(expr, scope)
         option = None
         if value.source.startswith("argparse "):
             option = value.source.split()[1]
         default = value.value if value.known else None
+        if value.known and value.value is None and option is not None:
+            # Accelerator(mixed_precision=args.mixed_precision), default None: the launcher
+            # decides
+            return {
+                "text": f"{text} (default None: accelerate launch or config)",
+                "option": None,
+                "default": None,
+            }
         if value.known and not isinstance(default, bool):
-            default = bool(default)
-        return {"text": ast.unparse(expr), "option": option, "default": default}
+            default = str(default).lower() in MIXED_VALUES or default is True
+        return {"text": text, "option": option, "default": default}
 
 
 def _as_list(node: Any) -> list[ast.AST]:
