@@ -247,11 +247,17 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     if isinstance(found, Outcome):
         return found
     files, unknown, cap = found
-    hits = [
-        _file_hit(f, cap=cap)
-        for f in files
-        if not f.get("autocast") and f.get("tf32") is not True and not f.get("conv_layers")
-    ]
+    hits: list[Hit] = []
+    for f in files:
+        if f.get("autocast") or f.get("tf32") is True or f.get("conv_layers"):
+            continue
+        gate = f.get("amp_gate")
+        if isinstance(gate, dict) and gate.get("default") is None:
+            unknown.append(
+                f"{f.get('path')}: whether it trains in float32 depends on `{gate.get('text')}`"
+            )
+            continue
+        hits.append(_file_hit(f, cap=cap))
     return _judged(
         hits,
         unknown,
