@@ -133,8 +133,12 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     augmented, samples collated, while the GPU idles. In open-edge-platform/geti#5958 the
     GPU sat idle 70-92 % of the time, and more workers took training from 3 to 13 it/s.
 
-    Workers matter less when the dataset is already tensors in memory; the probe
-    measures whether this loader keeps up.
+    Whether the script trains on a GPU is the answer every script rule shares: from the
+    code (a CUDA device reaching the model or data, Accelerate, Lightning, DDP), else
+    from the training machine (`--target`, `[target]`, or the machine `doctor` runs on);
+    when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`
+    is not flagged: its batches are slices of tensors already in memory, and workers add
+    little (the probe measures whether a loader keeps up).
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
