@@ -1,5 +1,5 @@
 """tf.data and Keras input pipelines in training scripts (EC511-EC521), read statically
-from the files named with `--script` (envcheck/scripts/tf_keras.py). Without
+from the files named with `--script` (envcheck/scripts/tf_data.py, keras.py). Without
 `--script` they are skipped."""
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
 """Reading a training script's input-pipeline settings with `ast`, never executing it.
 
-One pass over each file records *observations*: every DataLoader construction with its
-argument values (followed as far as the source allows, see values.py), and file-level
-settings (the `__main__` guard, the multiprocessing start method, CUDA use, cuDNN
-benchmark, autocast, TF32); tf_keras.py adds tf.data and Keras observations, and
-torch_loops.py what PyTorch training-step loops do every step. Rules turn observations
-into findings; nothing here judges.
+One walk over each file feeds the observers (observer.py), one module per family:
+dataloaders.py (every DataLoader with its argument values, followed as far as the source
+allows, see values.py), torch_loops.py (what training-step loops do every step),
+tf_data.py (tf.data pipelines) and keras.py (Keras calls and settings). The walker keeps
+the file-level settings (the `__main__` guard, the start method, cuDNN benchmark, TF32);
+precision.py and device.py add mixed precision, convolutional models and the shared
+answer to "does this file train on a GPU". The index of functions and classes (index.py)
+and the scopes of assignments are built once and shared. Rules turn observations into
+findings; nothing here judges.
 """
 
 from __future__ import annotations
@@ -16,15 +19,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck.scripts import device, precision, tf_keras, torch_loops
-from envcheck.scripts.values import Scope, keyword_values, resolve
+from envcheck.scripts import device, precision
+from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
+from envcheck.scripts.index import FileIndex
+from envcheck.scripts.keras import KerasObserver
+from envcheck.scripts.observer import Observer
+from envcheck.scripts.tf_data import TfDataObserver
+from envcheck.scripts.torch_loops import TorchLoopObserver
+from envcheck.scripts.values import Scope, resolve
 
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
-DATALOADERS = {
-    "torch.utils.data.DataLoader",
-    "torch.utils.data.dataloader.DataLoader",
-}
-LOADER_ARGS = ("batch_size", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+# The families of observations, in the order their `finish` runs (torch loops read the
+# loaders; the Keras facts come before the GPU answer that uses them).
+OBSERVERS: tuple[Observer, ...] = (
+    DataLoaderObserver(),
+    KerasObserver(),
+    TfDataObserver(),
+    TorchLoopObserver(),
+)
 
 
 @dataclass
@@ -72,10 +84,6 @@ def _error(reason: str, line: Optional[int] = None, column: Optional[int] = None
     return {"reason": reason, "line": line, "column": column}
 
 
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
@@ -86,11 +94,11 @@ class Walker(ast.NodeVisitor):
         self.lines = lines
         self.report = report
         self.aliases = _import_aliases(module)
-        self.loader_classes = set(DATALOADERS) | _subclasses(module, self.aliases, DATALOADERS)
+        self.loader_classes = loader_classes(module, self.aliases)
         self.module_scope = Scope.of_module(module)
         self.functions: list[ast.AST] = []
         self._scopes: dict[int, Scope] = {}
-        self._index: Optional[tf_keras.FileIndex] = None
+        self._index: Optional[FileIndex] = None
         self.in_main_guard = False
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -104,14 +112,13 @@ class Walker(ast.NodeVisitor):
 
     def run(self) -> None:
         self.visit(self.module)
-        files = tf_keras.finish(self, self.report)
-        torch_loops.finish(self, self.report, files)
+        for observer in OBSERVERS:
+            observer.finish(self)
         self.facts.update(precision.read(self))
         self.facts["torch"] = any(
             v.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "accelerate", "timm")
             for v in self.aliases.values()
         )
-        _mark_rebuilt(self.module, self.report.loaders)
         self.facts["train_at"] = device.trains(self)
         self.facts["trains"] = self.facts["train_at"] is not None
         gpu = device.answer(self)
@@ -163,9 +170,9 @@ class Walker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         name = self.qualname(node.func)
-        if name in self.loader_classes:
-            self._loader(node, name)
-        elif name in ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"):
+        for observer in OBSERVERS:
+            observer.call(self, node, name)
+        if name in ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"):
             if node.args:
                 method = resolve(node.args[0], self.scope())
                 if method.known:
@@ -174,64 +181,7 @@ class Walker(ast.NodeVisitor):
             chosen = resolve(node.args[0], self.scope())
             if chosen.known:
                 self.facts["tf32"] = chosen.value in ("high", "medium")
-        tf_keras.observe_call(self, node, name)
         self.generic_visit(node)
-
-    def _loader(self, node: ast.Call, name: str) -> None:
-        values, opaque = keyword_values(node, self.scope())
-        # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
-        #            num_workers=0, ...): positional use beyond the dataset is rare; map the
-        # documented order for the ones rules need.
-        positional = [
-            "dataset",
-            "batch_size",
-            "shuffle",
-            "sampler",
-            "batch_sampler",
-            "num_workers",
-            "collate_fn",
-            "pin_memory",
-        ]
-        for index, arg in enumerate(node.args[: len(positional)]):
-            values.setdefault(positional[index], resolve(arg, self.scope()))
-        function = self.functions[-1] if self.functions else None
-        self.report.loaders.append(
-            {
-                "kind": "torch.DataLoader",
-                "callee": name,
-                "path": self.report.path,
-                "line": node.lineno,
-                "column": node.col_offset + 1,
-                "code": self.lines[node.lineno - 1].strip()
-                if node.lineno <= len(self.lines)
-                else "",
-                "function": getattr(function, "name", None),
-                "module_level": function is None,
-                "in_main_guard": self.in_main_guard,
-                "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
-                "dataset": self._dataset(node),
-                "opaque_kwargs": opaque,
-            }
-        )
-
-    def _dataset(self, call: ast.Call) -> Optional[dict[str, Any]]:
-        """The class a DataLoader's dataset is built from, where the source shows it:
-        {"class": "TensorDataset", "text": "TensorDataset(x, y)"}."""
-        node: Optional[ast.expr] = call.args[0] if call.args else None
-        for keyword in call.keywords:
-            if keyword.arg == "dataset":
-                node = keyword.value
-        for _ in range(4):
-            if not isinstance(node, ast.Name):
-                break
-            node = self.scope().lookup(node.id)
-        if not isinstance(node, ast.Call):
-            return None
-        name = self.qualname(node.func) or ""
-        short = name.rsplit(".", 1)[-1]
-        if not short:
-            return None
-        return {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
 
     # -- names -----------------------------------------------------------------------------
 
@@ -245,10 +195,10 @@ class Walker(ast.NodeVisitor):
         base = self.aliases.get(node.id, node.id)
         return ".".join([base, *reversed(parts)])
 
-    def index(self) -> tf_keras.FileIndex:
+    def index(self) -> FileIndex:
         """The file's functions, generators and classes, built once per file."""
         if self._index is None:
-            self._index = tf_keras.FileIndex(self)
+            self._index = FileIndex(self.module, self.aliases)
         return self._index
 
     def scope(self) -> Scope:
@@ -263,35 +213,6 @@ class Walker(ast.NodeVisitor):
         if key not in self._scopes:
             self._scopes[key] = self.module_scope.inside(function)
         return self._scopes[key]
-
-
-def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
-    """`rebuilt`: why a DataLoader is constructed anew again and again (inside a loop, or
-    in a function called from one, such as `validate()` per epoch), or None. Its workers
-    then cannot outlive it, persistent or not."""
-    in_loops: dict[str, int] = {}  # function name -> line of a call to it inside a loop
-    loop_spans: list[tuple[int, int]] = []
-    for node in ast.walk(module):
-        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            continue
-        loop_spans.append((node.lineno, node.end_lineno or node.lineno))
-        for inner in [n for statement in node.body for n in ast.walk(statement)]:
-            if isinstance(inner, ast.Call):
-                func = inner.func
-                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-                if name is not None:
-                    in_loops.setdefault(name, inner.lineno)
-    for loader in loaders:
-        line = loader["line"]
-        function = loader.get("function")
-        if any(start < line <= end for start, end in loop_spans):
-            loader["rebuilt"] = "it is created inside a loop"
-        elif function is not None and function in in_loops:
-            loader["rebuilt"] = (
-                f"it is created by {function}(), called inside a loop (line {in_loops[function]})"
-            )
-        else:
-            loader["rebuilt"] = None
 
 
 def _import_aliases(module: ast.Module) -> dict[str, str]:
@@ -320,20 +241,6 @@ def _versionless(name: str) -> str:
         if name == prefix or name.startswith(prefix + "."):
             return "tensorflow" + name[len(prefix) :]
     return name
-
-
-def _subclasses(module: ast.Module, aliases: dict[str, str], bases: set[str]) -> set[str]:
-    """Classes defined in the file that derive from one of `bases` (by local name)."""
-    found: set[str] = set()
-    for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                text = ast.unparse(base)
-                head, _, rest = text.partition(".")
-                qualified = aliases.get(head, head) + (f".{rest}" if rest else "")
-                if qualified in bases:
-                    found.add(node.name)
-    return found
 
 
 def _is_main_guard(test: ast.expr) -> bool:

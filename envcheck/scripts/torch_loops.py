@@ -1,9 +1,10 @@
 """PyTorch training-step loops, read from the source without running it.
 
-`finish` runs once per file after the walk. It works out which names hold a DataLoader
-(assigned from a DataLoader call, returned by a function of the file, or handed to a
-function of the file as an argument), finds the `for` loops over them that train (their
-body calls `backward`), and records what those loops do every step:
+`TorchLoopObserver.finish` runs once per file after the walk. It works out which names
+hold a DataLoader (assigned from a DataLoader call, returned by a function of the file,
+or handed to a function of the file as an argument), finds the loops over them that
+train (their body, or a helper it calls, runs `backward`), and records what those loops
+do every step:
 
 - `host_sync`: `.item()`, `.cpu()`, `.tolist()`, `.to("cpu")`, `float(loss)`, or
   printing / formatting a tensor: each makes the CPU wait for the GPU;
@@ -24,7 +25,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from envcheck.scripts.tf_keras import FileIndex, code_at, derived, own_nodes
+from envcheck.scripts.index import FileIndex, code_at, derived, own_nodes
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import FileReport, Walker
@@ -70,7 +71,17 @@ DTYPES = {
 FIELD_ITERATORS = ("items", "keys", "values")
 
 
-def finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
+class TorchLoopObserver:
+    """The PyTorch training-loop family (see the module docstring)."""
+
+    def call(self, walker: Walker, node: ast.Call, name: Optional[str]) -> None:
+        return None  # loops need the whole file: read in finish
+
+    def finish(self, walker: Walker) -> None:
+        _finish(walker, walker.report, walker.index())
+
+
+def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
     assignments: list[tuple[ast.expr, ast.expr]] = []
     calls: list[ast.Call] = []
     loops: list[tuple[Loop, Optional[Function]]] = []
