@@ -29,6 +29,12 @@ from envcheck.scripts.torch_loops import TorchLoopObserver
 from envcheck.scripts.values import Scope, resolve
 
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
+# Settings a script makes by assignment.
+SETTINGS = {
+    "torch.backends.cudnn.benchmark",
+    "torch.backends.cuda.matmul.allow_tf32",
+    "torch.backends.cudnn.allow_tf32",
+}
 # The families of observations, in the order their `finish` runs (torch loops read the
 # loaders; the Keras facts come before the GPU answer that uses them).
 OBSERVERS: tuple[Observer, ...] = (
@@ -156,6 +162,8 @@ class Walker(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             name = self.qualname(target)
+            if name not in SETTINGS:
+                continue
             value = resolve(node.value, self.scope())
             if name == "torch.backends.cudnn.benchmark" and value.known:
                 self.facts["cudnn_benchmark"] = bool(value.value)

@@ -99,6 +99,8 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     """`rebuilt`: why a DataLoader is constructed anew again and again (inside a loop, or
     in a function called from one, such as `validate()` per epoch), or None. Its workers
     then cannot outlive it, persistent or not."""
+    if not loaders:
+        return
     in_loops: dict[str, int] = {}  # function name -> line of a call to it inside a loop
     loop_spans: list[tuple[int, int]] = []
     for node in ast.walk(module):
