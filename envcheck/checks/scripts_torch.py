@@ -362,7 +362,11 @@ def dataloader_workers_without_main_guard(facts: Facts) -> Outcome:
         elif isinstance(system, str):
             return None  # Linux forks by default
         else:
-            return "the platform is not known (workers are spawned on Windows and macOS)"
+            reason = system.reason if isinstance(system, Missing) else "not reported"
+            return (
+                "the training machine's platform is not known (workers are spawned on Windows "
+                f"and macOS): {reason}"
+            )
         return loader_hit(loader, why=why)
 
     return per_loader(facts, test, "no module-level DataLoader with spawned workers")
