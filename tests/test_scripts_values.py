@@ -129,9 +129,9 @@ PRECISION = [
     ),
     (
         "Lightning precision and a timm CNN",
-        "import lightning as L\nimport timm\n"
+        "import lightning as L\nfrom timm.models import create_model\n"
         "trainer = L.Trainer(precision='16-mixed')\n"
-        "model = timm.create_model('resnet50')\n",
+        "model = create_model('resnet50')\n",
         {"autocast": True, "amp_gate": None, "conv_layers": True},
     ),
     (

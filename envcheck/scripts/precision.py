@@ -38,6 +38,8 @@ MIXED_VALUES = ("fp16", "bf16", "16", "bf16-mixed", "16-mixed", "16-true", "bf16
 # Architectures among torchvision/timm models that are transformers, not convolutional.
 TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
 # Their matmuls, not convolutions, dominate: TF32 matters there.
+# Functions that build a model by architecture name.
+MODEL_FACTORIES = {"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"}
 
 
 def read(walker: Walker) -> dict[str, Any]:
@@ -129,7 +131,7 @@ class _Reader:
         architecture: Optional[str] = None
         if name.startswith("torchvision.models.") and name != "torchvision.models.get_model":
             architecture = name.rsplit(".", 1)[-1]
-        elif name in ("timm.create_model", "torchvision.models.get_model") and node.args:
+        elif name in MODEL_FACTORIES and node.args:
             value = resolve(node.args[0], scope)
             architecture = str(value.value) if value.known else None
         elif isinstance(node.func, ast.Subscript):  # models.__dict__[args.arch](...)
