@@ -74,6 +74,16 @@ SHAPES = [
         2,
     ),
     (
+        "a LightningModule whose Trainer is elsewhere: the training machine decides",
+        "import lightning as L\n"
+        "class Model(L.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        return self.net(batch).sum()\n",
+        "unknown",
+        "the Trainer that runs it (not in this file) chooses the device",
+        None,
+    ),
+    (
         "a torchrun script",
         "import os\nimport torch.distributed as dist\n"
         "local_rank = int(os.environ['LOCAL_RANK'])\n"

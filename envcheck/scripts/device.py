@@ -14,7 +14,8 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
   CPU devices), or it runs a PyTorch training loop and never names a device (tensors
   then stay on the CPU).
 - **unknown**: anything else, with the reason (a data module with no training code, a
-  device passed in from elsewhere).
+  LightningModule whose Trainer is elsewhere, a device passed in from elsewhere): the
+  training machine then decides.
 
 Not counted: a `torch.device("cuda")` that is created but never used, or used only after
 the file's module-level training loops have finished (a tutorial that trains on the CPU
@@ -329,9 +330,9 @@ class _Reader:
                 return _answer("unknown", first.reason, first.line)
         if self.lightning_module:
             return _answer(
-                "yes",
-                "a LightningModule (Lightning's Trainer defaults to accelerator 'auto': a GPU "
-                "when present)",
+                "unknown",
+                "a LightningModule: the Trainer that runs it (not in this file) chooses the "
+                "device; its default accelerator 'auto' takes a GPU when the machine has one",
                 None,
             )
         if self.walker.facts.get("keras_fit"):
