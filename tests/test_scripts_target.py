@@ -136,6 +136,16 @@ def test_target_snapshot_from_collect(project: Path) -> None:
     assert "num_workers=16 but the training machine has only 8 usable CPUs" in message
 
 
+def test_target_from_a_saved_doctor_report(project: Path) -> None:
+    machine = {**HEAD, "cpu": {"logical": 4, "usable": 4}}
+    report = {"schema_version": 1, "findings": [], "checks": [], "facts": machine}
+    (project / "report.json").write_text(json.dumps(report))
+    found = checks(run("scripts", "train.py", "--target", "report.json", "-f", "json"))
+    assert found["EC504"]["status"] == "fail"  # 16 workers on 4 CPUs
+    assert "no target machine declared" not in found["EC507"]["reason"]
+    assert "snapshot has no 'gpu' facts" in found["EC507"]["reason"]
+
+
 def test_target_table_in_config(project: Path) -> None:
     (project / "envcheck.toml").write_text('[target]\ncpus = 32\ngpus = 1\ngpu = "T4"\n')
     found = checks(run("scripts", "train.py", "-f", "json"))
