@@ -183,6 +183,30 @@ PRECISION = [
             "amp_gate": {"text": "args.precision", "option": "--precision", "default": False},
         },
     ),
+    (
+        "Hugging Face Trainer with TrainingArguments from the command line",
+        "from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+        "parser = HfArgumentParser((TrainingArguments,))\n"
+        "(training_args,) = parser.parse_args_into_dataclasses()\n"
+        "Trainer(model=model, args=training_args).train()\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "--fp16/--bf16 on the command line",
+                "option": None,
+                "default": None,
+            },
+        },
+    ),
+    (
+        "DeepSpeed: precision in its JSON config",
+        "import deepspeed\n"
+        "engine, optimizer, _, _ = deepspeed.initialize(model=model, config='ds.json')\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "the DeepSpeed config", "option": None, "default": None},
+        },
+    ),
 ]
 
 

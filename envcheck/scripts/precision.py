@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.values import Scope, resolve
 
@@ -33,7 +33,9 @@ AMP_NAMES = {
 }
 HALF_METHODS = ("half", "bfloat16")
 # Accelerator() without mixed_precision reads it from `accelerate launch` or its config.
-LAUNCH_CONFIG = "accelerate_launch_config"
+LAUNCH_CONFIG = "accelerate launch --mixed_precision or accelerate config"
+# Calls whose mixed precision comes from a configuration outside the source.
+EXTERNAL_CONFIG = ("deepspeed.initialize",)
 MIXED_VALUES = ("fp16", "bf16", "16", "bf16-mixed", "16-mixed", "16-true", "bf16-true", "fp8")
 # Architectures among torchvision/timm models that are transformers, not convolutional.
 TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
@@ -48,11 +50,15 @@ def read(walker: Walker) -> dict[str, Any]:
     return reader.facts()
 
 
+# A condition in the source, or a description of a setting made outside it.
+Gate = Union[ast.expr, str]
+
+
 class _Reader:
     def __init__(self, walker: Walker):
         self.walker = walker
         self.ungated: Optional[str] = None
-        self.gates: list[tuple[ast.expr, Scope]] = []
+        self.gates: list[tuple[Gate, Scope]] = []
         self.conv = False
 
     def visit(self, node: ast.AST, gates: list[ast.expr], scope: Scope) -> None:
@@ -101,7 +107,7 @@ class _Reader:
             if setting is None:
                 if accelerate and key == "mixed_precision":
                     # left to `accelerate launch --mixed_precision` / `accelerate config`
-                    self.gates.append((ast.Name(LAUNCH_CONFIG, ast.Load()), scope))
+                    self.gates.append((LAUNCH_CONFIG, scope))
                 continue
             value = resolve(setting, scope)
             if value.known and str(value.value) in MIXED_VALUES:
@@ -118,6 +124,13 @@ class _Reader:
                     self._use(f"{short}({key}=True)", gates, scope)
                 elif not value.known:
                     self.gates.append((setting, scope))
+        if name.startswith(EXTERNAL_CONFIG) or (
+            short == "HfArgumentParser" and name.startswith("transformers.")
+        ):
+            # TrainingArguments parsed from the command line, a DeepSpeed JSON config:
+            # mixed precision is set outside the source
+            where = "--fp16/--bf16 on the command line" if "Hf" in short else "the DeepSpeed config"
+            self.gates.append((where, scope))
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in HALF_METHODS and not node.args:
             self._use(f".{func.attr}()", gates, scope)
@@ -156,12 +169,11 @@ class _Reader:
         found["amp_gate"] = off[0] if off else gates[0]
         return found
 
-    def _gate(self, expr: ast.expr, scope: Scope) -> dict[str, Any]:
+    def _gate(self, expr: Gate, scope: Scope) -> dict[str, Any]:
         """The condition AMP sits behind, and its default where the source shows it."""
+        if isinstance(expr, str):  # set outside the source (a launcher, a config file)
+            return {"text": expr, "option": None, "default": None}
         text = ast.unparse(expr)
-        if text == LAUNCH_CONFIG:
-            text = "accelerate launch --mixed_precision or accelerate config"
-            return {"text": text, "option": None, "default": None}
         value = resolve(expr, scope)
         option = None
         if value.source.startswith("argparse "):
