@@ -84,6 +84,33 @@ SHAPES = [
         None,
     ),
     (
+        "a Hugging Face Trainer",
+        "from transformers import Trainer, TrainingArguments\n"
+        "args = TrainingArguments(output_dir='out', per_device_train_batch_size=8)\n"
+        "Trainer(model=model, args=args, train_dataset=ds).train()\n",
+        "yes",
+        "Hugging Face Trainer",
+        3,
+    ),
+    (
+        "a Hugging Face Trainer told to use the CPU",
+        "from transformers import Trainer, TrainingArguments\n"
+        "args = TrainingArguments(output_dir='out', use_cpu=True)\n"
+        "Trainer(model=model, args=args, train_dataset=ds).train()\n",
+        "no",
+        "TrainingArguments(use_cpu=True)",
+        2,
+    ),
+    (
+        "Accelerate told to use the CPU",
+        "from accelerate import Accelerator\n"
+        "accelerator = Accelerator(cpu=True)\n"
+        "model, loader = accelerator.prepare(model, loader)\n",
+        "no",
+        "Accelerator(cpu=True)",
+        2,
+    ),
+    (
         "a torchrun script",
         "import os\nimport torch.distributed as dist\n"
         "local_rank = int(os.environ['LOCAL_RANK'])\n"

@@ -9,7 +9,8 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
   Hugging Face Accelerate (`Accelerator()`, `accelerator.prepare`); a Lightning
   `Trainer`/`Fabric` whose accelerator is gpu, cuda or auto (Lightning's default);
   `torch.accelerator`; DDP (`init_process_group`, `DistributedDataParallel`,
-  `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`.
+  `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`; a Hugging
+  Face `Trainer` (unless `TrainingArguments(use_cpu=True)`).
 - **no**: the code says CPU (`Trainer(accelerator="cpu")`, `Accelerator(cpu=True)`, only
   CPU devices), or it runs a PyTorch training loop and never names a device (tensors
   then stay on the CPU).
@@ -44,13 +45,14 @@ DDP_NAMES = {
     "torch.cuda.set_device": "torch.cuda.set_device",
 }
 GPU_WORDS = ("cuda", "gpu", "auto")
+HF_ROOTS = ("transformers.", "trl.")
 MOVES = ("to", "cuda", "to_device")
 QUIET = {"print", "info", "debug", "warning", "log", "format", "write", "set_description"}
 
 
 @dataclass
 class Evidence:
-    verdict: str  # "yes" | "no" | "opaque"
+    verdict: str  # "yes" | "no" | "cpu" (a trainer told to use the CPU) | "opaque"
     reason: str
     line: int
     module_level: bool
@@ -74,6 +76,12 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
             "train_step",
         ):
             found.append(node)
+        if (
+            isinstance(node, ast.Call)
+            and (walker.qualname(node.func) or "").startswith(HF_ROOTS)
+            and (walker.qualname(node.func) or "").endswith("Trainer")
+        ):
+            found.append(node)  # a Hugging Face Trainer runs the training loop
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             attr = node.func.attr
             optimizer = attr == "step" and "optim" in ast.unparse(node.func.value).lower()
@@ -170,7 +178,7 @@ class _Reader:
             cpu = _keyword(node, "cpu")
             value = resolve(cpu, self._scope(function)) if cpu is not None else None
             if value is not None and value.known and value.value is True:
-                self._add("no", "Accelerator(cpu=True)", node, function)
+                self._add("cpu", "Accelerator(cpu=True)", node, function)
             else:
                 self._add(
                     "yes",
@@ -178,6 +186,21 @@ class _Reader:
                     node,
                     function,
                 )
+            return
+        if name.startswith(HF_ROOTS) and name.endswith("Trainer"):
+            self._add(
+                "yes",
+                f"Hugging Face {name.rsplit('.', 1)[-1]} (a GPU when present)",
+                node,
+                function,
+            )
+            return
+        if name.startswith(HF_ROOTS) and name.endswith("TrainingArguments"):
+            for key in ("use_cpu", "no_cuda"):
+                flag = _keyword(node, key)
+                value = resolve(flag, self._scope(function)) if flag is not None else None
+                if value is not None and value.known and value.value is True:
+                    self._add("cpu", f"TrainingArguments({key}=True)", node, function)
             return
         if name.startswith(LIGHTNING_ROOTS) and name.rsplit(".", 1)[-1] in ("Trainer", "Fabric"):
             self._lightning(node, name.rsplit(".", 1)[-1], function)
@@ -218,7 +241,7 @@ class _Reader:
         if gpus is not None:
             value = resolve(gpus, scope)
             if value.known and value.value in (0, None):
-                self._add("no", f"{kind}(gpus={ast.unparse(gpus)})", node, function)
+                self._add("cpu", f"{kind}(gpus={ast.unparse(gpus)})", node, function)
             else:
                 self._add("yes", f"{kind}(gpus={ast.unparse(gpus)})", node, function)
             return
@@ -238,7 +261,7 @@ class _Reader:
             if str(value.value).lower() in GPU_WORDS:
                 self._add("yes", text, node, function)
         elif str(value.value).lower() == "cpu":
-            self._add("no", text, node, function)
+            self._add("cpu", text, node, function)
 
     def _arguments(self, node: ast.Call, function: Optional[Function]) -> None:
         """A device value handed to `.to(...)`, a `device=` argument or any call."""
@@ -315,6 +338,10 @@ class _Reader:
 
     def verdict(self) -> dict[str, Any]:
         counted = [e for e in self.found if not self._after_cpu_training(e)]
+        declared = [e for e in counted if e.verdict == "cpu"]
+        if declared:  # the trainer is told to use the CPU: its own GPU default does not apply
+            first = min(declared, key=lambda e: e.line)
+            return _answer("no", f"trains on the CPU: {first.reason}", first.line)
         for kind in ("yes", "no", "opaque"):
             chosen = [e for e in counted if e.verdict == kind]
             if not chosen:
