@@ -5,7 +5,8 @@ snippet through the real analyser and rule; docs/rules.md shows them (envcheck.d
 Each `[[snippet]]` has `name`, `expect` (fail or pass), `source`, and optionally `line`
 (where the finding is), `system` (the training machine's platform, default Linux) and
 `packages` (installed versions, e.g. Keras 2). The training machine is otherwise
-`MACHINE`: 16 usable CPUs of 64, one A100."""
+`MACHINE`: 16 usable CPUs of 64, one A100. Sources are written as `ruff format` writes
+them: docs/rules.md shows them, and `ruff format --check` reads its Python code blocks."""
 
 from __future__ import annotations
 
