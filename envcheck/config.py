@@ -11,6 +11,10 @@ acknowledged findings, each with the reason a person gave:
     [[acknowledge]]
     id = "EC102"
     reason = "tensorflow-gpu pinned by the legacy image until Q3"
+    [target]                     # the training machine `envcheck scripts` judges against
+    cpus = 16
+    gpus = 4
+    gpu = "A100"
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from typing import Any, Optional
 from envcheck.engine.selection import Selection
 from envcheck.errors import InputError
 from envcheck.model import Severity
+from envcheck.scripts.target import Target, from_table
 from envcheck.tomlread import load_toml
 
-KEYS = {"select", "ignore", "fail-on", "rules", "acknowledge"}
+KEYS = {"select", "ignore", "fail-on", "rules", "acknowledge", "target"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,7 @@ class Config:
     fail_on: Optional[Severity] = None
     rule_paths: tuple[Path, ...] = ()
     acknowledged: dict[str, str] = field(default_factory=dict)
+    target: Optional[Target] = None
 
 
 def find(start: Path) -> Optional[Path]:
@@ -88,7 +94,8 @@ def _parse(data: dict[str, Any], path: Path) -> Config:
         if not str(entry["reason"]).strip():
             raise InputError(f"{path}: acknowledge {entry['id']}: the reason must not be empty")
         acknowledged[str(entry["id"]).upper()] = str(entry["reason"]).strip()
-    return Config(path, Selection.of(select, ignore), fail_on, rule_paths, acknowledged)
+    target = from_table(data["target"], str(path)) if "target" in data else None
+    return Config(path, Selection.of(select, ignore), fail_on, rule_paths, acknowledged, target)
 
 
 def _strings(data: dict[str, Any], key: str, path: Path) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Iterable
 
 from envcheck.engine.rule import Rule
 from envcheck.rulebook import builtin_registry
+from envcheck.scripts import examples
 
 HEADER = """# envcheck rule reference
 
@@ -44,6 +45,7 @@ def render(rules: Iterable[Rule]) -> str:
             r.docs,
             "",
         ]
+        out += _examples(r.id)
         out += [f"- Message: `{r.message}`", f"- Fix: `{r.fix}`"]
         if r.impact:
             out.append(
@@ -52,6 +54,22 @@ def render(rules: Iterable[Rule]) -> str:
         out.append("- Evidence:")
         out += [f"  - {item}" for item in r.evidence]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _examples(rule_id: str) -> list[str]:
+    """A script rule's first failing and first passing snippet, each tested as written
+    (tests/test_scripts_snippets.py)."""
+    snippets = examples.load(rule_id)
+    out: list[str] = []
+    for expect, title in (("fail", "Example"), ("pass", "Fixed")):
+        chosen = next((s for s in snippets if s.expect == expect), None)
+        if chosen is None:
+            continue
+        where = f", line {chosen.line}" if chosen.line else ""
+        machine = f" (training machine: {chosen.system})" if chosen.system != "Linux" else ""
+        out += [f"{title}: {chosen.name}{where}{machine}", "", "```python"]
+        out += [chosen.source.rstrip("\n"), "```", ""]
+    return out
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ from envcheck.errors import InputError, UsageError
 from envcheck.model import Finding, Report, Severity
 from envcheck.probe.settings import ProbeSettings
 from envcheck.rulebook import builtin_registry
+from envcheck.scripts import target as training_machine
 from envcheck.snapshot import Facts, Snapshot
 
 # The collectors the probe's plan reads (interpreter, GPUs, frameworks, the script's
@@ -72,6 +73,11 @@ class AuditRequest:
     probe: Optional[bool] = False
     probe_request: ProbeRequest = field(default_factory=ProbeRequest)
     scope: Optional[str] = None  # a command limited to one id range ("EC5", "EC6")
+    # Judge machine-dependent rules against a declared training machine (--target FILE,
+    # else the config's [target]; without either they say unknown), not this machine:
+    # `envcheck scripts`, which runs on a laptop or CI runner.
+    judge_target: bool = False
+    target: Optional[Path] = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     rule_paths: tuple[Path, ...] = ()
@@ -91,6 +97,7 @@ class Plan:
     fail_on: Severity
     data: Optional[Path]
     problems: tuple[str, ...]
+    target: Optional[training_machine.Target] = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,11 @@ def prepare(request: AuditRequest) -> Plan:
         if registry.get(rule_id) is None:
             raise InputError(f"{settings.path}: acknowledge {rule_id}: no such rule")
     threshold = request.fail_on or settings.fail_on or defaults.FAIL_ON
+    target = (
+        training_machine.from_snapshot(request.target)
+        if request.target is not None
+        else settings.target
+    )
     data, problems = request.data, tuple[str, ...]()
     if data is not None:
         problem = datadir.problem_with(data)
@@ -136,7 +148,7 @@ def prepare(request: AuditRequest) -> Plan:
             if request.data_is_fatal:
                 raise InputError(f"--data {data}: {problem}")
             data, problems = None, (f"--data {request.data}: {problem}",)
-    return Plan(request, settings, registry, selection, threshold, data, problems)
+    return Plan(request, settings, registry, selection, threshold, data, problems, target)
 
 
 def audit(request: AuditRequest) -> Audit:
@@ -169,6 +181,8 @@ def snapshot_for(plan: Plan) -> Snapshot:
             request.only,
             request.supplied,
         )
+    if request.judge_target:
+        snapshot = training_machine.apply(snapshot, plan.target)
     snapshot = with_target_rate(snapshot, request.target_rate)
     if request.facts_file is None and should_probe(request.probe, snapshot.data, plan.data):
         snapshot = with_probe_run(snapshot, request.probe_request, plan.data)

@@ -52,7 +52,11 @@ def test_each_finding_is_one_compiler_style_line_with_its_fix() -> None:
 def test_a_clean_pipeline_passes() -> None:
     result = scripts(str(CLEAN_TF))
     assert result.exit_code == 0, result.stdout
-    assert result.stdout == "envcheck scripts: 0 findings in 1 file\n"
+    # Keras mixed precision depends on the training machine's GPUs: undecided without one
+    assert result.stdout == (
+        "envcheck scripts: 0 findings in 1 file, 1 rule undecided (EC522; --target "
+        "SNAPSHOT.json judges them against the training machine)\n"
+    )
 
 
 def test_fail_on_and_exit_zero() -> None:
@@ -107,7 +111,7 @@ def test_a_file_that_does_not_parse_is_named_and_the_others_still_audited(tmp_pa
     lines = result.stdout.splitlines()
     assert any(line.startswith(f"{broken}:1:") and ": error: " in line for line in lines)
     assert any(f"{NO_WORKERS}:7:14: EC501" in line for line in lines)
-    assert lines[-1].endswith("1 could not be audited")
+    assert "1 could not be audited" in lines[-1]
     assert "Traceback" not in result.output
 
 

@@ -106,7 +106,10 @@ def test_module_level_loader_is_fine_on_linux_without_spawn(tmp_path: Path) -> N
 
 def test_cpu_count_message_names_both_counts() -> None:
     [finding] = audit(CORPUS / "torch_cpu_count_workers.py")["EC504"].findings
-    assert "num_workers=WORKERS (os.cpu_count()) = 64 here but only 16 CPUs" in finding.message
+    assert (
+        "num_workers=WORKERS (os.cpu_count()) = 64 logical CPUs but the training machine has "
+        "only 16 usable CPUs" in finding.message
+    )
 
 
 # bad input ------------------------------------------------------------------------------
@@ -156,8 +159,10 @@ def test_without_script_the_rules_are_skipped() -> None:
 def test_precision_settings_read_from_the_scripts() -> None:
     precision = ("EC506", "EC507", "EC508")
     clean = audit(CORPUS / "torch_imagenet_clean.py", rules=precision)
-    # cudnn.benchmark is on for the resnet; float32 without autocast on an A100
-    assert failing(clean) == ["EC507", "EC508"]
+    # cudnn.benchmark is on for the resnet; float32 without autocast on an A100; no TF32
+    # advice for a convolutional model (cudnn.allow_tf32 defaults to True)
+    assert failing(clean) == ["EC507"]
+    assert "convolutions already use TF32" in clean["EC508"].reason
     linear = audit(CORPUS / "torch_no_workers.py", rules=precision)
     assert linear["EC506"].status.value == "pass"  # no convolutions
 
@@ -199,29 +204,40 @@ def test_fixed_twin_is_clean_for_every_script_rule() -> None:
 
 
 def test_cpu_training_is_judged_only_where_a_gpu_may_run_it(tmp_path: Path) -> None:
-    script = tmp_path / "cpu.py"
-    script.write_text(
-        "import torch\n"
-        "loader = torch.utils.data.DataLoader(torch.load('t.pt'), batch_size=8)\n"
-        "for x, y in loader:\n"
-        "    loss = model(x, y)\n"
-        "    loss.backward()\n"
-        "    print(loss.item())\n"
+    loop = (
+        "for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    print(loss.item())\n"
     )
-    ctx = CollectContext(interpreter=interpreter.current(), scripts=(script,))
-    section = scripts.collect(ctx)["scripts"]
+    head = "import torch\nloader = torch.utils.data.DataLoader(torch.load('t.pt'), batch_size=8)\n"
 
-    def status(gpu: dict[str, Any]) -> str:
+    def status(source: str, gpu: dict[str, Any]) -> tuple[str, str]:
+        script = tmp_path / "cpu.py"
+        script.write_text(source)
+        ctx = CollectContext(interpreter=interpreter.current(), scripts=(script,))
+        section = scripts.collect(ctx)["scripts"]
         facts = {"collectors": {"scripts": {"status": "ok", "reason": None}}, "scripts": section}
         if gpu:
             facts["gpu"] = gpu
         [result] = evaluate(Registry([REGISTRY.get("EC509")]), Facts(snapshot_from(facts)))
-        return str(result.status.value)
+        return str(result.status.value), result.reason
 
-    assert status({"status": "ok", "devices": []}) == "pass"  # no CUDA, no GPU here
-    assert status({}) == "unknown"
     a100 = {"index": 0, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-    assert status({"status": "ok", "devices": [a100]}) == "fail"
+    with_gpu = {"status": "ok", "devices": [a100]}
+    # a PyTorch loop that never moves anything to a GPU trains on the CPU, wherever it runs
+    state, reason = status(head + loop, with_gpu)
+    assert state == "pass" and "never moves the model or data to a GPU" in reason
+    # the device comes from a parameter: the target machine decides
+    handed = (
+        head
+        + "def train(model, device):\n"
+        + "".join("    " + line for line in ("model.to(device)\n", *loop.splitlines(keepends=True)))
+    )
+    assert status(handed, {"status": "ok", "devices": []})[0] == "pass"
+    state, reason = status(handed, {})
+    assert state == "unknown" and "the device is not determined here" in reason
+    assert status(handed, with_gpu)[0] == "fail"
+    # a CUDA device reaches the model: judged without asking the machine
+    cuda = head + "device = 'cuda'\nmodel.to(device)\n" + loop
+    assert status(cuda, {})[0] == "fail"
 
 
 LOOP_SNIPPETS = [
@@ -319,6 +335,104 @@ LOOP_SNIPPETS = [
         "    def __getitem__(self, i):\n"
         "        return torch.ones(3, device=DEVICE)\n",
         [("dataset_cuda", 11, "torch.ones(..., device=DEVICE)")],
+    ),
+    (
+        # torchvision references: train_one_epoch(...) called from the epoch loop, the loader
+        # wrapped in metric_logger.log_every(...); one finding per line
+        "import torch\n"
+        "import utils\n"
+        "def train_one_epoch(model, criterion, opt, data_loader, device, args, scaler=None):\n"
+        '    metric_logger = utils.MetricLogger(delimiter="  ")\n'
+        '    for i, (image, target) in enumerate(metric_logger.log_every(data_loader, 10, "h")):\n'
+        "        image, target = image.to(device), target.to(device)\n"
+        "        loss = criterion(model(image), target)\n"
+        "        if scaler is not None:\n"
+        "            scaler.scale(loss).backward()\n"
+        "        else:\n"
+        "            loss.backward()\n"
+        "        acc1, acc5 = utils.accuracy(output, target, topk=(1, 5))\n"
+        '        metric_logger.update(loss=loss.item(), lr=optimizer.param_groups[0]["lr"])\n'
+        '        metric_logger.meters["acc1"].update(acc1.item(), n=batch_size)\n'
+        "def main(args):\n"
+        "    data_loader = torch.utils.data.DataLoader(dataset, batch_size=2, num_workers=4)\n"
+        "    for epoch in range(10):\n"
+        "        train_one_epoch(model, criterion, optimizer, data_loader, device, args)\n",
+        [("host_sync", 13, ".item()"), ("host_sync", 14, ".item()")],
+    ),
+    (
+        # backward inside a closure handed to optimizer.step (LBFGS)
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for x, y in loader:\n"
+        "    def closure():\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        return loss\n"
+        "    loss = optimizer.step(closure)\n"
+        "    print(float(loss))\n",
+        [("host_sync", 10, "float(loss)")],
+    ),
+    (
+        # backward in a per-step helper; assert on a tensor there; .item() over a dict of
+        # losses; an f-string with a tensor and .item() on one line is one place
+        "import torch\n"
+        "def step(model, batch):\n"
+        "    loss = model(batch).sum()\n"
+        "    loss.backward()\n"
+        "    assert torch.isfinite(loss)\n"
+        "    return loss\n"
+        "def main():\n"
+        "    loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "    for batch in loader:\n"
+        "        loss = step(model, batch)\n"
+        '        losses = {"a": loss, "b": loss}\n'
+        "        logs = {k: v.item() for k, v in losses.items()}\n"
+        '        print(f"{loss} {loss.item()}")\n',
+        [
+            ("host_sync", 5, "assert torch.isfinite(loss)"),
+            ("host_sync", 12, ".item()"),
+            ("host_sync", 13, "f'{loss} {loss.item()}'"),
+        ],
+    ),
+    (
+        # a while loop drawing batches with next(it)
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "it = iter(loader)\n"
+        "step = 0\n"
+        "while step < 1000:\n"
+        "    x = next(it)\n"
+        "    loss = model(x).sum()\n"
+        "    loss.backward()\n"
+        "    total = loss.tolist()\n"
+        "    step += 1\n",
+        [("host_sync", 9, ".tolist()")],
+    ),
+    (
+        # two loaders zipped; %-formatting of a tensor
+        "import torch\n"
+        "a = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "b = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for xa, xb in zip(a, b):\n"
+        "    loss = model(xa, xb)\n"
+        "    loss.backward()\n"
+        '    print("loss %.3f" % loss)\n',
+        [("host_sync", 7, "'loss %.3f' % loss")],
+    ),
+    (
+        # pytorch/examples rpc parameter server: dist_autograd.backward(context_id, [loss]);
+        # the context id is not a tensor, so asserting on an RPC result is no sync
+        "import torch\n"
+        "import torch.distributed.autograd as dist_autograd\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for x, y in loader:\n"
+        "    with dist_autograd.context() as cid:\n"
+        "        loss = net(x).sum()\n"
+        "        dist_autograd.backward(cid, [loss])\n"
+        "        assert remote_method(get_grads, rref, cid) != {}\n"
+        "        assert torch.isfinite(loss)\n",
+        [("host_sync", 9, "assert torch.isfinite(loss)")],
     ),
 ]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable, Union
 
 from envcheck.checks.gpu_facts import capability, devices
+from envcheck.checks.scripts_gpu import trains_on_gpu
 from envcheck.checks.scripts_torch import TUNING_GUIDE, scripts_section
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
@@ -14,12 +15,40 @@ from envcheck.model import Basis, Impact, Location, Severity
 from envcheck.snapshot import Facts, Missing
 
 
-def _cuda_files(facts: Facts) -> Union[list[dict[str, Any]], Outcome]:
+def _gpu_files(
+    facts: Facts, select: Callable[[dict[str, Any]], bool] = lambda f: True
+) -> Union[tuple[list[dict[str, Any]], list[str]], Outcome]:
+    """The files (among those `select` picks) that train on a GPU, by the shared answer,
+    and the reasons for those that cannot be decided."""
     section = scripts_section(facts)
     if isinstance(section, Outcome):
         return section
-    files = [f for f in section.get("file_facts") or [] if f.get("uses_cuda")]
-    return files
+    files: list[dict[str, Any]] = []
+    unknown: list[str] = []
+    for f in section.get("file_facts") or []:
+        if not select(f):
+            continue
+        answer = trains_on_gpu(facts, f)
+        if answer.trains:
+            files.append(f)
+        elif answer.trains is None:
+            unknown.append(f"{f.get('path')}: {answer.reason}")
+    return files, unknown
+
+
+def _torch(file_facts: dict[str, Any]) -> bool:
+    """A PyTorch file with training code in it (a data module or a model definition
+    alone is not judged: its training happens elsewhere); files observed without these
+    facts count as one."""
+    return file_facts.get("torch") is not False and file_facts.get("trains") is not False
+
+
+def _judged(hits: list[Hit], unknown: list[str], reason: str, clean: str) -> Outcome:
+    if hits:
+        return Outcome.failed(*hits, reason=reason)
+    if unknown:
+        return Outcome.unknown("; ".join(unknown))
+    return Outcome.passed(clean)
 
 
 def _lowest_capability(facts: Facts) -> Union[tuple[int, int], Missing, None]:
@@ -32,11 +61,16 @@ def _lowest_capability(facts: Facts) -> Union[tuple[int, int], Missing, None]:
 
 
 def _file_hit(file_facts: dict[str, Any], **values: Any) -> Hit:
+    """A finding about a whole file, located at its training code where that is known."""
     path = str(file_facts.get("path"))
+    at = file_facts.get("train_at")
+    location = Location(path)
+    if isinstance(at, dict) and at.get("line"):
+        location = Location(path, at["line"], at.get("column"), at.get("code"))
     return Hit(
         values={"path": path, **values},
         evidence={"facts": {"file": file_facts}},
-        location=Location(path),
+        location=location,
     )
 
 
@@ -44,28 +78,28 @@ def _files_on_capable_gpus(
     facts: Facts,
     minimum: tuple[int, int],
     what: str,
-    select: Callable[[dict[str, Any]], bool] = lambda f: bool(f.get("uses_cuda")),
-    none: str = "no CUDA training script",
-) -> Union[tuple[list[dict[str, Any]], str], Outcome]:
-    """The training scripts `select` picks (by default those using CUDA) and the oldest
-    GPU's capability ("8.0") when the GPUs here support `what`; otherwise the Outcome the
-    rule returns."""
-    section = scripts_section(facts)
-    if isinstance(section, Outcome):
-        return section
-    files = [f for f in section.get("file_facts") or [] if select(f)]
+    select: Callable[[dict[str, Any]], bool] = lambda f: True,
+    none: str = "no GPU training script",
+) -> Union[tuple[list[dict[str, Any]], list[str], str], Outcome]:
+    """The training scripts `select` picks that train on a GPU, the reasons for those that
+    cannot be decided, and the oldest GPU's capability ("8.0") when the target's GPUs
+    support `what`; otherwise the Outcome the rule returns."""
+    found = _gpu_files(facts, select)
+    if isinstance(found, Outcome):
+        return found
+    files, unknown = found
     if not files:
-        return Outcome.passed(none)
+        return Outcome.unknown("; ".join(unknown)) if unknown else Outcome.passed(none)
     cap = _lowest_capability(facts)
     if isinstance(cap, Missing):
-        return Outcome.unknown(f"{what} depends on the GPU: {cap.reason}")
+        return Outcome.unknown(f"{what} depends on the target GPU: {cap.reason}")
     if cap is None:
-        return Outcome.passed("no NVIDIA GPU here to judge against")
+        return Outcome.passed("no NVIDIA GPU on the target machine to judge against")
     if cap < minimum:
         return Outcome.passed(
-            f"the GPUs here (compute capability {cap[0]}.{cap[1]}) predate {what}"
+            f"the target GPUs (compute capability {cap[0]}.{cap[1]}) predate {what}"
         )
-    return files, f"{cap[0]}.{cap[1]}"
+    return files, unknown, f"{cap[0]}.{cap[1]}"
 
 
 @check(
@@ -91,15 +125,24 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
-    files = _cuda_files(facts)
-    if isinstance(files, Outcome):
-        return files
-    hits = [
-        _file_hit(f) for f in files if f.get("conv_layers") and f.get("cudnn_benchmark") is not True
-    ]
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
-    return Outcome.passed("no convolutional CUDA training without cuDNN autotuning")
+    found = _gpu_files(facts, lambda f: _torch(f) and bool(f.get("conv_layers")))
+    if isinstance(found, Outcome):
+        return found
+    files, unknown = found
+    hits = [_file_hit(f) for f in files if f.get("cudnn_benchmark") is not True]
+    return _judged(
+        hits,
+        unknown,
+        f"{len(hits)} file(s)",
+        "no convolutional GPU training without cuDNN autotuning",
+    )
+
+
+FLOAT32 = "trains on a GPU without torch.autocast / GradScaler"
+AUTOCAST_FIX = (
+    "with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
+    "# float16 needs torch.amp.GradScaler"
+)
 
 
 @check(
@@ -108,10 +151,9 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="Training on a tensor-core GPU in float32, without autocast",
-    message="{path} trains on CUDA without torch.autocast / GradScaler, on GPUs with tensor "
-    "cores (compute capability {cap}): the matmuls and convolutions run in float32",
-    fix="with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
-    "# float16 needs torch.amp.GradScaler",
+    message="{path} {how}, on GPUs with tensor cores (compute capability {cap}): the matmuls "
+    "and convolutions run in float32",
+    fix="{fix}",
     evidence=(
         TUNING_GUIDE + " (Use mixed precision and AMP: up to 3x overall speedup on "
         "Volta and newer GPU architectures)",
@@ -132,17 +174,46 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     up to 3x overall speedup on Volta and newer. The figure is an upper bound: models
     limited by their input pipeline or memory bandwidth gain less.
 
+    Mixed precision counts however it is switched on: `torch.autocast` or a GradScaler
+    (called, or through `functools.partial` or a variable), Accelerate's
+    `mixed_precision`, Lightning's `precision="16-mixed"`, `TrainingArguments(fp16=True)`,
+    `model.half()`. Behind a command-line flag that defaults to off (`--amp`,
+    `action="store_true"`), the finding says AMP is off unless the flag is passed; behind
+    a condition the source does not settle, the rule is unknown for that file.
+
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
     """
-    found = _files_on_capable_gpus(facts, (7, 0), "tensor cores")
+    found = _files_on_capable_gpus(facts, (7, 0), "tensor cores", _torch)
     if isinstance(found, Outcome):
         return found
-    files, cap = found
-    hits = [_file_hit(f, cap=cap) for f in files if not f.get("autocast")]
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} file(s) in float32")
-    return Outcome.passed("every CUDA training script uses autocast")
+    files, unknown, cap = found
+    hits: list[Hit] = []
+    for f in files:
+        if f.get("autocast"):
+            continue
+        gate = f.get("amp_gate")
+        if not isinstance(gate, dict):
+            hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
+        elif gate.get("option") and not gate.get("default"):
+            option = gate["option"]
+            hits.append(
+                _file_hit(
+                    f,
+                    cap=cap,
+                    how=f"has mixed precision behind {option}, off by default: AMP is off "
+                    f"unless {option} is passed",
+                    fix=f"pass {option} when training on these GPUs (or make it the default)",
+                )
+            )
+        else:
+            unknown.append(
+                f"{f.get('path')}: mixed precision depends on `{gate.get('text')}`, which the "
+                "source does not determine"
+            )
+    return _judged(
+        hits, unknown, f"{len(hits)} file(s) in float32", "every GPU training script uses autocast"
+    )
 
 
 @check(
@@ -156,7 +227,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     fix="torch.set_float32_matmul_precision('high')",
     evidence=(
         "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-"
-        "later-devices (torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12)",
+        "later-devices (torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12; "
+        "torch.backends.cudnn.allow_tf32, for convolutions, defaults to True)",
     ),
 )
 def tf32_matmul_off(facts: Facts) -> Outcome:
@@ -165,20 +237,34 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     with TF32 matmuls off, the default since PyTorch 1.12. TF32 runs float32 matmuls on
     the tensor cores with a 10-bit mantissa, much faster, and is accurate enough for most
     training. Scripts that already use autocast are not flagged (their matmuls run in
-    half precision).
+    half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
+    cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
+    defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models.
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
-    found = _files_on_capable_gpus(facts, (8, 0), "TF32")
+    found = _files_on_capable_gpus(facts, (8, 0), "TF32", _torch)
     if isinstance(found, Outcome):
         return found
-    files, cap = found
-    hits = [
-        _file_hit(f, cap=cap) for f in files if not f.get("autocast") and f.get("tf32") is not True
-    ]
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} file(s)")
-    return Outcome.passed("TF32 or autocast in every CUDA training script")
+    files, unknown, cap = found
+    hits: list[Hit] = []
+    for f in files:
+        if f.get("autocast") or f.get("tf32") is True or f.get("conv_layers"):
+            continue
+        gate = f.get("amp_gate")
+        if isinstance(gate, dict) and gate.get("default") is None:
+            unknown.append(
+                f"{f.get('path')}: whether it trains in float32 depends on `{gate.get('text')}`"
+            )
+            continue
+        hits.append(_file_hit(f, cap=cap))
+    return _judged(
+        hits,
+        unknown,
+        f"{len(hits)} file(s)",
+        "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
+        "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)",
+    )
 
 
 TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"
@@ -240,7 +326,7 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     )
     if isinstance(found, Outcome):
         return found
-    files, cap = found
+    files, _unknown, cap = found
     hits: list[Hit] = []
     unknown: list[str] = []
     for f in files:

@@ -1,5 +1,5 @@
 """tf.data and Keras input pipelines in training scripts (EC511-EC521), read statically
-from the files named with `--script` (envcheck/scripts/tf_keras.py). Without
+from the files named with `--script` (envcheck/scripts/tf_data.py, keras.py). Without
 `--script` they are skipped."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from envcheck.checks.facts_helpers import module_version, outcome_over
 from envcheck.checks.scripts_torch import scripts_section, suggested_workers
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
-from envcheck.model import Location, Severity
+from envcheck.model import Location, Severity, Status
 from envcheck.snapshot import Facts, Missing
 
 GUIDE = "https://www.tensorflow.org/guide/data_performance"
@@ -109,10 +109,24 @@ def _judge(
         return items
     if not items:
         return Outcome.passed(f"no {what} in the scripts")
-    hits = [hit for item in items for hit in hits_of(item)]
+    hits = _distinct([hit for item in items for hit in hits_of(item)])
     if not hits:
         return Outcome.passed(f"{len(items)} {what}: {clean}")
     return Outcome.failed(*hits, reason=f"{len(hits)} of the {what}")
+
+
+def _distinct(hits: list[Hit]) -> list[Hit]:
+    """One hit per place: a map in a function that builds the train and the validation
+    pipeline is one finding, not two."""
+    seen: set[tuple[Any, ...]] = set()
+    kept = []
+    for hit in hits:
+        loc = hit.location
+        key = (loc.path, loc.line, loc.column) if loc is not None else (id(hit),)
+        if key not in seen:
+            seen.add(key)
+            kept.append(hit)
+    return kept
 
 
 OPTIMIZATION_OPTIONS = (
@@ -164,7 +178,8 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     function to one element at a time, so decoding and resizing use a single core while
     the GPU waits. The same holds for `interleave` (sequential unless given
     `num_parallel_calls`). A value that cannot be read from the source (a variable set at
-    run time) is taken as given.
+    run time) is taken as given. A map after `batch` transforms whole batches at once
+    (the guide's "vectorizing mapping", the recommended order) and is not flagged.
 
     Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
     default (`map_parallelization`); the rewrite does not apply to a function with random
@@ -189,6 +204,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
             )
             for op in pipeline.get("operations") or []
             if op.get("op") in ("map", "interleave")
+            and not op.get("vectorised")
             and not op.get("opaque_kwargs")
             and _serial(op.get("num_parallel_calls"))
             and not (rewrites and op.get("op") == "map" and not _visibly_stateful(op))
@@ -203,49 +219,105 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     severity=Severity.LOW,
     category="scripts",
     summary="A tf.data pipeline does not end with prefetch",
-    message="{where}: the pipeline `{code}` ends with .{last}() and never prefetches: the "
-    "next batch is prepared only after the training step that consumes this one",
-    fix="end the pipeline with ds = ds.prefetch(tf.data.AUTOTUNE)   # after .{last}() ({where})",
+    message="{where}: the pipeline `{code}`{built} {problem}",
+    fix="{fix}",
     evidence=(GUIDE_PREFETCH, OPTIMIZATION_OPTIONS),
 )
 def tf_data_no_prefetch(facts: Facts) -> Outcome:
     """
-    **Anti-pattern.** A tf.data pipeline whose last operation is `batch` (or `map`, ...)
-    without `prefetch`: the producer and the training step alternate instead of
-    overlapping. Prefetch *after* batch is the recommended order and is not flagged;
-    `take`, `repeat` and `with_options` after the prefetch are accepted. A pipeline
-    handed to another function of the file, or returned to callers that chain more
-    operations, is not judged (the rest is out of sight). Recent TensorFlow releases can
-    inject a final prefetch themselves (`tf.data.Options().experimental_optimization.
-    inject_prefetch`, on by default since 2.12): with a known TensorFlow >= 2.12 the rule
+    **Anti-pattern.** A tf.data pipeline that reaches its consumer (`fit`, a `for` loop)
+    without a final `prefetch`: the producer and the training step alternate instead of
+    overlapping. Or `prefetch` placed *before* `batch`: it buffers single elements, and
+    each batch is still assembled only when the step asks for it.
+
+    The pipeline is judged where it reaches the consumer: one returned by a function of
+    the file and prefetched by its caller is fine, and one built by a factory (a function
+    or a method such as `Input(files).build()`) is followed into its caller. `take`,
+    `repeat` and `with_options` after the prefetch are accepted. A pipeline handed to
+    code out of sight (returned to callers outside the file, passed to another function)
+    is unknown, not passed. Recent TensorFlow releases can inject a final prefetch
+    themselves (`tf.data.Options().experimental_optimization.inject_prefetch`, on by
+    default since 2.12): with a known TensorFlow >= 2.12 the missing final prefetch
     passes, and the severity is low.
 
-    **Best practice.** End every input pipeline with `.prefetch(tf.data.AUTOTUNE)`.
+    **Best practice.** End every input pipeline with `.batch(...).prefetch(tf.data.AUTOTUNE)`.
     """
 
     release = _tf_release(facts)
-    if release is not None and release >= INJECT_PREFETCH_SINCE:
-        version = ".".join(str(x) for x in release)
-        return Outcome.passed(
-            f"TensorFlow {version} injects a final prefetch itself (inject_prefetch, on by "
-            "default since 2.12)"
-        )
+    injects = release is not None and release >= INJECT_PREFETCH_SINCE
+    items = _items(facts, "tf_pipelines")
+    if isinstance(items, Outcome):
+        return items
+    out_of_sight: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if (
-            pipeline.get("ends_with_prefetch")
-            or pipeline.get("finished_elsewhere")
-            or not pipeline.get("operations")
-        ):
+        if not pipeline.get("operations"):
             return []
-        hit = _hit(pipeline, last=pipeline.get("last_operation") or "batch")
+        built = pipeline.get("built_by")
+        built_text = f" (built by {built})" if built else ""
+        early = pipeline.get("prefetch_before_batch")
+        if isinstance(early, dict):
+            return [
+                _hit(
+                    pipeline,
+                    line=early.get("line"),
+                    code=early.get("code"),
+                    column=early.get("column"),
+                    built=built_text,
+                    problem=f"prefetches before .{early.get('batch')}() (line "
+                    f"{early.get('batch_line')}): it buffers single elements, and each batch "
+                    "is still assembled only when the training step asks for it",
+                    fix=f"move .prefetch(tf.data.AUTOTUNE) after .{early.get('batch')}(...), "
+                    "to the end of the pipeline",
+                )
+            ]
+        if pipeline.get("ends_with_prefetch") or injects:
+            return []
+        if pipeline.get("finished_elsewhere"):
+            out_of_sight.append(
+                f"{pipeline.get('path')}:{pipeline.get('line')}: {pipeline['finished_elsewhere']}"
+            )
+            return []
+        last = pipeline.get("last_operation") or "batch"
+        hit = _hit(
+            pipeline,
+            built=built_text,
+            problem=f"ends with .{last}() and never prefetches: the next batch is prepared "
+            "only after the training step that consumes this one",
+            fix=f"end the pipeline with ds = ds.prefetch(tf.data.AUTOTUNE)   # after "
+            f".{last}() ({pipeline.get('path')}:{pipeline.get('line')})",
+        )
         if pipeline.get("inspected") and pipeline.get("pipeline"):
             # a live dataset: its chain names the pipeline, the inspect() call does not
             hit = replace(hit, values={**hit.values, "code": pipeline["pipeline"]})
         return [hit]
 
-    return _judge(
-        _items(facts, "tf_pipelines"), hits, "tf.data pipelines", "each ends with prefetch"
+    outcome = _judge(items, hits, "tf.data pipelines", "each ends with prefetch")
+    if outcome.status is Status.PASS and out_of_sight:
+        return Outcome.unknown("; ".join(out_of_sight))
+    if outcome.status is Status.PASS and injects:
+        version = ".".join(str(x) for x in release or ())
+        return Outcome.passed(
+            f"no prefetch before batch; TensorFlow {version} injects a final prefetch itself "
+            "(inject_prefetch, on by default since 2.12)"
+        )
+    return outcome
+
+
+def _host_cost(kinds: set[str]) -> Optional[str]:
+    """What Python in a map function costs, by what it calls; None when nothing is lost:
+    `time.sleep` (and most I/O) release the GIL, so parallel calls of a sleeping
+    py_function overlap (KNOWLEDGE.md section I; the tf.data guide measures exactly that)."""
+    if "py_function" in kinds:
+        if kinds - {"py_function"} == {"time.sleep"}:
+            return None
+        return (
+            "tf.py_function/numpy_function runs Python under the GIL, so parallel calls "
+            "take turns on one interpreter (only sleeps and I/O waits overlap)"
+        )
+    return (
+        "outside tf.py_function, Python and NumPy code runs once, while tf.data traces the "
+        "function: its result is frozen into the graph (a silent bug, not a speed-up)"
     )
 
 
@@ -255,8 +327,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A tf.data map function runs Python, NumPy, PIL or tf.py_function on the host",
-    message="{where}: `{code}` — the map function {function} calls {calls}: Python code "
-    "that holds the GIL (tf.py_function/numpy_function) or runs only once, at trace time",
+    message="{where}: `{code}` — the map function {function} calls {calls}: {why}",
     fix="rewrite {function} with TensorFlow ops (tf.io.decode_*, tf.image.*), or move the "
     "Python work offline (preprocess once, store TFRecords)",
     evidence=(GUIDE_HOST, "https://www.tensorflow.org/api_docs/python/tf/py_function"),
@@ -266,9 +337,11 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
     **Anti-pattern.** A `map` whose function (a lambda, or a function of the same file,
     followed into the helpers it calls) uses `tf.py_function`/`tf.numpy_function`,
     NumPy, PIL, OpenCV, `open()` or `time.sleep`. Wrapped in `py_function` that code runs
-    in the Python interpreter under the GIL, so `num_parallel_calls` buys little; not
-    wrapped, NumPy and PIL run once while the function is traced and their result is
-    baked into the graph (a silent bug rather than a slowdown).
+    in the Python interpreter under the GIL, so `num_parallel_calls` buys little (only
+    the time a call spends sleeping or waiting for I/O overlaps: a `py_function` that only
+    sleeps, as in the tf.data guide's simulated latency, is not flagged); not wrapped,
+    NumPy and PIL run once while the function is traced and their result is baked into
+    the graph (a silent bug rather than a slowdown).
 
     **Best practice.** Express the transformation with TensorFlow ops (`tf.io`,
     `tf.image`, `tf.strings`) so it runs in the tf.data C++ runtime in parallel, or do
@@ -279,7 +352,8 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
         found = []
         for op in pipeline.get("operations") or []:
             host = op.get("host_calls") or []
-            if host:
+            why = _host_cost({str(h.get("kind")) for h in host})
+            if host and why:
                 calls = ", ".join(
                     dict.fromkeys(f"{h.get('call')} (line {h.get('line')})" for h in host)
                 )
@@ -291,6 +365,7 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
                         column=op.get("column"),
                         function=op.get("map_function") or "the map function",
                         calls=calls,
+                        why=why,
                     )
                 )
         return found

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
-from envcheck.checks.facts_helpers import outcome_over, requested_section
-from envcheck.checks.gpu_facts import nvidia_gpu_present
+from envcheck.checks.facts_helpers import requested_section
+from envcheck.checks.scripts_gpu import Clear, Verdict, judge_each, trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity
-from envcheck.scripts.values import CPU_COUNT, LIVE
+from envcheck.scripts.values import CPU_COUNT
 from envcheck.snapshot import Facts, Missing
 
 TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
@@ -30,11 +30,12 @@ def scripts_section(facts: Facts) -> Union[dict[str, Any], Outcome]:
     return requested_section(facts, "scripts", "--script PATH")
 
 
-LoaderTest = Callable[[dict[str, Any], dict[str, Any]], "Optional[Hit] | str"]
+LoaderTest = Callable[[dict[str, Any], dict[str, Any]], Verdict]
 
 
 def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
-    """Run `test(loader, file_facts)` on every DataLoader: Hit fails, str is unknown."""
+    """Run `test(loader, file_facts)` on every DataLoader: Hit fails, str is unknown,
+    Clear passes with its own reason."""
     section = scripts_section(facts)
     if isinstance(section, Outcome):
         return section
@@ -42,7 +43,7 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
     if not loaders:
         return Outcome.passed("no torch DataLoader in the audited scripts")
     by_path = {f.get("path"): f for f in section.get("file_facts") or []}
-    return outcome_over(
+    return judge_each(
         loaders,
         lambda loader: test(loader, by_path.get(loader.get("path"), {})),
         where,
@@ -89,15 +90,13 @@ def loader_hit(loader: dict[str, Any], **values: Any) -> Hit:
     )
 
 
-def _trains_on_gpu(facts: Facts, file_facts: dict[str, Any]) -> Optional[bool]:
-    """True when the code uses CUDA; for a live loader, what the caller (or
-    torch.cuda.is_available()) said, which is authoritative; else whether a GPU is here."""
-    if file_facts.get("source") == LIVE:
-        return bool(file_facts.get("uses_cuda"))
-    if file_facts.get("uses_cuda"):
-        return True
-    present = nvidia_gpu_present(facts)
-    return None if isinstance(present, Missing) else present
+def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
+    """Why the loader's dataset is already in memory ("the dataset is a TensorDataset"), or
+    None when it is not known to be."""
+    dataset = loader.get("dataset") or {}
+    if dataset.get("class") == "TensorDataset":
+        return f"the dataset is a TensorDataset ({dataset.get('text')})"
+    return None
 
 
 def suggested_workers(facts: Facts) -> str:
@@ -134,8 +133,12 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     augmented, samples collated, while the GPU idles. In open-edge-platform/geti#5958 the
     GPU sat idle 70-92 % of the time, and more workers took training from 3 to 13 it/s.
 
-    Workers matter less when the dataset is already tensors in memory; the probe
-    measures whether this loader keeps up.
+    Whether the script trains on a GPU is the answer every script rule shares: from the
+    code (a CUDA device reaching the model or data, Accelerate, Lightning, DDP), else
+    from the training machine (`--target`, `[target]`, or the machine `doctor` runs on);
+    when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`
+    is not flagged: its batches are slices of tensors already in memory, and workers add
+    little (the probe measures whether a loader keeps up).
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -143,15 +146,23 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     """
     workers = suggested_workers(facts)
 
-    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Optional[Hit] | str:
+    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
         known, value, how = argument(loader, "num_workers", 0)
         if not known:
             return how
         if value not in (0, None):
             return None
-        gpu = _trains_on_gpu(facts, file_facts)
-        if gpu is False:
-            return None  # CPU training: not this rule's concern
+        gpu = trains_on_gpu(facts, file_facts)
+        if gpu.trains is None:
+            return f"{how}; {gpu.reason}"
+        if gpu.trains is False:
+            return Clear(f"{how}, not judged: {gpu.reason}")
+        in_memory = in_memory_dataset(loader)
+        if in_memory:
+            return Clear(
+                f"{how}, but {in_memory}: batches are slices of tensors already in "
+                "memory, so workers would add little (envcheck probe measures it)"
+            )
         return loader_hit(loader, how=how, workers=workers)
 
     return per_loader(facts, test, "every DataLoader uses worker processes")
@@ -182,13 +193,18 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     `batch.to(device, non_blocking=True)`.
     """
 
-    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Optional[Hit] | str:
-        if not file_facts.get("uses_cuda"):
-            return None
+    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
         known, value, how = argument(loader, "pin_memory", False)
+        if known and value:
+            return None
+        gpu = trains_on_gpu(facts, file_facts)
+        if gpu.trains is False:
+            return Clear(f"{how}, not judged: {gpu.reason}")
         if not known:
             return how
-        return None if value else loader_hit(loader, how=how)
+        if gpu.trains is None:
+            return f"{how}; {gpu.reason}"
+        return loader_hit(loader, how=how)
 
     return per_loader(facts, test, "every CUDA DataLoader pins memory")
 
@@ -215,17 +231,28 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     re-creating the dataset (costly with the spawn start method, the default on Windows
     and macOS), so every epoch begins with a stall.
 
+    A DataLoader constructed anew each time (inside a loop, or in a function such as
+    `validate()` called once per epoch) is not flagged: its workers end with it whatever
+    the setting; build it once, outside, if its start-up cost matters.
+
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """
 
-    def test(loader: dict[str, Any], _file: dict[str, Any]) -> Optional[Hit] | str:
+    def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
         known, workers, workers_how = argument(loader, "num_workers", 0)
         if not known or workers in (0, None):
             return None
         known, value, how = argument(loader, "persistent_workers", False)
+        if known and value:
+            return None
+        if loader.get("rebuilt"):
+            return Clear(
+                f"{how}, but {loader['rebuilt']}: a new DataLoader each time, whose workers "
+                "persistent_workers could not keep"
+            )
         if not known:
             return how
-        return None if value else loader_hit(loader, how=how, workers_how=workers_how)
+        return loader_hit(loader, how=how, workers_how=workers_how)
 
     return per_loader(facts, test, "no DataLoader restarts its workers each epoch")
 
@@ -236,8 +263,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A DataLoader asks for more workers than the CPUs this process may use",
-    message="{where}: {how} but only {usable} CPUs are usable here: the workers compete "
-    "for the same cores — `{code}`",
+    message="{where}: {how} but the training machine has only {usable} usable CPUs: the "
+    "workers compete for the same cores — `{code}`",
     fix="DataLoader(..., num_workers={workers})",
     evidence=(
         "https://github.com/pytorch/pytorch/pull/46867 (PyTorch's own warning: 'This "
@@ -261,25 +288,30 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
         return section
     usable = facts.lookup("cpu.usable")
     logical = facts.lookup("cpu.logical")
+    cpus_unknown = None
     if not isinstance(usable, int):
-        reason = usable.reason if isinstance(usable, Missing) else "usable CPUs not known"
-        return Outcome.unknown(reason)
+        cpus_unknown = usable.reason if isinstance(usable, Missing) else "usable CPUs not known"
     workers = suggested_workers(facts)
 
-    def test(loader: dict[str, Any], _file: dict[str, Any]) -> Optional[Hit] | str:
+    def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
         known, value, how = argument(loader, "num_workers", 0)
         if not known:
             return how
+        if value in (0, 1, None):
+            return None  # no more workers than any machine has
+        if not isinstance(usable, int):
+            return f"{how}; the training machine's CPUs are not known ({cpus_unknown})"
         if value == CPU_COUNT:
             if isinstance(logical, int) and logical > usable:
-                how += f" = {logical} here"
+                how += f" = {logical} logical CPUs"
                 return loader_hit(loader, how=how, usable=usable, workers=workers)
             return None
         if isinstance(value, int) and value > usable:
             return loader_hit(loader, how=how, usable=usable, workers=workers)
         return None
 
-    return per_loader(facts, test, f"no DataLoader asks for more than {usable} workers")
+    limit = f"{usable} " if isinstance(usable, int) else "the usable CPUs' "
+    return per_loader(facts, test, f"no DataLoader asks for more than {limit}workers")
 
 
 @check(
@@ -314,7 +346,7 @@ def dataloader_workers_without_main_guard(facts: Facts) -> Outcome:
     """
     system = facts.lookup("platform.system")
 
-    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Optional[Hit] | str:
+    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
         if file_facts.get("main_guard") or not loader.get("module_level"):
             return None
         known, value, _ = argument(loader, "num_workers", 0)
@@ -330,7 +362,11 @@ def dataloader_workers_without_main_guard(facts: Facts) -> Outcome:
         elif isinstance(system, str):
             return None  # Linux forks by default
         else:
-            return "the platform is not known (workers are spawned on Windows and macOS)"
+            reason = system.reason if isinstance(system, Missing) else "not reported"
+            return (
+                "the training machine's platform is not known (workers are spawned on Windows "
+                f"and macOS): {reason}"
+            )
         return loader_hit(loader, why=why)
 
     return per_loader(facts, test, "no module-level DataLoader with spawned workers")
@@ -355,7 +391,7 @@ def per_call(facts: Facts, kinds: tuple[str, ...], test: LoaderTest, none_found:
     if not calls:
         return Outcome.passed(none_found)
     by_path = {f.get("path"): f for f in section.get("file_facts") or []}
-    return outcome_over(
+    return judge_each(
         calls,
         lambda call: test(call, by_path.get(call.get("path"), {})),
         where,
@@ -375,13 +411,6 @@ def call_hit(observation: dict[str, Any], **values: Any) -> Hit:
             observation.get("code"),
         ),
     )
-
-
-def _gpu_or_reason(facts: Facts, file_facts: dict[str, Any]) -> Optional[bool] | str:
-    gpu = _trains_on_gpu(facts, file_facts)
-    if gpu is None:
-        return "whether it trains on a GPU is not known (no CUDA in the file, GPUs not known)"
-    return gpu
 
 
 @check(
@@ -419,10 +448,12 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     the value every N steps: `if step % 100 == 0: print(running.item() / 100)`.
     """
 
-    def test(call: dict[str, Any], file_facts: dict[str, Any]) -> Optional[Hit] | str:
-        gpu = _gpu_or_reason(facts, file_facts)
-        if gpu is not True:
-            return gpu if isinstance(gpu, str) else None
+    def test(call: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
+        gpu = trains_on_gpu(facts, file_facts)
+        if gpu.trains is None:
+            return gpu.reason
+        if gpu.trains is False:
+            return Clear(f"not judged: {gpu.reason}")
         return call_hit(
             call,
             call=call.get("call"),
@@ -478,7 +509,7 @@ def per_sample_device_copies(facts: Facts) -> Outcome:
     """
     batched = "x = x.to(device, non_blocking=True)   # the whole batch, once per step"
 
-    def test(call: dict[str, Any], file_facts: dict[str, Any]) -> Optional[Hit] | str:
+    def test(call: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
         if call.get("kind") == "dataset_cuda":
             return call_hit(
                 call,
@@ -489,9 +520,11 @@ def per_sample_device_copies(facts: Facts) -> Outcome:
                 f"move the batch in the training loop: {batched}, with "
                 "DataLoader(..., pin_memory=True)",
             )
-        gpu = _gpu_or_reason(facts, file_facts)
-        if gpu is not True:
-            return gpu if isinstance(gpu, str) else None
+        gpu = trains_on_gpu(facts, file_facts)
+        if gpu.trains is None:
+            return gpu.reason
+        if gpu.trains is False:
+            return Clear(f"not judged: {gpu.reason}")
         return call_hit(
             call,
             problem=f"{call.get('call')} inside the loop `{call.get('inner_loop_code')}` "

@@ -86,6 +86,17 @@ def scripts_command(
             show_default=False,
         ),
     ] = None,
+    target: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--target",
+            metavar="<snapshot.json>",
+            help="The training machine to judge against: a snapshot from `envcheck collect` "
+            "there. Default: [target] in envcheck.toml; without either, the rules that "
+            "depend on the machine say unknown.",
+            show_default=False,
+        ),
+    ] = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Audit training scripts only (the EC5xx rules), for pre-commit, editors and CI.
@@ -93,9 +104,11 @@ def scripts_command(
     The input-pipeline and training-loop rules, with the scripts read by Python's ast,
     never run.
 
-    The machine rules do not run, but the script rules still read this machine's facts
-    where they matter: its usable CPUs (worker counts), its GPUs (mixed precision, TF32)
-    and the installed framework versions.
+    The machine rules do not run. The script rules that depend on the training machine
+    (worker counts against its CPUs, mixed precision and TF32 by its GPUs, spawned
+    workers by its platform) judge against --target or [target] in envcheck.toml, never
+    the machine running the audit; the framework versions are the --python
+    interpreter's.
 
     Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 a path that
     is missing or does not parse (the other files are still audited), 3 internal error.
@@ -108,6 +121,8 @@ def scripts_command(
             only=SCRIPT_COLLECTORS,
             scripts=tuple(paths),
             scope=SCRIPT_RULES,
+            judge_target=True,
+            target=target,
             select=tuple(select or ()),
             ignore=tuple(ignore or ()),
             rule_paths=tuple(rules or ()),

@@ -24,8 +24,21 @@ def render(
         lines.append(f"    fix: {finding.fix}")
     for error in _errors(report.facts):
         lines.append(f"{_error_where(error)}: error: {error.get('reason')}")
-    lines.append(_summary(report.facts, active, fail_on or FAIL_ON))
+    lines.append(_summary(report.facts, active, fail_on or FAIL_ON) + _undecided(report))
     return "\n".join(lines) + "\n"
+
+
+def _undecided(report: Report) -> str:
+    """`, 3 rules undecided (EC504, ...)`, with the way to decide them when it is the
+    missing target machine."""
+    unknown = [c for c in report.checks if c.status.value == "unknown"]
+    if not unknown:
+        return ""
+    ids = ", ".join(c.id for c in unknown)
+    hint = ""
+    if any("no target machine declared" in c.reason for c in unknown):
+        hint = "; --target SNAPSHOT.json judges them against the training machine"
+    return f", {len(unknown)} rule{'' if len(unknown) == 1 else 's'} undecided ({ids}{hint})"
 
 
 def _position(finding: Finding) -> tuple[str, int, int, str]:

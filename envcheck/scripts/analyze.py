@@ -1,11 +1,14 @@
 """Reading a training script's input-pipeline settings with `ast`, never executing it.
 
-One pass over each file records *observations*: every DataLoader construction with its
-argument values (followed as far as the source allows, see values.py), and file-level
-settings (the `__main__` guard, the multiprocessing start method, CUDA use, cuDNN
-benchmark, autocast, TF32); tf_keras.py adds tf.data and Keras observations, and
-torch_loops.py what PyTorch training-step loops do every step. Rules turn observations
-into findings; nothing here judges.
+One walk over each file feeds the observers (observer.py), one module per family:
+dataloaders.py (every DataLoader with its argument values, followed as far as the source
+allows, see values.py), torch_loops.py (what training-step loops do every step),
+tf_data.py (tf.data pipelines) and keras.py (Keras calls and settings). The walker keeps
+the file-level settings (the `__main__` guard, the start method, cuDNN benchmark, TF32);
+precision.py and device.py add mixed precision, convolutional models and the shared
+answer to "does this file train on a GPU". The index of functions and classes (index.py)
+and the scopes of assignments are built once and shared. Rules turn observations into
+findings; nothing here judges.
 """
 
 from __future__ import annotations
@@ -16,15 +19,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck.scripts import tf_keras, torch_loops
-from envcheck.scripts.values import Scope, keyword_values, resolve
+from envcheck.scripts import device, precision
+from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
+from envcheck.scripts.index import FileIndex
+from envcheck.scripts.keras import KerasObserver
+from envcheck.scripts.observer import Observer
+from envcheck.scripts.tf_data import TfDataObserver
+from envcheck.scripts.torch_loops import TorchLoopObserver
+from envcheck.scripts.values import Scope, resolve
 
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
-DATALOADERS = {
-    "torch.utils.data.DataLoader",
-    "torch.utils.data.dataloader.DataLoader",
+# Settings a script makes by assignment.
+SETTINGS = {
+    "torch.backends.cudnn.benchmark",
+    "torch.backends.cuda.matmul.allow_tf32",
+    "torch.backends.cudnn.allow_tf32",
 }
-LOADER_ARGS = ("batch_size", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+# The families of observations, in the order their `finish` runs (torch loops read the
+# loaders; the Keras facts come before the GPU answer that uses them).
+OBSERVERS: tuple[Observer, ...] = (
+    DataLoaderObserver(),
+    KerasObserver(),
+    TfDataObserver(),
+    TorchLoopObserver(),
+)
 
 
 @dataclass
@@ -64,7 +82,7 @@ def analyze_file(path: Path, shown: str) -> FileReport:
     except (ValueError, RecursionError) as exc:
         report.error = _error(f"cannot parse it ({_short(exc)})")
         return report
-    _Walker(module, text.splitlines(), report).run()
+    Walker(module, text.splitlines(), report).run()
     return report
 
 
@@ -76,16 +94,17 @@ def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-class _Walker(ast.NodeVisitor):
+class Walker(ast.NodeVisitor):
     def __init__(self, module: ast.Module, lines: list[str], report: FileReport):
         self.module = module
         self.lines = lines
         self.report = report
         self.aliases = _import_aliases(module)
-        self.loader_classes = set(DATALOADERS) | _subclasses(module, self.aliases, DATALOADERS)
+        self.loader_classes = loader_classes(module, self.aliases)
         self.module_scope = Scope.of_module(module)
         self.functions: list[ast.AST] = []
         self._scopes: dict[int, Scope] = {}
+        self._index: Optional[FileIndex] = None
         self.in_main_guard = False
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -99,8 +118,18 @@ class _Walker(ast.NodeVisitor):
 
     def run(self) -> None:
         self.visit(self.module)
-        files = tf_keras.finish(self, self.report)
-        torch_loops.finish(self, self.report, files)
+        for observer in OBSERVERS:
+            observer.finish(self)
+        self.facts.update(precision.read(self))
+        self.facts["torch"] = any(
+            v.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "accelerate", "timm")
+            for v in self.aliases.values()
+        )
+        self.facts["train_at"] = device.trains(self)
+        self.facts["trains"] = self.facts["train_at"] is not None
+        gpu = device.answer(self)
+        self.facts["gpu"] = gpu
+        self.facts["uses_cuda"] = gpu["trains"] == "yes"
         self.report.facts = self.facts
 
     # -- context -----------------------------------------------------------------------
@@ -133,6 +162,8 @@ class _Walker(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             name = self.qualname(target)
+            if name not in SETTINGS:
+                continue
             value = resolve(node.value, self.scope())
             if name == "torch.backends.cudnn.benchmark" and value.known:
                 self.facts["cudnn_benchmark"] = bool(value.value)
@@ -147,79 +178,18 @@ class _Walker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         name = self.qualname(node.func)
-        if name in self.loader_classes:
-            self._loader(node, name)
-        elif name in ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"):
+        for observer in OBSERVERS:
+            observer.call(self, node, name)
+        if name in ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"):
             if node.args:
                 method = resolve(node.args[0], self.scope())
                 if method.known:
                     self.facts["start_method"] = method.value
-        elif name in (
-            "torch.autocast",
-            "torch.cuda.amp.autocast",
-            "torch.amp.autocast",
-            "torch.cuda.amp.GradScaler",
-            "torch.amp.GradScaler",
-        ):
-            self.facts["autocast"] = True
         elif name == "torch.set_float32_matmul_precision" and node.args:
-            precision = resolve(node.args[0], self.scope())
-            if precision.known:
-                self.facts["tf32"] = precision.value in ("high", "medium")
-        if name and (".Conv" in name or name.startswith("torchvision.models.")):
-            self.facts["conv_layers"] = True
-        tf_keras.observe_call(self, node, name)
-        self._note_cuda(node, name)
+            chosen = resolve(node.args[0], self.scope())
+            if chosen.known:
+                self.facts["tf32"] = chosen.value in ("high", "medium")
         self.generic_visit(node)
-
-    def _note_cuda(self, node: ast.Call, name: Optional[str]) -> None:
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "cuda" and not node.args:
-            self.facts["uses_cuda"] = True
-        for arg in [*node.args, *(k.value for k in node.keywords)]:
-            if (
-                isinstance(arg, ast.Constant)
-                and isinstance(arg.value, str)
-                and (arg.value in ("cuda", "gpu") or arg.value.startswith("cuda:"))
-            ):
-                self.facts["uses_cuda"] = True
-        if name in ("torch.cuda.is_available", "torch.cuda.device_count"):
-            self.facts["uses_cuda"] = True
-
-    def _loader(self, node: ast.Call, name: str) -> None:
-        values, opaque = keyword_values(node, self.scope())
-        # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
-        #            num_workers=0, ...): positional use beyond the dataset is rare; map the
-        # documented order for the ones rules need.
-        positional = [
-            "dataset",
-            "batch_size",
-            "shuffle",
-            "sampler",
-            "batch_sampler",
-            "num_workers",
-            "collate_fn",
-            "pin_memory",
-        ]
-        for index, arg in enumerate(node.args[: len(positional)]):
-            values.setdefault(positional[index], resolve(arg, self.scope()))
-        function = self.functions[-1] if self.functions else None
-        self.report.loaders.append(
-            {
-                "kind": "torch.DataLoader",
-                "callee": name,
-                "path": self.report.path,
-                "line": node.lineno,
-                "column": node.col_offset + 1,
-                "code": self.lines[node.lineno - 1].strip()
-                if node.lineno <= len(self.lines)
-                else "",
-                "function": getattr(function, "name", None),
-                "module_level": function is None,
-                "in_main_guard": self.in_main_guard,
-                "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
-                "opaque_kwargs": opaque,
-            }
-        )
 
     # -- names -----------------------------------------------------------------------------
 
@@ -233,8 +203,18 @@ class _Walker(ast.NodeVisitor):
         base = self.aliases.get(node.id, node.id)
         return ".".join([base, *reversed(parts)])
 
+    def index(self) -> FileIndex:
+        """The file's functions, generators and classes, built once per file."""
+        if self._index is None:
+            self._index = FileIndex(self.module, self.aliases)
+        return self._index
+
     def scope(self) -> Scope:
-        function = self.functions[-1] if self.functions else None
+        return self.scope_of(self.functions[-1] if self.functions else None)
+
+    def scope_of(self, function: Optional[ast.AST]) -> Scope:
+        """The assignments visible inside `function` (the module's for None), computed
+        once per function: every pass over the file shares them."""
         if function is None:
             return self.module_scope
         key = id(function)
@@ -257,21 +237,18 @@ def _import_aliases(module: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
+    return {name: _versionless(target) for name, target in aliases.items()}
 
 
-def _subclasses(module: ast.Module, aliases: dict[str, str], bases: set[str]) -> set[str]:
-    """Classes defined in the file that derive from one of `bases` (by local name)."""
-    found: set[str] = set()
-    for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                text = ast.unparse(base)
-                head, _, rest = text.partition(".")
-                qualified = aliases.get(head, head) + (f".{rest}" if rest else "")
-                if qualified in bases:
-                    found.add(node.name)
-    return found
+# `import tensorflow.compat.v1 as tf`: the same API under a versioned path
+VERSIONED = ("tensorflow.compat.v1", "tensorflow.compat.v2", "tensorflow._api.v2")
+
+
+def _versionless(name: str) -> str:
+    for prefix in VERSIONED:
+        if name == prefix or name.startswith(prefix + "."):
+            return "tensorflow" + name[len(prefix) :]
+    return name
 
 
 def _is_main_guard(test: ast.expr) -> bool:

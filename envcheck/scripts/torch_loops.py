@@ -1,9 +1,10 @@
 """PyTorch training-step loops, read from the source without running it.
 
-`finish` runs once per file after the walk. It works out which names hold a DataLoader
-(assigned from a DataLoader call, returned by a function of the file, or handed to a
-function of the file as an argument), finds the `for` loops over them that train (their
-body calls `backward`), and records what those loops do every step:
+`TorchLoopObserver.finish` runs once per file after the walk. It works out which names
+hold a DataLoader (assigned from a DataLoader call, returned by a function of the file,
+or handed to a function of the file as an argument), finds the loops over them that
+train (their body, or a helper it calls, runs `backward`), and records what those loops
+do every step:
 
 - `host_sync`: `.item()`, `.cpu()`, `.tolist()`, `.to("cpu")`, `float(loss)`, or
   printing / formatting a tensor: each makes the CPU wait for the GPU;
@@ -24,18 +25,22 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
-from envcheck.scripts.tf_keras import _code, _derived, _FileIndex, _own_nodes
+from envcheck.scripts.index import FileIndex, code_at, derived, own_nodes
 
 if TYPE_CHECKING:
-    from envcheck.scripts.analyze import FileReport, _Walker
+    from envcheck.scripts.analyze import FileReport, Walker
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Loop = Union[ast.For, ast.AsyncFor, ast.While]
+ForLoop = Union[ast.For, ast.AsyncFor]
 
 SYNC_METHODS = ("item", "cpu", "tolist")
 CONVERSIONS = ("float", "int", "bool")
 # Wrappers of a loader in a `for` header: `enumerate(loader)`, `tqdm(loader)`, ...
 WRAPPERS = {"enumerate", "iter"}
 WRAPPER_SUFFIXES = ("tqdm", "track")
+# Calls that take a loader without iterating it.
+NOT_ITERATING = {"len", "isinstance", "print", "type", "id", "getattr", "hasattr"}
 DATASET_BASES = {
     "torch.utils.data.Dataset",
     "torch.utils.data.dataset.Dataset",
@@ -66,10 +71,20 @@ DTYPES = {
 FIELD_ITERATORS = ("items", "keys", "values")
 
 
-def finish(walker: _Walker, report: FileReport, files: _FileIndex) -> None:
+class TorchLoopObserver:
+    """The PyTorch training-loop family (see the module docstring)."""
+
+    def call(self, walker: Walker, node: ast.Call, name: Optional[str]) -> None:
+        return None  # loops need the whole file: read in finish
+
+    def finish(self, walker: Walker) -> None:
+        _finish(walker, walker.report, walker.index())
+
+
+def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
     assignments: list[tuple[ast.expr, ast.expr]] = []
     calls: list[ast.Call] = []
-    loops: list[tuple[Union[ast.For, ast.AsyncFor], Optional[Function]]] = []
+    loops: list[tuple[Loop, Optional[Function]]] = []
     returns: dict[str, list[ast.expr]] = {}
     # one pass over the tree, knowing the function each node belongs to
     stack: list[tuple[ast.AST, Optional[Function]]] = [(walker.module, None)]
@@ -81,7 +96,7 @@ def finish(walker: _Walker, report: FileReport, files: _FileIndex) -> None:
             assignments.append((node.target, node.value))
         elif isinstance(node, ast.Call):
             calls.append(node)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             loops.append((node, function))
         elif isinstance(node, ast.Return) and node.value is not None and function is not None:
             returns.setdefault(function.name, []).append(node.value)
@@ -96,14 +111,18 @@ def finish(walker: _Walker, report: FileReport, files: _FileIndex) -> None:
         loaders = _Loaders(walker, files, assignments, calls, returns)
         seen: set[int] = set()
         for loop, function in sorted(loops, key=lambda x: (x[0].lineno, x[0].col_offset)):
-            loader = loaders.iterated(loop.iter)
+            loader = None
+            if isinstance(loop, (ast.For, ast.AsyncFor)):
+                loader = loaders.iterated(loop.iter)
+            loader = loader or loaders.stepped(loop)
             if loader is None:
                 continue
-            body = [n for statement in loop.body for n in [statement, *_own_nodes(statement)]]
-            if not _trains(body):
+            body = [n for statement in loop.body for n in [statement, *own_nodes(statement)]]
+            helpers = _helpers(body, loaders, files)
+            if not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
-            step = _StepLoop(walker, loop, loader, loaders, seen, function, body)
-            report.torch_calls.extend(step.read())
+            step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers)
+            report.torch_calls.extend(_one_per_line(step.read()))
     report.torch_calls.extend(_dataset_cuda(walker))
 
 
@@ -127,8 +146,8 @@ class _Loaders:
 
     def __init__(
         self,
-        walker: _Walker,
-        files: _FileIndex,
+        walker: Walker,
+        files: FileIndex,
         assignments: list[tuple[ast.expr, ast.expr]],
         calls: list[ast.Call],
         returns: dict[str, list[ast.expr]],
@@ -168,16 +187,37 @@ class _Loaders:
             return _dotted(expr) in self.names
         return False
 
-    def iterated(self, iterable: ast.expr) -> Optional[str]:
-        """The loader a `for` header iterates, through enumerate/tqdm wrappers."""
-        node = iterable
-        for _ in range(4):
-            if not (isinstance(node, ast.Call) and node.args and self._wrapper(node)):
-                break
-            node = node.args[0]
-        if isinstance(node, (ast.Name, ast.Attribute)) and self.holds(node):
-            return _dotted(node)
+    def iterated(self, iterable: ast.expr, depth: int = 0) -> Optional[str]:
+        """The loader a `for` header iterates, through wrappers: `enumerate(loader)`,
+        `tqdm(loader)`, `metric_logger.log_every(loader, 10)`, `zip(a_loader, b_loader)`."""
+        if isinstance(iterable, (ast.Name, ast.Attribute)) and self.holds(iterable):
+            return _dotted(iterable)
+        if depth > 4 or not isinstance(iterable, ast.Call):
+            return None
+        if self.walker.qualname(iterable.func) in NOT_ITERATING:
+            return None
+        for argument in iterable.args:
+            found = self.iterated(argument, depth + 1)
+            if found is not None:
+                return found
         return None
+
+    def stepped(self, loop: ast.AST) -> Optional[str]:
+        """The loader a loop draws from with `next(it)` (`it = iter(loader)`)."""
+        for node in own_nodes(loop):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "next"
+                and node.args
+            ):
+                found = self.iterated(node.args[0])
+                if found is not None:
+                    return found
+        return None
+
+    def callee(self, call: ast.Call) -> Optional[str]:
+        return self._callee(call)
 
     def _wrapper(self, call: ast.Call) -> bool:
         name = self.walker.qualname(call.func) or ""
@@ -244,6 +284,43 @@ class _Loaders:
                 self.names.add(keyword.arg)
 
 
+def _one_per_line(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One observation per kind and line: `print(f"{loss} {loss.item()}")` is one place."""
+    kept: dict[tuple[str, int], dict[str, Any]] = {}
+    for record in records:
+        key = (record["kind"], record["line"])
+        first = kept.get(key)
+        if first is None:
+            kept[key] = record
+        elif record["call"] not in first["call"]:
+            first["call"] = f"{first['call']}, {record['call']}"
+    return list(kept.values())
+
+
+def _helpers(body: list[ast.AST], loaders: _Loaders, files: FileIndex) -> list[Function]:
+    """Functions of the file a step runs: called from the loop body (`step(model, batch)`,
+    `self.training_step(batch)`) or handed to a call (`optimizer.step(closure)`), followed
+    two calls deep."""
+    found: list[Function] = []
+    todo = list(body)
+    for _ in range(2):
+        more: list[ast.AST] = []
+        for node in todo:
+            names: list[str] = []
+            if isinstance(node, ast.Call):
+                callee = loaders.callee(node)
+                if callee is not None:
+                    names.append(callee)
+                names += [a.id for a in node.args if isinstance(a, ast.Name)]
+            for name in names:
+                function = files.functions.get(name)
+                if function is not None and function not in found:
+                    found.append(function)
+                    more.extend(own_nodes(function))
+        todo = more
+    return found
+
+
 def _trains(body: list[ast.AST]) -> bool:
     """A loop whose body (its nodes) runs a backward pass: `loss.backward()`,
     `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."""
@@ -287,13 +364,14 @@ def _once(test: ast.expr) -> bool:
 class _StepLoop:
     def __init__(
         self,
-        walker: _Walker,
-        loop: Union[ast.For, ast.AsyncFor],
+        walker: Walker,
+        loop: Loop,
         loader: str,
         loaders: _Loaders,
         seen: set[int],
         function: Optional[Function],
         body: list[ast.AST],
+        helpers: Optional[list[Function]] = None,
     ):
         self.walker = walker
         self.loop = loop
@@ -301,22 +379,21 @@ class _StepLoop:
         self.loaders = loaders
         self.seen = seen
         self.function = function
-        self.tensors = _tensor_names(body)
+        self.helpers = {h.name: h for h in helpers or []}
+        self.followed: set[str] = set()
+        nodes = [*body, *(n for h in helpers or [] for n in own_nodes(h))]
+        self.tensors = _tensor_names(nodes)
         self.found: list[dict[str, Any]] = []
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.loop.body, [], periodic=False)
         return self.found
 
-    def _block(
-        self, body: list[ast.stmt], inner: list[Union[ast.For, ast.AsyncFor]], periodic: bool
-    ) -> None:
+    def _block(self, body: list[ast.stmt], inner: list[ForLoop], periodic: bool) -> None:
         for statement in body:
             self._statement(statement, inner, periodic)
 
-    def _statement(
-        self, statement: ast.stmt, inner: list[Union[ast.For, ast.AsyncFor]], periodic: bool
-    ) -> None:
+    def _statement(self, statement: ast.stmt, inner: list[ForLoop], periodic: bool) -> None:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
         if isinstance(statement, ast.If):
@@ -354,7 +431,7 @@ class _StepLoop:
             return
         self._expression(statement, inner, periodic)
 
-    def _per_element(self, loop: Union[ast.For, ast.AsyncFor]) -> bool:
+    def _per_element(self, loop: ForLoop) -> bool:
         """An inner loop over the elements of something (samples of the batch), not over
         a dict's fields, a literal tuple of tensors, or another DataLoader."""
         iterable = loop.iter
@@ -368,22 +445,53 @@ class _StepLoop:
             return False
         return self.loaders.iterated(iterable) is None
 
-    def _expression(
-        self, root: ast.AST, inner: list[Union[ast.For, ast.AsyncFor]], periodic: bool
-    ) -> None:
+    def _expression(self, root: ast.AST, inner: list[ForLoop], periodic: bool) -> None:
         if periodic:
             return
-        for node in [root, *_own_nodes(root)]:
+        if isinstance(root, ast.Assert) and self._tensor_test(root.test):
+            if id(root) not in self.seen:
+                self.seen.add(id(root))
+                self.seen.update(id(n) for n in own_nodes(root))
+                self.found.append(
+                    self._record(root, "host_sync", _short(root), "checks a tensor's value")
+                )
+            return
+        for node in [root, *own_nodes(root)]:
             if id(node) in self.seen:
                 continue
             record: Optional[dict[str, Any]] = None
             if isinstance(node, ast.Call):
                 record = self._call(node, inner)
+                self._follow(node)
             elif self._formats_tensor(node):
                 record = self._record(node, "host_sync", _short(node), "formats a tensor")
             if record is not None:
                 self.seen.add(id(node))
                 self.found.append(record)
+
+    def _follow(self, call: ast.Call) -> None:
+        """Read a helper of the file the step calls (`step(model, batch)`, a closure
+        handed to `optimizer.step`): its syncs run every step too."""
+        names = [self.loaders.callee(call)] + [a.id for a in call.args if isinstance(a, ast.Name)]
+        for name in names:
+            helper = self.helpers.get(name or "")
+            if helper is None or helper.name in self.followed:
+                continue
+            self.followed.add(helper.name)
+            outer, self.function = self.function, helper
+            self._block(helper.body, [], periodic=False)
+            self.function = outer
+
+    def _tensor_test(self, test: ast.expr) -> bool:
+        """`assert torch.isfinite(loss)`, `assert not loss.isnan()`: bool() of a tensor."""
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and node.id in self.tensors:
+                return True
+            if isinstance(node, ast.Call) and (self.walker.qualname(node.func) or "").startswith(
+                "torch."
+            ):
+                return True
+        return False
 
     def _formats_tensor(self, node: ast.AST) -> bool:
         """f"{loss}" or "%f" % loss."""
@@ -399,9 +507,7 @@ class _StepLoop:
             and self._tensor(node.right)
         )
 
-    def _call(
-        self, call: ast.Call, inner: list[Union[ast.For, ast.AsyncFor]]
-    ) -> Optional[dict[str, Any]]:
+    def _call(self, call: ast.Call, inner: list[ForLoop]) -> Optional[dict[str, Any]]:
         func = call.func
         if self.walker.qualname(func) == "torch.cuda.synchronize":
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
@@ -416,7 +522,7 @@ class _StepLoop:
                 if owner is not None:
                     record = self._method(call, "per_sample_copy", "copies one element")
                     record["inner_loop_line"] = owner.lineno
-                    record["inner_loop_code"] = _code(self.walker.lines, owner.lineno)
+                    record["inner_loop_code"] = code_at(self.walker.lines, owner.lineno)
                     return record
             arguments = [*call.args, *(k.value for k in call.keywords)]
             if (
@@ -467,13 +573,13 @@ class _StepLoop:
             "path": self.walker.report.path,
             "line": line,
             "column": column,
-            "code": _code(self.walker.lines, line or 0),
+            "code": code_at(self.walker.lines, line or 0),
             "function": getattr(self.function, "name", None),
             "call": call,
             "what": what,
             "loader": self.loader,
             "loop_line": self.loop.lineno,
-            "loop_code": _code(self.walker.lines, self.loop.lineno),
+            "loop_code": code_at(self.walker.lines, self.loop.lineno),
         }
 
 
@@ -520,7 +626,7 @@ def _chain(node: ast.expr) -> Iterable[ast.expr]:
             return
 
 
-def _numpy_chain(receiver: ast.expr, walker: _Walker) -> bool:
+def _numpy_chain(receiver: ast.expr, walker: Walker) -> bool:
     """The receiver is NumPy, a constant or a literal, not a tensor: `np.mean(x).item()`,
     `x.numpy().tolist()` (a CPU tensor, or `.numpy()` would have failed)."""
     for node in _chain(receiver):
@@ -550,9 +656,7 @@ def _device_argument(call: ast.Call) -> bool:
     return not (isinstance(target, ast.Constant) and not isinstance(target.value, str))
 
 
-def _element_of(
-    receiver: ast.expr, inner: list[Union[ast.For, ast.AsyncFor]]
-) -> Optional[Union[ast.For, ast.AsyncFor]]:
+def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
     """The inner loop whose element the copied value comes from, or None.
     `for k in batch: batch[k].to(device)` walks a dict's fields and is not per sample."""
     names = {n.id for n in ast.walk(receiver) if isinstance(n, ast.Name)}
@@ -581,7 +685,12 @@ def _tensor_names(nodes: list[ast.AST]) -> set[str]:
         ):
             continue
         if node.args:  # accelerator.backward(loss), torch.autograd.backward(loss)
-            tensors |= {a.id for a in node.args if isinstance(a, ast.Name)}
+            losses: list[ast.expr] = [node.args[0]]
+            if ast.unparse(node.func.value).endswith("dist_autograd") and len(node.args) > 1:
+                # dist_autograd.backward(context_id, [loss]): the losses are in the list
+                second = node.args[1]
+                losses = list(second.elts) if isinstance(second, (ast.List, ast.Tuple)) else []
+            tensors |= {a.id for a in losses if isinstance(a, ast.Name)}
             continue
         receiver = node.func.value
         if isinstance(receiver, ast.Call):  # scaler.scale(loss).backward()
@@ -628,9 +737,9 @@ def _mentions_tensor(node: ast.AST, tensors: set[str]) -> bool:
 # -- CUDA in Dataset.__getitem__ -----------------------------------------------------------
 
 
-def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
+def _dataset_cuda(walker: Walker) -> list[dict[str, Any]]:
     classes = [n for n in ast.walk(walker.module) if isinstance(n, ast.ClassDef)]
-    datasets = _derived(classes, walker.aliases, DATASET_BASES)
+    datasets = derived(classes, walker.aliases, DATASET_BASES)
     found: list[dict[str, Any]] = []
     for cls in classes:
         if cls.name not in datasets:
@@ -642,7 +751,7 @@ def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
                 and method.name in SAMPLE_METHODS
             ):
                 continue
-            for node in _own_nodes(method):
+            for node in own_nodes(method):
                 if not isinstance(node, ast.Call):
                     continue
                 call = devices.cuda_call(node, method)
@@ -660,7 +769,7 @@ def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
                         "path": walker.report.path,
                         "line": line,
                         "column": column,
-                        "code": _code(walker.lines, line),
+                        "code": code_at(walker.lines, line),
                         "function": method.name,
                         "class": cls.name,
                         "call": call,
@@ -672,14 +781,14 @@ def _dataset_cuda(walker: _Walker) -> list[dict[str, Any]]:
 class _Devices:
     """Whether an expression inside a Dataset's method names a CUDA device."""
 
-    def __init__(self, walker: _Walker, cls: ast.ClassDef):
+    def __init__(self, walker: Walker, cls: ast.ClassDef):
         self.walker = walker
         # `self.x = value` in the class's methods (the last one wins), with its method
         self.attributes: dict[str, tuple[ast.expr, Function]] = {}
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for node in _own_nodes(method):
+            for node in own_nodes(method):
                 if not isinstance(node, ast.Assign):
                     continue
                 for target in node.targets:
@@ -723,7 +832,7 @@ class _Devices:
             parameters = {a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)}
             if node.id in parameters:
                 return False  # passed in: not known here
-            assigned = self.walker.module_scope.inside(method).lookup(node.id)
+            assigned = self.walker.scope_of(method).lookup(node.id)
             return assigned is not None and self.on_cuda(assigned, method, depth + 1)
         if (
             isinstance(node, ast.Attribute)

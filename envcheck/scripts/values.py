@@ -42,30 +42,45 @@ def unknown(node: ast.AST, why: str) -> Value:
 
 
 class Scope:
-    """Assignments visible at one point: the enclosing function's, then the module's."""
+    """Assignments visible at one point: the enclosing function's, then the module's, and
+    the updates made to dicts in place (`kwargs.update({...})`, `kwargs["k"] = v`)."""
 
     def __init__(
         self,
         module_names: dict[str, ast.expr],
         argparse: dict[str, tuple[str, ast.expr]],
         function: Optional[ast.AST] = None,
+        module_updates: Optional[dict[str, list[ast.expr]]] = None,
     ):
         self.module_names = module_names
         self.argparse = argparse
-        self.local_names = _simple_assignments(_body(function)) if function is not None else {}
+        self.module_updates = module_updates or {}
+        body = _body(function) if function is not None else []
+        self.local_names = _simple_assignments(body) if function is not None else {}
+        self.local_updates = _dict_updates(body) if function is not None else {}
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
-        return cls(_simple_assignments(module.body), _argparse_defaults(module))
+        return cls(
+            _simple_assignments(module.body),
+            _argparse_defaults(module),
+            module_updates=_dict_updates(module.body),
+        )
 
     def inside(self, function: Optional[ast.AST]) -> Scope:
         """The scope within `function` (module-level facts are shared, not recomputed)."""
-        return Scope(self.module_names, self.argparse, function)
+        return Scope(self.module_names, self.argparse, function, self.module_updates)
 
     def lookup(self, name: str) -> Optional[ast.expr]:
         if name in self.local_names:
             return self.local_names[name]
         return self.module_names.get(name)
+
+    def updates(self, name: str) -> list[ast.expr]:
+        """Dicts merged into `name` in place, in source order."""
+        if name in self.local_names:
+            return self.local_updates.get(name, [])
+        return self.module_updates.get(name, [])
 
 
 def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
@@ -184,23 +199,110 @@ def keyword_values(call: ast.Call, scope: Scope) -> tuple[dict[str, Value], list
 
 
 def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[str, ast.expr]]:
-    if depth > 4:
+    """The string keys and value expressions of a dict the source spells out: a literal
+    (with `**` merges), `dict(k=v)`, `a | b`, or a name assigned one of those and updated in
+    place; None when any part is not knowable."""
+    if depth > 6:
         return None
     if isinstance(node, ast.Name):
         assigned = scope.lookup(node.id)
-        return _dict_items(assigned, scope, depth + 1) if assigned is not None else None
+        if assigned is None:
+            return None
+        named = _dict_items(assigned, scope, depth + 1)
+        if named is None:
+            return None
+        for update in scope.updates(node.id):
+            more = _dict_items(update, scope, depth + 1)
+            if more is None:
+                return None
+            named = {**named, **more}
+        return named
     if isinstance(node, ast.Dict):
         items: dict[str, ast.expr] = {}
         for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:  # {**other, ...}
+                merged = _dict_items(value, scope, depth + 1)
+                if merged is None:
+                    return None
+                items.update(merged)
+                continue
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 return None
             items[key.value] = value
         return items
+    if isinstance(node, ast.IfExp) and _gpu_test(node.test):
+        # `{'num_workers': 1, 'pin_memory': True} if use_cuda else {}`: what a GPU run gets
+        return _dict_items(node.body, scope, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left = _dict_items(node.left, scope, depth + 1)
+        right = _dict_items(node.right, scope, depth + 1)
+        return None if left is None or right is None else {**left, **right}
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        base: dict[str, ast.expr] = {}
         if node.args:
-            return None
-        return {k.arg: k.value for k in node.keywords if k.arg is not None}
+            found = _dict_items(node.args[0], scope, depth + 1)
+            if found is None or len(node.args) > 1:
+                return None
+            base = found
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                merged = _dict_items(keyword.value, scope, depth + 1)
+                if merged is None:
+                    return None
+                base.update(merged)
+            else:
+                base[keyword.arg] = keyword.value
+        return base
     return None
+
+
+GPU_WORDS = ("cuda", "gpu", "accel")
+
+
+def _gpu_test(test: ast.expr) -> bool:
+    """A condition that holds on a GPU run: `use_cuda`, `args.cuda`,
+    `torch.cuda.is_available()`, `use_accel` (not negated)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return False
+    return any(word in ast.unparse(test).lower() for word in GPU_WORDS)
+
+
+def _dict_updates(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:
+    """name -> dicts merged into it in place: `name.update({...})`, `name.update(k=v)`,
+    `name.update(other)`, `name |= {...}`, `name["k"] = v` (in if/with/for blocks too: an
+    update under `if use_cuda:` is what a GPU run gets)."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in _statements(body):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            func = call.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "update"
+                and isinstance(func.value, ast.Name)
+            ):
+                merged: list[ast.expr] = list(call.args)
+                if call.keywords:
+                    merged.append(ast.Call(ast.Name("dict", ast.Load()), [], list(call.keywords)))
+                found.setdefault(func.value.id, []).extend(merged)
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.op, ast.BitOr)
+            and isinstance(node.target, ast.Name)
+        ):
+            found.setdefault(node.target.id, []).append(node.value)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+            ):
+                found.setdefault(target.value.id, []).append(
+                    ast.Dict([ast.Constant(target.slice.value)], [node.value])
+                )
+    return found
 
 
 def _is_cpu_count(node: ast.expr) -> bool:
@@ -269,6 +371,12 @@ def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
         ]
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         default = keywords.get("default")
+        action = keywords.get("action")
+        if default is None and isinstance(action, ast.Constant):
+            if action.value == "store_true":
+                default = ast.Constant(False)
+            elif action.value == "store_false":
+                default = ast.Constant(True)
         if not options or default is None:
             continue
         dest_node = keywords.get("dest")

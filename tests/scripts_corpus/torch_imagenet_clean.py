@@ -29,9 +29,13 @@ def main():
         persistent_workers=True,
     )
     model = torchvision.models.resnet50().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for images, target in loader:
         images = images.to(device, non_blocking=True)
-        model(images)
+        loss = torch.nn.functional.cross_entropy(model(images), target.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
 
 
 if __name__ == "__main__":

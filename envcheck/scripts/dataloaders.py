@@ -1,0 +1,144 @@
+"""DataLoader observations: every `torch.utils.data.DataLoader` (or subclass of the file)
+constructed in a file, with its argument values followed as far as the source allows
+(values.py), where it is built (function, module level, under the main guard), what
+dataset it reads, and whether it is rebuilt again and again. Nothing here judges.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Optional
+
+from envcheck.scripts.values import keyword_values, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+DATALOADERS = {
+    "torch.utils.data.DataLoader",
+    "torch.utils.data.dataloader.DataLoader",
+}
+LOADER_ARGS = ("batch_size", "num_workers", "pin_memory", "persistent_workers", "prefetch_factor")
+
+
+class DataLoaderObserver:
+    """The DataLoader family (see the module docstring)."""
+
+    def call(self, walker: Walker, node: ast.Call, name: Optional[str]) -> None:
+        if name is not None and name in walker.loader_classes:
+            _loader(walker, node, name)
+
+    def finish(self, walker: Walker) -> None:
+        _mark_rebuilt(walker.module, walker.report.loaders)
+
+
+def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
+    """The DataLoader classes of a file: torch's, and the file's own subclasses."""
+    return set(DATALOADERS) | _subclasses(module, aliases, DATALOADERS)
+
+
+def _loader(walker: Walker, node: ast.Call, name: str) -> None:
+    values, opaque = keyword_values(node, walker.scope())
+    # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+    #            num_workers=0, ...): positional use beyond the dataset is rare; map the
+    # documented order for the ones rules need.
+    positional = [
+        "dataset",
+        "batch_size",
+        "shuffle",
+        "sampler",
+        "batch_sampler",
+        "num_workers",
+        "collate_fn",
+        "pin_memory",
+    ]
+    for index, arg in enumerate(node.args[: len(positional)]):
+        values.setdefault(positional[index], resolve(arg, walker.scope()))
+    function = walker.functions[-1] if walker.functions else None
+    walker.report.loaders.append(
+        {
+            "kind": "torch.DataLoader",
+            "callee": name,
+            "path": walker.report.path,
+            "line": node.lineno,
+            "column": node.col_offset + 1,
+            "code": walker.lines[node.lineno - 1].strip()
+            if node.lineno <= len(walker.lines)
+            else "",
+            "function": getattr(function, "name", None),
+            "module_level": function is None,
+            "in_main_guard": walker.in_main_guard,
+            "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
+            "dataset": _dataset(walker, node),
+            "opaque_kwargs": opaque,
+        }
+    )
+
+
+def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
+    """The class a DataLoader's dataset is built from, where the source shows it:
+    {"class": "TensorDataset", "text": "TensorDataset(x, y)"}."""
+    node: Optional[ast.expr] = call.args[0] if call.args else None
+    for keyword in call.keywords:
+        if keyword.arg == "dataset":
+            node = keyword.value
+    for _ in range(4):
+        if not isinstance(node, ast.Name):
+            break
+        node = walker.scope().lookup(node.id)
+    if not isinstance(node, ast.Call):
+        return None
+    name = walker.qualname(node.func) or ""
+    short = name.rsplit(".", 1)[-1]
+    if not short:
+        return None
+    return {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
+
+
+def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`rebuilt`: why a DataLoader is constructed anew again and again (inside a loop, or
+    in a function called from one, such as `validate()` per epoch), or None. Its workers
+    then cannot outlive it, persistent or not."""
+    if not loaders:
+        return
+    in_loops: dict[str, int] = {}  # function name -> line of a call to it inside a loop
+    loop_spans: list[tuple[int, int]] = []
+    for node in ast.walk(module):
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        loop_spans.append((node.lineno, node.end_lineno or node.lineno))
+        for inner in [n for statement in node.body for n in ast.walk(statement)]:
+            if isinstance(inner, ast.Call):
+                func = inner.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if name is not None:
+                    in_loops.setdefault(name, inner.lineno)
+    for loader in loaders:
+        line = loader["line"]
+        function = loader.get("function")
+        if any(start < line <= end for start, end in loop_spans):
+            loader["rebuilt"] = "it is created inside a loop"
+        elif function is not None and function in in_loops:
+            loader["rebuilt"] = (
+                f"it is created by {function}(), called inside a loop (line {in_loops[function]})"
+            )
+        else:
+            loader["rebuilt"] = None
+
+
+def _subclasses(module: ast.Module, aliases: dict[str, str], bases: set[str]) -> set[str]:
+    """Classes defined in the file that derive from one of `bases` (by local name)."""
+    found: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                text = ast.unparse(base)
+                head, _, rest = text.partition(".")
+                qualified = aliases.get(head, head) + (f".{rest}" if rest else "")
+                if qualified in bases:
+                    found.add(node.name)
+    return found
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

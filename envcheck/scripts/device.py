@@ -1,0 +1,429 @@
+"""Does this file train on a GPU? One three-valued answer that every EC5xx rule shares.
+
+Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "unknown",
+"reason": ..., "line": ...}`.
+
+- **yes**: a CUDA device reaches the model or the data: `.cuda()`; a device value
+  (`"cuda"`, `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, a variable or
+  an argparse default holding one) handed to `.to(...)`, a `device=` argument or a call;
+  Hugging Face Accelerate (`Accelerator()`, `accelerator.prepare`); a Lightning
+  `Trainer`/`Fabric` whose accelerator is gpu, cuda or auto (Lightning's default);
+  `torch.accelerator`; DDP (`init_process_group`, `DistributedDataParallel`,
+  `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`; a Hugging
+  Face `Trainer` (unless `TrainingArguments(use_cpu=True)`).
+- **no**: the code says CPU (`Trainer(accelerator="cpu")`, `Accelerator(cpu=True)`, only
+  CPU devices), or it runs a PyTorch training loop and never names a device (tensors
+  then stay on the CPU).
+- **unknown**: anything else, with the reason (a data module with no training code, a
+  LightningModule whose Trainer is elsewhere, a device passed in from elsewhere): the
+  training machine then decides.
+
+Not counted: a `torch.device("cuda")` that is created but never used, or used only after
+the file's module-level training loops have finished (a tutorial that trains on the CPU
+and shows the GPU afterwards); `torch.cuda.device_count()` or `is_available()` alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from envcheck.scripts.values import Scope, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning.pytorch.", "lightning_fabric.")
+DDP_NAMES = {
+    "torch.distributed.init_process_group": "init_process_group (one process per GPU)",
+    "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
+    "torch.nn.DataParallel": "DataParallel",
+    "torch.nn.parallel.DataParallel": "DataParallel",
+    "torch.cuda.set_device": "torch.cuda.set_device",
+}
+GPU_WORDS = ("cuda", "gpu", "auto")
+HF_ROOTS = ("transformers.", "trl.")
+MOVES = ("to", "cuda", "to_device")
+QUIET = {"print", "info", "debug", "warning", "log", "format", "write", "set_description"}
+
+
+@dataclass
+class Evidence:
+    verdict: str  # "yes" | "no" | "cpu" (a trainer told to use the CPU) | "opaque"
+    reason: str
+    line: int
+    module_level: bool
+
+
+def answer(walker: Walker) -> dict[str, Any]:
+    """The file's answer, from everything it does (see the module docstring)."""
+    reader = _Reader(walker)
+    reader.read()
+    return reader.verdict()
+
+
+def trains(walker: Walker) -> Optional[dict[str, Any]]:
+    """Where the file's training code is (`{"line", "column", "code"}` of the first backward
+    pass, optimizer step, `training_step` or `fit`), or None for a file of data or model
+    definitions only: the file-level precision rules judge files that train."""
+    found: list[ast.AST] = []
+    for node in ast.walk(walker.module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
+            "training_step",
+            "train_step",
+        ):
+            found.append(node)
+        if (
+            isinstance(node, ast.Call)
+            and (walker.qualname(node.func) or "").startswith(HF_ROOTS)
+            and (walker.qualname(node.func) or "").endswith("Trainer")
+        ):
+            found.append(node)  # a Hugging Face Trainer runs the training loop
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            optimizer = attr == "step" and "optim" in ast.unparse(node.func.value).lower()
+            if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
+                found.append(node)
+    if not found:
+        return None
+    first = min(found, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    line = getattr(first, "lineno", 0)
+    code = walker.lines[line - 1].strip() if 0 < line <= len(walker.lines) else ""
+    return {"line": line, "column": getattr(first, "col_offset", 0) + 1, "code": code}
+
+
+def is_training_loop(node: ast.AST) -> bool:
+    """A `for`/`while` whose body calls `backward` (or `optimizer.step`)."""
+    if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        return False
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("backward", "manual_backward")
+        for n in ast.walk(node)
+    )
+
+
+class _Reader:
+    def __init__(self, walker: Walker):
+        self.walker = walker
+        self.found: list[Evidence] = []
+        self.training_end: Optional[int] = None  # last line of module-level training loops
+        self.trains_anywhere = False
+        self.lightning_module = False
+
+    # -- walk ---------------------------------------------------------------------------
+
+    def read(self) -> None:
+        module = self.walker.module
+        for statement in module.body:
+            if is_training_loop(statement):
+                self.training_end = max(self.training_end or 0, statement.end_lineno or 0)
+        stack: list[tuple[ast.AST, Optional[Function]]] = [(module, None)]
+        while stack:
+            node, function = stack.pop()
+            if isinstance(node, ast.Call):
+                self._call(node, function)
+            elif isinstance(node, ast.Subscript):
+                self._environ(node, function)
+            elif isinstance(node, ast.ClassDef):
+                self._class(node)
+            if is_training_loop(node):
+                self.trains_anywhere = True
+            inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+
+    def _scope(self, function: Optional[Function]) -> Scope:
+        return self.walker.scope_of(function)
+
+    def _add(self, verdict: str, reason: str, node: ast.AST, function: Optional[Function]) -> None:
+        line = getattr(node, "lineno", 0)
+        self.found.append(Evidence(verdict, reason, line, function is None))
+
+    def _class(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            name = self.walker.qualname(base) or ""
+            if name.startswith(LIGHTNING_ROOTS) and name.endswith("LightningModule"):
+                self.lightning_module = True
+
+    def _environ(self, node: ast.Subscript, function: Optional[Function]) -> None:
+        key = node.slice
+        if isinstance(key, ast.Constant) and key.value == "LOCAL_RANK":
+            self._add("yes", "reads LOCAL_RANK (torchrun: one process per GPU)", node, function)
+
+    def _call(self, node: ast.Call, function: Optional[Function]) -> None:
+        name = self.walker.qualname(node.func) or ""
+        func = node.func
+        if name in DDP_NAMES:
+            backend = _keyword(node, "backend") or (node.args[0] if node.args else None)
+            value = resolve(backend, self._scope(function)) if backend is not None else None
+            if value is not None and value.known and value.value in ("gloo", "mpi"):
+                return  # CPU-capable backends: not evidence either way
+            self._add("yes", DDP_NAMES[name], node, function)
+            return
+        if name.startswith("torch.accelerator."):
+            self._add(
+                "yes", f"{name} (the current accelerator, a GPU when present)", node, function
+            )
+            return
+        if name.endswith("os.environ.get") or name.endswith("os.getenv"):
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and first.value == "LOCAL_RANK":
+                self._add("yes", "reads LOCAL_RANK (torchrun: one process per GPU)", node, function)
+            return
+        if name in ("accelerate.Accelerator",):
+            cpu = _keyword(node, "cpu")
+            value = resolve(cpu, self._scope(function)) if cpu is not None else None
+            if value is not None and value.known and value.value is True:
+                self._add("cpu", "Accelerator(cpu=True)", node, function)
+            else:
+                self._add(
+                    "yes",
+                    "Hugging Face Accelerate (Accelerator() uses a GPU when present)",
+                    node,
+                    function,
+                )
+            return
+        if name.startswith(HF_ROOTS) and name.endswith("Trainer"):
+            self._add(
+                "yes",
+                f"Hugging Face {name.rsplit('.', 1)[-1]} (a GPU when present)",
+                node,
+                function,
+            )
+            return
+        if name.startswith(HF_ROOTS) and name.endswith("TrainingArguments"):
+            for key in ("use_cpu", "no_cuda"):
+                flag = _keyword(node, key)
+                value = resolve(flag, self._scope(function)) if flag is not None else None
+                if value is not None and value.known and value.value is True:
+                    self._add("cpu", f"TrainingArguments({key}=True)", node, function)
+            return
+        if name.startswith(LIGHTNING_ROOTS) and name.rsplit(".", 1)[-1] in ("Trainer", "Fabric"):
+            self._lightning(node, name.rsplit(".", 1)[-1], function)
+            return
+        if isinstance(func, ast.Attribute) and func.attr == "prepare" and node.args:
+            receiver = ast.unparse(func.value).lower()
+            if "accelerator" in receiver:
+                self._add(
+                    "yes",
+                    f"{ast.unparse(func)}(...) (Accelerate places it on the GPU)",
+                    node,
+                    function,
+                )
+                return
+        cuda_method = isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args
+        if cuda_method and not name.startswith("torch.cuda"):
+            self._add("yes", f"{_short(node)}", node, function)
+            return
+        device_map = _keyword(node, "device_map")
+        if device_map is not None:
+            value = resolve(device_map, self._scope(function))
+            if not (value.known and value.value == "cpu"):
+                self._add("yes", f"device_map={ast.unparse(device_map)}", node, function)
+                return
+        if name.startswith(("torch.cuda.amp.", "torch.cuda.graph", "torch.cuda.CUDAGraph")):
+            self._add("yes", name, node, function)
+            return
+        if name == "torch.device" or (name.endswith(".device") and name.startswith("torch")):
+            return  # creating a device is not using it
+        if name in QUIET or name.rsplit(".", 1)[-1] in QUIET:
+            return  # printing or logging a device is not using it
+        self._arguments(node, function)
+
+    def _lightning(self, node: ast.Call, kind: str, function: Optional[Function]) -> None:
+        scope = self._scope(function)
+        accelerator = _keyword(node, "accelerator")
+        gpus = _keyword(node, "gpus")
+        if gpus is not None:
+            value = resolve(gpus, scope)
+            if value.known and value.value in (0, None):
+                self._add("cpu", f"{kind}(gpus={ast.unparse(gpus)})", node, function)
+            else:
+                self._add("yes", f"{kind}(gpus={ast.unparse(gpus)})", node, function)
+            return
+        if accelerator is None:
+            self._add(
+                "yes",
+                f"Lightning {kind}() (accelerator defaults to 'auto': a GPU when present)",
+                node,
+                function,
+            )
+            return
+        value = resolve(accelerator, scope)
+        text = f"{kind}(accelerator={ast.unparse(accelerator)})"
+        if not value.known:
+            self._add("opaque", f"{text}: {value.source}", node, function)
+        elif str(value.value).lower() in (*GPU_WORDS, "tpu", "mps"):
+            if str(value.value).lower() in GPU_WORDS:
+                self._add("yes", text, node, function)
+        elif str(value.value).lower() == "cpu":
+            self._add("cpu", text, node, function)
+
+    def _arguments(self, node: ast.Call, function: Optional[Function]) -> None:
+        """A device value handed to `.to(...)`, a `device=` argument or any call."""
+        func = node.func
+        moving = isinstance(func, ast.Attribute) and func.attr in MOVES
+        arguments: list[ast.expr] = [*node.args]
+        arguments += [k.value for k in node.keywords if k.arg in ("device", "device_type", None)]
+        if not moving:
+            # a plain call counts only with a device argument or a device=... keyword
+            arguments = [a for a in node.args if _device_like(a)] + [
+                k.value for k in node.keywords if k.arg in ("device", "device_type")
+            ]
+        scope = self._scope(function)
+        for argument in arguments:
+            device = self._device(argument, scope)
+            if device == "cuda":
+                self._add("yes", f"{_short(node)}", node, function)
+                return
+            if device == "cpu" and moving:
+                self._add("no", f"{_short(node)} (the CPU)", node, function)
+                return
+            to_call = isinstance(func, ast.Attribute) and func.attr == "to"
+            if device == "opaque" and to_call and _device_like(argument):
+                self._add(
+                    "opaque", f"{_short(node)}: the device is not determined here", node, function
+                )
+                return
+
+    def _device(self, node: ast.expr, scope: Scope, depth: int = 0) -> Optional[str]:
+        """ "cuda", "cpu", "opaque" (a device whose value this file does not show), or
+        None (not a device: a dtype, a tensor, a number)."""
+        if depth > 6:
+            return None
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                text = node.value.lower().lstrip("/")
+                if text.startswith(("cuda", "gpu", "device:gpu")):
+                    return "cuda"
+                if text.startswith("cpu"):
+                    return "cpu"
+            return None
+        if isinstance(node, ast.IfExp):
+            branches = {self._device(b, scope, depth + 1) for b in (node.body, node.orelse)}
+            return "cuda" if "cuda" in branches else next(iter(branches - {None}), None)
+        if isinstance(node, ast.Call):
+            name = self.walker.qualname(node.func) or ""
+            if name.startswith("torch.device") or name.endswith(".device"):
+                if node.args:
+                    return self._device(node.args[0], scope, depth + 1)
+                return None
+            if name.startswith("torch.accelerator."):
+                return "cuda"
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+                return self._device(node.func.value, scope, depth + 1)
+            return None
+        if isinstance(node, ast.JoinedStr):
+            head = node.values[0] if node.values else None
+            return self._device(head, scope, depth + 1) if isinstance(head, ast.Constant) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+            return self._device(node.left, scope, depth + 1)
+        if isinstance(node, ast.Name):
+            assigned = scope.lookup(node.id)
+            if assigned is not None:
+                return self._device(assigned, scope, depth + 1)
+            return "opaque" if "device" in node.id.lower() else None
+        if isinstance(node, ast.Attribute):
+            value = resolve(node, scope)
+            if value.known and isinstance(value.value, str):
+                return self._device(ast.Constant(value.value), scope, depth + 1)
+            return "opaque" if "device" in node.attr.lower() else None
+        return None
+
+    # -- verdict ---------------------------------------------------------------------------
+
+    def verdict(self) -> dict[str, Any]:
+        counted = [e for e in self.found if not self._after_cpu_training(e)]
+        declared = [e for e in counted if e.verdict == "cpu"]
+        if declared:  # the trainer is told to use the CPU: its own GPU default does not apply
+            first = min(declared, key=lambda e: e.line)
+            return _answer("no", f"trains on the CPU: {first.reason}", first.line)
+        for kind in ("yes", "no", "opaque"):
+            chosen = [e for e in counted if e.verdict == kind]
+            if not chosen:
+                continue
+            first = min(chosen, key=lambda e: e.line)
+            if kind == "yes":
+                return _answer("yes", first.reason, first.line)
+            if kind == "no" and not [e for e in counted if e.verdict == "opaque"]:
+                return _answer("no", f"trains on the CPU: {first.reason}", first.line)
+            opaque = [e for e in counted if e.verdict == "opaque"]
+            if opaque:
+                first = min(opaque, key=lambda e: e.line)
+                return _answer("unknown", first.reason, first.line)
+        if self.lightning_module:
+            return _answer(
+                "unknown",
+                "a LightningModule: the Trainer that runs it (not in this file) chooses the "
+                "device; its default accelerator 'auto' takes a GPU when the machine has one",
+                None,
+            )
+        if self.walker.facts.get("keras_fit"):
+            return _answer(
+                "unknown",
+                "trains with Keras, which runs on a GPU when the machine has one",
+                None,
+            )
+        if self.trains_anywhere:
+            return _answer(
+                "no",
+                "runs a PyTorch training loop and never moves the model or data to a GPU",
+                None,
+            )
+        return _answer(
+            "unknown",
+            "the file neither trains nor names a device (it may be imported by code that "
+            "trains on a GPU)",
+            None,
+        )
+
+    def _after_cpu_training(self, evidence: Evidence) -> bool:
+        """GPU use at module level after every module-level training loop has run."""
+        return (
+            evidence.verdict == "yes"
+            and evidence.module_level
+            and self.training_end is not None
+            and evidence.line > self.training_end
+            and not any(
+                e.verdict == "yes" and (not e.module_level or e.line <= self.training_end)
+                for e in self.found
+            )
+        )
+
+
+def _answer(trains: str, reason: str, line: Optional[int]) -> dict[str, Any]:
+    return {"trains": trains, "reason": reason, "line": line}
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def _device_like(node: ast.expr) -> bool:
+    """An expression that looks like a device: a device string, `torch.device(...)`, a
+    name or attribute called *device*."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.lower().lstrip("/").startswith(
+            ("cuda", "gpu", "cpu", "device:")
+        )
+    if isinstance(node, ast.Name):
+        return "device" in node.id.lower()
+    if isinstance(node, ast.Attribute):
+        return "device" in node.attr.lower()
+    if isinstance(node, ast.Call):
+        return ast.unparse(node.func).endswith("device")
+    if isinstance(node, ast.IfExp):
+        return _device_like(node.body) or _device_like(node.orelse)
+    return False
+
+
+def _short(node: ast.AST, limit: int = 60) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

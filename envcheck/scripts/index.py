@@ -1,0 +1,94 @@
+"""The public AST index of one file, shared by the walker and every observer: where
+each function and class is, which functions are generators, which classes derive from
+a framework base, and helpers to walk a node's own statements (not nested functions).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Union
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+
+def code_at(lines: list[str], line: int) -> str:
+    """The stripped source line (1-based), or "" outside the file."""
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def qualified_base(base: ast.expr, aliases: dict[str, str]) -> str:
+    text = ast.unparse(base)
+    head, _, rest = text.partition(".")
+    return aliases.get(head, head) + (f".{rest}" if rest else "")
+
+
+def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Nodes under `node`, not descending into nested functions, classes or lambdas."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            yield from own_nodes(child)
+
+
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers")
+
+
+def header_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+    """Nodes of a statement outside its nested blocks (a `for`'s iterable, an `if`'s
+    test, a simple statement whole): blocks are read statement by statement."""
+    for field, value in ast.iter_fields(statement):
+        if field in BLOCK_FIELDS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, ast.AST):
+                yield item
+                if not isinstance(item, ast.Lambda):
+                    yield from own_nodes(item)
+
+
+class FileIndex:
+    """The functions (unique names), generators and classes defined in one file."""
+
+    def __init__(self, module: ast.Module, aliases: dict[str, str]):
+        self.aliases = aliases
+        self.function_nodes: list[Function] = [
+            n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        by_name: dict[str, list[Function]] = {}
+        for function in self.function_nodes:
+            by_name.setdefault(function.name, []).append(function)
+        self.functions = {k: v[0] for k, v in by_name.items() if len(v) == 1}
+        self.generators = {
+            name
+            for name, f in self.functions.items()
+            if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(f))
+        }
+        self.class_nodes = [n for n in ast.walk(module) if isinstance(n, ast.ClassDef)]
+        self.classes = {c.name: c for c in self.class_nodes}
+        self._derived: dict[frozenset[str], set[str]] = {}
+
+    def derived_from(self, bases: set[str]) -> set[str]:
+        """Names of the file's classes deriving from `bases` (qualified names), directly
+        or through other classes of the file."""
+        key = frozenset(bases)
+        if key not in self._derived:
+            self._derived[key] = derived(self.class_nodes, self.aliases, bases)
+        return self._derived[key]
+
+
+def derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str]) -> set[str]:
+    """Classes deriving from `bases`, directly or through other classes of the file."""
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            if cls.name in found:
+                continue
+            for base in cls.bases:
+                qualified = qualified_base(base, aliases)
+                if qualified in bases or (isinstance(base, ast.Name) and base.id in found):
+                    found.add(cls.name)
+                    changed = True
+                    break
+    return found

@@ -1,0 +1,283 @@
+"""Keras observations, read from the source without running it.
+
+`KerasObserver.call` sees every call in a file; it records Keras calls (`fit_generator`,
+`fit` with its worker settings and, for a generator of the file, its decorators;
+`predict`/`evaluate` given worker settings; `ImageDataGenerator`, the `flow_from_*`
+loaders) and file facts: the mixed-precision policy (True, False, or None when set to a
+value the source hides), the first `fit` call (`keras_fit`) and whether the file builds
+Keras convolution/dense layers (`keras_layers`). `finish` adds NumPy calls inside custom
+layers' `call`. Every observation is a plain JSON dict with `path`, `line`, `column`,
+`code` and `function`; nothing here judges.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Optional
+
+from envcheck.scripts.index import FileIndex, code_at
+from envcheck.scripts.values import keyword_values, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+KERAS_ROOTS = ("keras.", "tensorflow.keras.", "tensorflow.python.keras.", "tf_keras.")
+SEQUENCE_BASES = {
+    f"{root}{name}"
+    for root in KERAS_ROOTS
+    for name in ("utils.Sequence", "utils.PyDataset", "PyDataset", "utils.data_utils.Sequence")
+}
+LAYER_BASES = {
+    f"{root}{name}"
+    for root in KERAS_ROOTS
+    for name in ("layers.Layer", "Layer", "Model", "models.Model", "layers.core.Layer")
+}
+MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
+POLICY_SETTERS = (
+    "mixed_precision.set_global_policy",
+    "mixed_precision.experimental.set_policy",
+    "mixed_precision.set_policy",
+    "config.set_dtype_policy",  # Keras 3
+)
+# TF 1.14-2.3's graph rewrite: mixed precision without a Keras policy
+GRAPH_REWRITE = ".enable_mixed_precision_graph_rewrite"
+GENERATOR_METHODS = ("fit_generator", "evaluate_generator", "predict_generator")
+FIT_ARGS = ("workers", "use_multiprocessing", "max_queue_size")
+# Layers whose matmuls and convolutions mixed precision moves onto tensor cores.
+COMPUTE_LAYERS = {
+    f"{kind}{suffix}"
+    for kind in ("Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D")
+    for suffix in ("", "Transpose")
+} | {
+    "Dense",
+    "EinsumDense",
+    "SeparableConv1D",
+    "SeparableConv2D",
+    "DepthwiseConv1D",
+    "DepthwiseConv2D",
+    "LSTM",
+    "GRU",
+    "MultiHeadAttention",
+}
+
+
+class KerasObserver:
+    """The Keras family (see the module docstring)."""
+
+    def call(self, walker: Walker, node: ast.Call, name: Optional[str]) -> None:
+        observe_call(walker, node, name)
+
+    def finish(self, walker: Walker) -> None:
+        walker.facts.setdefault("mixed_precision", False)
+        walker.facts.setdefault("keras_fit", None)
+        walker.facts.setdefault("keras_layers", False)
+        walker.report.keras_calls.extend(_layer_numpy(walker, walker.index()))
+
+
+def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
+    """Record Keras calls of interest and the mixed-precision policy."""
+    if name is not None and _is_keras(name):
+        if name.rsplit(".", 1)[-1] in COMPUTE_LAYERS or ".applications." in name:
+            walker.facts["keras_layers"] = True
+        dtype = _keyword(node, "dtype")
+        if dtype is not None and _policy_name(dtype, walker) in MIXED_POLICIES:
+            walker.facts["mixed_precision"] = True  # a per-layer policy
+    if name is not None and name.endswith(POLICY_SETTERS):
+        policy = _policy_name(node.args[0], walker) if node.args else None
+        if policy in MIXED_POLICIES:
+            walker.facts["mixed_precision"] = True
+        elif policy is None and walker.facts.get("mixed_precision") is not True:
+            walker.facts["mixed_precision"] = None  # set, to a value the source hides
+        return
+    if name is not None and name.endswith(GRAPH_REWRITE):
+        walker.facts["mixed_precision"] = True
+        return
+    if name is not None and _is_keras(name) and name.endswith(".ImageDataGenerator"):
+        walker.report.keras_calls.append(_observation(walker, node, kind="ImageDataGenerator"))
+        return
+    if not isinstance(node.func, ast.Attribute):
+        return
+    attr = node.func.attr
+    # predict/evaluate only with worker settings (use_multiprocessing, or a **dict)
+    worker_settings = any(k.arg in (*FIT_ARGS, None) for k in node.keywords)
+    if (
+        attr in GENERATOR_METHODS
+        or (attr == "fit" and uses_tensorflow(walker))
+        or (attr in ("predict", "evaluate") and worker_settings and uses_tensorflow(walker))
+    ):
+        values, opaque = keyword_values(node, walker.scope())
+        first = node.args[0] if node.args else _keyword(node, "generator")
+        if first is None and attr in ("fit", "predict", "evaluate"):
+            first = _keyword(node, "x")
+        kind, definition = _input(walker, first)
+        observation = _observation(
+            walker,
+            node,
+            kind=attr,
+            args={k: values[k].to_json() for k in FIT_ARGS if k in values},
+            opaque_kwargs=opaque,
+            input=kind,
+            input_code=ast.unparse(first) if first is not None else None,
+        )
+        if kind == "generator" and definition is not None:
+            observation["generator"] = _generator(definition)
+        walker.report.keras_calls.append(observation)
+        if attr in ("fit", "fit_generator") and not walker.facts.get("keras_fit"):
+            walker.facts["keras_fit"] = {
+                k: observation[k] for k in ("line", "column", "code", "function")
+            }
+    elif attr == "flow_from_directory" and uses_tensorflow(walker):
+        walker.report.keras_calls.append(_observation(walker, node, kind=attr))
+    elif attr == "flow_from_dataframe" and uses_tensorflow(walker):
+        values, opaque = keyword_values(node, walker.scope())
+        validate = values.get("validate_filenames")
+        walker.report.keras_calls.append(
+            _observation(
+                walker,
+                node,
+                kind=attr,
+                validate_filenames=validate.to_json() if validate is not None else None,
+                opaque_kwargs=opaque,
+            )
+        )
+
+
+def _is_keras(name: str) -> bool:
+    return name.startswith(KERAS_ROOTS)
+
+
+def uses_tensorflow(walker: Walker) -> bool:
+    """Whether the file imports TensorFlow or Keras (the only files with their calls)."""
+    return any(
+        v.split(".")[0] in ("keras", "tensorflow", "tf_keras") for v in walker.aliases.values()
+    )
+
+
+def _keyword(node: ast.Call, name: str) -> Optional[ast.expr]:
+    for keyword in node.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def _observation(
+    walker: Walker, node: ast.AST, function: Optional[str] = None, **extra: Any
+) -> dict[str, Any]:
+    line = getattr(node, "lineno", 0)
+    if function is None:
+        current = walker.functions[-1] if walker.functions else None
+        function = getattr(current, "name", None)
+    return {
+        "path": walker.report.path,
+        "line": line,
+        "column": getattr(node, "col_offset", 0) + 1,
+        "code": code_at(walker.lines, line),
+        "function": function,
+        **extra,
+    }
+
+
+def _policy_name(node: ast.expr, walker: Walker) -> Any:
+    if isinstance(node, ast.Name):  # policy = mixed_precision.Policy("mixed_float16")
+        assigned = walker.scope().lookup(node.id)
+        if isinstance(assigned, ast.Call):
+            node = assigned
+    if isinstance(node, ast.Call) and node.args:  # mixed_precision.Policy("mixed_float16")
+        node = node.args[0]
+    value = resolve(node, walker.scope())
+    return value.value if value.known else None
+
+
+def _input(walker: Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Optional[ast.AST]]:
+    """ "generator" (a call to a function of this file that yields), "sequence" (an
+    instance of a keras Sequence/PyDataset subclass of this file), or None; with the
+    function or class that defines it."""
+    if isinstance(node, ast.Name):
+        assigned = walker.scope().lookup(node.id)
+        node = assigned if assigned is not None else node
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None, None
+    index = walker.index()
+    if node.func.id in index.generators:
+        return "generator", index.functions[node.func.id]
+    if node.func.id in index.derived_from(SEQUENCE_BASES):
+        return "sequence", index.classes.get(node.func.id)
+    return None, None
+
+
+THREAD_SAFE_WORDS = ("threadsafe", "thread_safe", "synchronized")
+
+
+def _generator(function: ast.AST) -> dict[str, Any]:
+    """A generator function's name, line and decorators, and the decorator that makes
+    it thread-safe (`@threadsafe_generator`: returns an iterator whose `next()` takes a
+    lock), if any. A lock taken inside the body does not count: a second thread's
+    `next()` fails with "generator already executing" before the body runs."""
+    decorators = [ast.unparse(d) for d in getattr(function, "decorator_list", [])]
+    safe = next(
+        (f"@{d}" for d in decorators if any(w in d.lower() for w in THREAD_SAFE_WORDS)),
+        None,
+    )
+    return {
+        "name": getattr(function, "name", None),
+        "line": getattr(function, "lineno", None),
+        "decorators": decorators,
+        "thread_safe": safe,
+    }
+
+
+# -- NumPy in custom layers ------------------------------------------------------------------
+
+
+def _layer_numpy(walker: Walker, files: FileIndex) -> list[dict[str, Any]]:
+    """NumPy calls on the inputs inside `call` of Layer/Model subclasses of this file."""
+    found: list[dict[str, Any]] = []
+    for name in sorted(files.derived_from(LAYER_BASES)):
+        cls = files.classes[name]
+        for method in cls.body:
+            if not (isinstance(method, ast.FunctionDef) and method.name == "call"):
+                continue
+            tainted = {a.arg for a in [*method.args.args, *method.args.kwonlyargs]} - {"self"}
+            if method.args.vararg:
+                tainted.add(method.args.vararg.arg)
+            calls: list[dict[str, Any]] = []
+            for node in _in_order(method):
+                if isinstance(node, ast.Assign) and _mentions(node.value, tainted):
+                    for target in node.targets:
+                        tainted |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+                if not isinstance(node, ast.Call):
+                    continue
+                qualified = walker.qualname(node.func) or ""
+                on_inputs = _mentions(node, tainted)
+                numpy_method = isinstance(node.func, ast.Attribute) and node.func.attr == "numpy"
+                if (qualified.startswith("numpy.") and on_inputs) or (numpy_method and on_inputs):
+                    calls.append(
+                        {
+                            "line": node.lineno,
+                            "call": ast.unparse(node.func),
+                            "code": code_at(walker.lines, node.lineno),
+                        }
+                    )
+            if calls:
+                first = min(calls, key=lambda c: c["line"])
+                record = _observation(walker, method, function="call", kind="layer_numpy")
+                record.update(
+                    line=first["line"],
+                    code=first["code"],
+                    column=1
+                    + len(walker.lines[first["line"] - 1])
+                    - len(walker.lines[first["line"] - 1].lstrip()),
+                    layer=name,
+                    numpy_calls=calls,
+                )
+                found.append(record)
+    return found
+
+
+def _in_order(root: ast.AST) -> list[ast.AST]:
+    nodes = [n for n in ast.walk(root) if hasattr(n, "lineno")]
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))

@@ -1,0 +1,203 @@
+"""Mixed precision and convolutional models in a PyTorch script, read from the source.
+
+`read` returns file facts:
+
+- `autocast`: True when mixed precision is on in a default run: `torch.autocast` or a
+  GradScaler used (called, or referenced: `functools.partial(torch.autocast, ...)`,
+  `ctx = torch.autocast`), Accelerate `mixed_precision="fp16"`, Lightning
+  `precision="16-mixed"`, `TrainingArguments(fp16=True)`, `model.half()`;
+- `amp_gate`: when every use sits behind a condition (`if args.amp:`, `... if args.amp
+  else None`, `enabled=args.amp`): `{"text", "option", "default"}` — the flag and its
+  default, e.g. option "--amp", default False: AMP is off unless --amp is passed;
+- `conv_layers`: the model has convolutions: `nn.Conv*`, `torchvision.models.*` (not the
+  transformers among them), `timm.create_model` of a convolutional architecture.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from envcheck.scripts.values import Scope, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+AMP_NAMES = {
+    "torch.autocast",
+    "torch.cuda.amp.autocast",
+    "torch.amp.autocast",
+    "torch.cpu.amp.autocast",
+    "torch.cuda.amp.GradScaler",
+    "torch.amp.GradScaler",
+}
+HALF_METHODS = ("half", "bfloat16")
+# Accelerator() without mixed_precision reads it from `accelerate launch` or its config.
+LAUNCH_CONFIG = "accelerate launch --mixed_precision or accelerate config"
+# Calls whose mixed precision comes from a configuration outside the source.
+EXTERNAL_CONFIG = ("deepspeed.initialize",)
+MIXED_VALUES = ("fp16", "bf16", "16", "bf16-mixed", "16-mixed", "16-true", "bf16-true", "fp8")
+# Architectures among torchvision/timm models that are transformers, not convolutional.
+TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
+# Their matmuls, not convolutions, dominate: TF32 matters there.
+# Functions that build a model by architecture name.
+MODEL_FACTORIES = {"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"}
+
+
+def read(walker: Walker) -> dict[str, Any]:
+    reader = _Reader(walker)
+    reader.visit(walker.module, [], walker.module_scope)
+    return reader.facts()
+
+
+# A condition in the source, or a description of a setting made outside it.
+Gate = Union[ast.expr, str]
+
+
+class _Reader:
+    def __init__(self, walker: Walker):
+        self.walker = walker
+        self.ungated: Optional[str] = None
+        self.gates: list[tuple[Gate, Scope]] = []
+        self.conv = False
+
+    def visit(self, node: ast.AST, gates: list[ast.expr], scope: Scope) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = self.walker.scope_of(node)
+            gates = []
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = self.walker.qualname(node)
+            if name in AMP_NAMES:
+                self._use(ast.unparse(node), gates, scope)
+        if isinstance(node, ast.Call) and self._call(node, gates, scope):
+            for child in [*node.args, *node.keywords]:
+                self.visit(child, gates, scope)
+            return  # the callee is gated by its `enabled=`
+        if isinstance(node, (ast.If, ast.IfExp, ast.While)):
+            self.visit(node.test, gates, scope)
+            for child in _as_list(node.body):
+                self.visit(child, [*gates, node.test], scope)
+            for child in _as_list(node.orelse):
+                self.visit(child, gates, scope)
+            return
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, gates, scope)
+
+    def _use(self, what: str, gates: list[ast.expr], scope: Scope) -> None:
+        if gates:
+            self.gates.append((gates[-1], scope))
+        elif self.ungated is None:
+            self.ungated = what
+
+    def _call(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> bool:
+        """Read one call; True when AMP is gated by its `enabled=` argument."""
+        name = self.walker.qualname(node.func) or ""
+        short = name.rsplit(".", 1)[-1]
+        enabled = _keyword(node, "enabled")
+        if name in AMP_NAMES and enabled is not None:
+            value = resolve(enabled, scope)
+            if not (value.known and value.value is True):
+                self.gates.append((enabled, scope))
+                return True
+        accelerate = name.startswith("accelerate.") and short == "Accelerator"
+        for key in ("mixed_precision", "precision"):
+            setting = _keyword(node, key)
+            if short not in ("Accelerator", "Trainer", "Fabric"):
+                continue
+            if setting is None:
+                if accelerate and key == "mixed_precision":
+                    # left to `accelerate launch --mixed_precision` / `accelerate config`
+                    self.gates.append((LAUNCH_CONFIG, scope))
+                continue
+            value = resolve(setting, scope)
+            if value.known and str(value.value) in MIXED_VALUES:
+                self._use(f"{short}({key}={ast.unparse(setting)})", gates, scope)
+            elif not value.known or (accelerate and value.value is None):
+                self.gates.append((setting, scope))
+            elif value.source.startswith("argparse "):
+                self.gates.append((setting, scope))  # "no" by default: off unless passed
+        for key in ("fp16", "bf16"):
+            setting = _keyword(node, key)
+            if setting is not None and short in ("TrainingArguments", "Seq2SeqTrainingArguments"):
+                value = resolve(setting, scope)
+                if value.known and value.value is True:
+                    self._use(f"{short}({key}=True)", gates, scope)
+                elif not value.known:
+                    self.gates.append((setting, scope))
+        if name.startswith(EXTERNAL_CONFIG) or (
+            short == "HfArgumentParser" and name.startswith("transformers.")
+        ):
+            # TrainingArguments parsed from the command line, a DeepSpeed JSON config:
+            # mixed precision is set outside the source
+            where = "--fp16/--bf16 on the command line" if "Hf" in short else "the DeepSpeed config"
+            self.gates.append((where, scope))
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in HALF_METHODS and not node.args:
+            self._use(f".{func.attr}()", gates, scope)
+        if self._convolutional(node, name, scope):
+            self.conv = True
+        return False
+
+    def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
+        if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
+            return True
+        architecture: Optional[str] = None
+        if name.startswith("torchvision.models.") and name != "torchvision.models.get_model":
+            architecture = name.rsplit(".", 1)[-1]
+        elif name in MODEL_FACTORIES and node.args:
+            value = resolve(node.args[0], scope)
+            architecture = str(value.value) if value.known else None
+        elif isinstance(node.func, ast.Subscript):  # models.__dict__[args.arch](...)
+            owner = self.walker.qualname(node.func.value) or ""
+            if owner == "torchvision.models.__dict__":
+                value = resolve(node.func.slice, scope)
+                architecture = str(value.value) if value.known else None
+        if architecture is None:
+            return False
+        return not architecture.lower().startswith(TRANSFORMERS)
+
+    def facts(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"autocast": self.ungated is not None, "amp_gate": None}
+        found["conv_layers"] = self.conv
+        if self.ungated is not None or not self.gates:
+            return found
+        gates = [self._gate(expr, scope) for expr, scope in self.gates]
+        if any(g["default"] is True for g in gates):
+            found["autocast"] = True  # on by default
+            return found
+        off = [g for g in gates if g["option"] is not None]
+        found["amp_gate"] = off[0] if off else gates[0]
+        return found
+
+    def _gate(self, expr: Gate, scope: Scope) -> dict[str, Any]:
+        """The condition AMP sits behind, and its default where the source shows it."""
+        if isinstance(expr, str):  # set outside the source (a launcher, a config file)
+            return {"text": expr, "option": None, "default": None}
+        text = ast.unparse(expr)
+        value = resolve(expr, scope)
+        option = None
+        if value.source.startswith("argparse "):
+            option = value.source.split()[1]
+        default = value.value if value.known else None
+        if value.known and value.value is None and option is not None:
+            # Accelerator(mixed_precision=args.mixed_precision), default None: the launcher
+            # decides
+            return {
+                "text": f"{text} (default None: accelerate launch or config)",
+                "option": None,
+                "default": None,
+            }
+        if value.known and not isinstance(default, bool):
+            default = str(default).lower() in MIXED_VALUES or default is True
+        return {"text": text, "option": option, "default": default}
+
+
+def _as_list(node: Any) -> list[ast.AST]:
+    return node if isinstance(node, list) else [node]
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None

@@ -1,0 +1,465 @@
+"""tf.data pipelines, read from the source without running it.
+
+`TfDataObserver.finish` runs once per file after the walk: pipelines followed through
+`ds = ds.map(...)` reassignments and chained calls within one function or module body,
+and from functions (or methods) that return one into their callers, so that each is
+judged where it reaches its consumer (`fit`, a `for` loop). Every observation is a plain
+JSON dict with `path`, `line`, `column`, `code` and `function`; nothing here judges.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Optional
+
+from envcheck.scripts.index import FileIndex, code_at, header_nodes
+from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
+from envcheck.scripts.values import Scope, keyword_values, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+# Where a tf.data pipeline starts (qualified names, after import aliases).
+SOURCE_PREFIXES = ("tensorflow.data.Dataset.",)
+SOURCES = {
+    "tensorflow.data.TFRecordDataset",
+    "tensorflow.data.TextLineDataset",
+    "tensorflow.data.FixedLengthRecordDataset",
+    "tensorflow.keras.utils.image_dataset_from_directory",
+    "tensorflow.keras.utils.text_dataset_from_directory",
+    "tensorflow.keras.preprocessing.image_dataset_from_directory",
+    "keras.utils.image_dataset_from_directory",
+    "keras.utils.text_dataset_from_directory",
+    "keras.preprocessing.image_dataset_from_directory",
+}
+FILE_READERS = {"TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"}
+# Operations that group elements into batches.
+BATCHING = {"batch", "padded_batch", "ragged_batch", "bucket_by_sequence_length"}
+# Operations that may follow the final prefetch without undoing its overlap.
+AFTER_PREFETCH_OK = {"with_options", "take", "repeat", "skip"}
+PY_FUNCTIONS = {
+    "tensorflow.py_function",
+    "tensorflow.numpy_function",
+    "tensorflow.py_func",
+    "tensorflow.compat.v1.py_func",
+    "tensorflow.compat.v1.numpy_function",
+}
+
+
+class TfDataObserver:
+    """The tf.data family (see the module docstring)."""
+
+    def call(self, walker: Walker, node: ast.Call, name: Optional[str]) -> None:
+        return None  # pipelines need the whole file: read in finish
+
+    def finish(self, walker: Walker) -> None:
+        _pipelines(walker)
+
+
+def _pipelines(walker: Walker) -> None:
+    """The file's tf.data pipelines, each judged where it reaches its consumer."""
+    files = walker.index()
+    bodies: list[tuple[Optional[ast.AST], list[ast.stmt]]] = [(None, walker.module.body)]
+    bodies += [(f, f.body) for f in files.function_nodes]
+    # Two rounds: the first finds the functions (and methods) that return a pipeline; the
+    # second reads their callers with those pipelines as sources, so a pipeline is judged
+    # where it reaches its consumer, with what the caller adds (prefetch, batch).
+    factories: dict[str, dict[str, Any]] = {}
+    used: set[str] = set()
+    readers: list[_Pipelines] = []
+    # Only files importing TensorFlow or Keras build tf.data pipelines, and the second
+    # round runs only when some function returns one.
+    rounds = 2 if uses_tensorflow(walker) else 0
+    for round_ in range(rounds):
+        if round_ == 1 and not factories:
+            break
+        readers = []
+        for function, body in bodies:
+            scope = walker.scope_of(function)
+            reader = _Pipelines(walker, files, function, scope, factories, used)
+            reader.read(body)
+            readers.append(reader)
+        if round_ == 0:
+            for reader in readers:
+                name = getattr(reader.function, "name", None)
+                returned = [r for r in reader.records if r["returned"] and not r["derived"]]
+                if name in files.functions and len(returned) == 1:
+                    factories[name] = returned[0]
+            used.clear()
+    for reader in readers:
+        walker.report.tf_pipelines.extend(reader.finished())
+
+
+# -- tf.data pipelines --------------------------------------------------------------------
+
+
+class _Pipelines:
+    """The tf.data pipelines built in one function (or module) body, in source order."""
+
+    def __init__(
+        self,
+        walker: Walker,
+        files: FileIndex,
+        function: Optional[ast.AST],
+        scope: Scope,
+        factories: Optional[dict[str, dict[str, Any]]] = None,
+        used: Optional[set[str]] = None,
+    ):
+        self.walker = walker
+        self.files = files
+        self.function = function
+        self.scope = scope
+        self.factories = factories if factories is not None else {}
+        self.used = used if used is not None else set()  # factories some caller reads
+        self.live: dict[str, dict[str, Any]] = {}  # variable -> its pipeline so far
+        self.records: list[dict[str, Any]] = []
+
+    def read(self, body: list[ast.stmt]) -> None:
+        for statement in body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            self._statement(statement)
+
+    def finished(self) -> list[dict[str, Any]]:
+        """The pipelines to judge: not those extended further on, nor those a factory
+        returns to a caller in this file (judged there)."""
+        name = getattr(self.function, "name", None)
+        return [
+            self._finished(r)
+            for r in self.records
+            if not r["derived"] and not (r["returned"] and name in self.used)
+        ]
+
+    def _factory(self, call: ast.Call) -> Optional[str]:
+        """The function or method of this file a call builds its pipeline with."""
+        func = call.func
+        name = func.id if isinstance(func, ast.Name) else None
+        if isinstance(func, ast.Attribute):
+            name = func.attr
+        if name is not None and name in self.factories and self.factories[name] is not None:
+            return name
+        return None
+
+    def _statement(self, statement: ast.stmt) -> None:
+        calls = [n for n in header_nodes(statement) if isinstance(n, ast.Call)]
+        inner = {
+            id(c.func.value)
+            for c in calls
+            if isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Call)
+        }
+        seen: set[int] = set()
+        target = None
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            target = statement.targets[0].id
+        returned = isinstance(statement, ast.Return)
+        for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+            if id(call) in inner or id(call) in seen:
+                continue
+            seen.add(id(call))
+            assigned = (
+                target if (isinstance(statement, ast.Assign) and call is statement.value) else None
+            )
+            self._chain(call, assigned, returned and call is getattr(statement, "value", None))
+        self._uses(statement)
+        # Plain statements nested in blocks (if/for/with/try) are read in order too.
+        for field in ("body", "orelse", "finalbody"):
+            for child in getattr(statement, field, []) or []:
+                if isinstance(child, ast.stmt) and not isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+                ):
+                    self._statement(child)
+        for handler in getattr(statement, "handlers", []) or []:
+            for child in handler.body:
+                self._statement(child)
+
+    def _chain(self, call: ast.Call, target: Optional[str], returned: bool) -> None:
+        ops: list[ast.Call] = []
+        node: ast.expr = call
+        base: Optional[dict[str, Any]] = None
+        while isinstance(node, ast.Call):
+            name = self.walker.qualname(node.func)
+            if name is not None and (name in SOURCES or name.startswith(SOURCE_PREFIXES)):
+                base = self._new(node, name)
+                break
+            factory = self._factory(node)
+            if factory is not None and self.factories[factory] is not self._own_return():
+                base = self._from_factory(node, factory)
+                break
+            if not isinstance(node.func, ast.Attribute):
+                return
+            ops.append(node)
+            node = node.func.value
+        else:
+            if isinstance(node, ast.Name) and node.id in self.live and ops:
+                previous = self.live[node.id]
+                previous["derived"] = True
+                base = {**previous, "ops": list(previous["ops"]), "derived": False}
+                self.records.append(base)
+        if base is None:
+            return
+        for op in reversed(ops):
+            base["ops"].append(self._op(op))
+        base["variable"] = target or base.get("variable")
+        if returned:
+            base["returned"] = True
+        if target is not None:
+            self.live[target] = base
+
+    def _own_return(self) -> Optional[dict[str, Any]]:
+        name = getattr(self.function, "name", None)
+        return self.factories.get(name) if name is not None else None
+
+    def _from_factory(self, node: ast.Call, factory: str) -> dict[str, Any]:
+        """A pipeline built by a function of this file, continued here."""
+        self.used.add(factory)
+        built = self.factories[factory]
+        record = {
+            **built,
+            "node": node,
+            "ops": list(built["ops"]),
+            "derived": False,
+            "variable": None,
+            "returned": False,
+            "used_by": None,
+            "handed_to": None,
+            "built_by": f"{factory}() (line {built['node'].lineno})",
+        }
+        self.records.append(record)
+        return record
+
+    def _new(self, node: ast.Call, name: str) -> dict[str, Any]:
+        record = {
+            "node": node,
+            "source": name.rsplit(".", 1)[-1],
+            "callee": name,
+            "ops": [],
+            "derived": False,
+            "variable": None,
+            "returned": False,
+            "used_by": None,
+            "files": self._files(node, name),
+        }
+        self.records.append(record)
+        return record
+
+    def _files(self, node: ast.Call, name: str) -> Optional[str]:
+        """Why the source reads many files ("list_files", "TFRecordDataset over a list"),
+        or None; a reader given num_parallel_reads reads them in parallel already."""
+        short = name.rsplit(".", 1)[-1]
+        if short == "list_files":
+            return "list_files"
+        if short not in FILE_READERS:
+            return None
+        values, _ = keyword_values(node, self.scope)
+        if "num_parallel_reads" in values or len(node.args) >= 4:
+            return None
+        files = node.args[0] if node.args else _keyword(node, "filenames")
+        if files is None:
+            return None
+        if isinstance(files, ast.Name):
+            assigned = self.scope.lookup(files.id)
+            files = assigned if assigned is not None else files
+        if isinstance(files, ast.Constant):
+            return None
+        if isinstance(files, (ast.List, ast.Tuple)) and len(files.elts) <= 1:
+            return None
+        return f"{short} over {ast.unparse(files)}"
+
+    def _op(self, call: ast.Call) -> dict[str, Any]:
+        assert isinstance(call.func, ast.Attribute)
+        name = call.func.attr
+        line = call.func.end_lineno or call.lineno
+        op: dict[str, Any] = {
+            "op": name,
+            "line": line,
+            "column": (call.func.end_col_offset or 0) - len(name) + 1,
+            "code": code_at(self.walker.lines, line),
+        }
+        if name in ("map", "interleave", "flat_map"):
+            values, opaque = keyword_values(call, self.scope)
+            position = 1 if name == "map" else 3
+            parallel = values.get("num_parallel_calls")
+            if parallel is None and len(call.args) > position:
+                parallel = resolve(call.args[position], self.scope)
+            op["num_parallel_calls"] = parallel.to_json() if parallel is not None else None
+            op["opaque_kwargs"] = opaque
+            func = call.args[0] if call.args else _keyword(call, "map_func")
+            op["map_function"] = ast.unparse(func) if func is not None else None
+            op.update(self._function_calls(func))
+        return op
+
+    def _function_calls(self, func: Optional[ast.expr]) -> dict[str, Any]:
+        """Host-bound calls and random augmentation inside a map function."""
+        host: list[dict[str, Any]] = []
+        random: list[dict[str, Any]] = []
+        todo: list[ast.AST] = []
+        if isinstance(func, ast.Lambda):
+            todo.append(func.body)
+        elif isinstance(func, ast.Name) and func.id in self.files.functions:
+            todo.append(self.files.functions[func.id])
+        visited: set[int] = set()
+        while todo:
+            root = todo.pop()
+            if id(root) in visited:
+                continue
+            visited.add(id(root))
+            for node in ast.walk(root):
+                if not isinstance(node, ast.Call):
+                    continue
+                kind = self._host_kind(node)
+                entry = {
+                    "line": node.lineno,
+                    "call": ast.unparse(node.func),
+                    "code": code_at(self.walker.lines, node.lineno),
+                }
+                if kind is not None:
+                    host.append({**entry, "kind": kind})
+                name = self.walker.qualname(node.func) or ""
+                if name.startswith(
+                    ("tensorflow.image.random_", "tensorflow.image.stateless_random_")
+                ) or name.startswith("tensorflow.random."):
+                    random.append(entry)
+                if isinstance(node.func, ast.Name) and node.func.id in self.files.functions:
+                    todo.append(self.files.functions[node.func.id])
+                if kind == "py_function":  # tf.py_function(load, [x], ...): what it runs
+                    wrapped = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "func")]
+                    for target in wrapped:
+                        if isinstance(target, ast.Name) and target.id in self.files.functions:
+                            todo.append(self.files.functions[target.id])
+                        elif isinstance(target, ast.Lambda):
+                            todo.append(target.body)
+        return {"host_calls": host, "random_augmentation": random}
+
+    def _host_kind(self, node: ast.Call) -> Optional[str]:
+        name = self.walker.qualname(node.func) or ""
+        if name in PY_FUNCTIONS:
+            return "py_function"
+        if name.startswith("numpy."):
+            return "numpy"
+        if name.startswith("PIL."):
+            return "PIL"
+        if name.startswith("cv2."):
+            return "OpenCV"
+        if name == "time.sleep":
+            return "time.sleep"
+        if isinstance(node.func, ast.Name) and node.func.id == "open" and name == "open":
+            return "open()"
+        return None
+
+    def _uses(self, statement: ast.stmt) -> None:
+        """`model.fit(ds)`, `for batch in ds`, `return ds`, and datasets handed to a
+        function of this file (which may finish the pipeline)."""
+        if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Name):
+            self._mark(statement.iter.id, "for loop")
+        if (
+            isinstance(statement, ast.Return)
+            and isinstance(statement.value, ast.Name)
+            and statement.value.id in self.live
+        ):
+            self.live[statement.value.id]["returned"] = True
+        for node in header_nodes(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            args = [*node.args, *(k.value for k in node.keywords)]
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            own = isinstance(node.func, ast.Name) and node.func.id in self.files.functions
+            for arg in args:
+                if isinstance(arg, ast.Name) and arg.id in self.live:
+                    if callee in ("fit", "evaluate", "predict", *GENERATOR_METHODS):
+                        self._mark(arg.id, callee)
+                    elif own:
+                        self.live[arg.id]["handed_to"] = ast.unparse(node.func)
+                elif own and isinstance(arg, ast.Call):
+                    for record in self.records:
+                        if record["node"] is arg or _chain_root(arg) is record["node"]:
+                            record["handed_to"] = ast.unparse(node.func)
+
+    def _mark(self, variable: str, use: str) -> None:
+        record = self.live.get(variable)
+        if record is not None and record["used_by"] is None:
+            record["used_by"] = use
+
+    def _finished(self, record: dict[str, Any]) -> dict[str, Any]:
+        node: ast.Call = record["node"]
+        ops: list[dict[str, Any]] = record["ops"]
+        names = [op["op"] for op in ops]
+        prefetch_at = max((i for i, n in enumerate(names) if n == "prefetch"), default=None)
+        ends_with_prefetch = prefetch_at is not None and all(
+            n in AFTER_PREFETCH_OK for n in names[prefetch_at + 1 :]
+        )
+        function = getattr(self.function, "name", None)
+        finished_elsewhere = None
+        if record.get("handed_to"):
+            finished_elsewhere = f"handed to {record['handed_to']}()"
+        elif record["returned"] and function is not None:
+            finished_elsewhere = (
+                f"returned by {function}(), whose callers (not in this file) may prefetch it"
+            )
+        prefetch_before_batch = None
+        if prefetch_at is not None and not ends_with_prefetch:
+            later = [op for op in ops[prefetch_at + 1 :] if op["op"] in BATCHING]
+            if later:
+                prefetch_before_batch = {
+                    k: ops[prefetch_at].get(k) for k in ("line", "column", "code")
+                } | {"batch_line": later[0]["line"], "batch": later[0]["op"]}
+        for index, op in enumerate(ops):
+            if op["op"] == "map" and any(n in BATCHING for n in names[:index]):
+                op["vectorised"] = True  # maps whole batches: the recommended order
+        cache_after_random = None
+        random_seen: Optional[dict[str, Any]] = None
+        for op in ops:
+            if op.get("random_augmentation") and random_seen is None:
+                random_seen = op
+            if op["op"] == "cache" and random_seen is not None and cache_after_random is None:
+                cache_after_random = {
+                    "line": op["line"],
+                    "column": op.get("column"),
+                    "code": op["code"],
+                    "augmentation_line": random_seen["line"],
+                    "augmentation": random_seen["random_augmentation"][0]["call"],
+                }
+        many_files = None
+        if record["files"] and "interleave" not in names:
+            if record["files"] == "list_files":
+                if "flat_map" in names:
+                    many_files = "list_files followed by flat_map (one file at a time)"
+            else:
+                many_files = record["files"]
+        return {
+            "path": self.walker.report.path,
+            "line": node.lineno,
+            "column": node.col_offset + 1,
+            "code": code_at(self.walker.lines, node.lineno),
+            "function": function,
+            "variable": record["variable"],
+            "source": record["source"],
+            "callee": record["callee"],
+            "operations": ops,
+            "last_operation": names[-1] if names else record["source"],
+            "ends_with_prefetch": ends_with_prefetch,
+            "used_by": record["used_by"],
+            "finished_elsewhere": finished_elsewhere,
+            "prefetch_before_batch": prefetch_before_batch,
+            "built_by": record.get("built_by"),
+            "many_files_without_interleave": many_files,
+            "cache_after_random_augmentation": cache_after_random,
+        }
+
+
+def _chain_root(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if not isinstance(node.func.value, ast.Call):
+            return node
+        node = node.func.value
+    return node
+
+
+def _keyword(node: ast.Call, name: str) -> Optional[ast.expr]:
+    for keyword in node.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None

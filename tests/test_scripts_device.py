@@ -1,0 +1,193 @@
+"""The shared answer to "does this file train on a GPU?" (envcheck/scripts/device.py), on
+the shapes real training scripts use: each snippet is parsed by the real analyser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+from envcheck.scripts.analyze import analyze_file
+
+LOOP = "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
+SHAPES = [
+    # (what, source, trains, words in the reason, line)
+    (
+        "a device held in a plain string constant",
+        "import torch\ndevice = 'cuda'\nmodel = Net().to(device)\n" + LOOP,
+        "yes",
+        "Net().to(device)",
+        3,
+    ),
+    (
+        "the pytorch/examples idiom, the device handed to train()",
+        "import torch\n"
+        "def train(model, device, loader):\n"
+        "    for x, y in loader:\n"
+        "        x = x.to(device)\n"
+        "        model(x).sum().backward()\n"
+        "def main():\n"
+        "    use_cuda = torch.cuda.is_available()\n"
+        "    device = torch.device('cuda' if use_cuda else 'cpu')\n"
+        "    train(model, device, loader)\n",
+        "yes",
+        "train(model, device, loader)",
+        9,
+    ),
+    (
+        "torch.accelerator",
+        "import torch\ndevice = torch.accelerator.current_accelerator()\nmodel.to(device)\n" + LOOP,
+        "yes",
+        "torch.accelerator.current_accelerator",
+        2,
+    ),
+    (
+        "Hugging Face Accelerate",
+        "from accelerate import Accelerator\n"
+        "accelerator = Accelerator()\n"
+        "model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+        "for batch in loader:\n    accelerator.backward(model(batch).loss)\n",
+        "yes",
+        "Accelerate",
+        2,
+    ),
+    (
+        "Lightning Trainer with accelerator='auto'",
+        "import lightning as L\ntrainer = L.Trainer(accelerator='auto', devices=1)\n",
+        "yes",
+        "Trainer(accelerator='auto')",
+        2,
+    ),
+    (
+        "Lightning Trainer with its defaults",
+        "from pytorch_lightning import Trainer\ntrainer = Trainer(max_epochs=3)\n",
+        "yes",
+        "defaults to 'auto'",
+        2,
+    ),
+    (
+        "Lightning Trainer on the CPU",
+        "import lightning as L\ntrainer = L.Trainer(accelerator='cpu')\n",
+        "no",
+        "Trainer(accelerator='cpu')",
+        2,
+    ),
+    (
+        "a LightningModule whose Trainer is elsewhere: the training machine decides",
+        "import lightning as L\n"
+        "class Model(L.LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        return self.net(batch).sum()\n",
+        "unknown",
+        "the Trainer that runs it (not in this file) chooses the device",
+        None,
+    ),
+    (
+        "a Hugging Face Trainer",
+        "from transformers import Trainer, TrainingArguments\n"
+        "args = TrainingArguments(output_dir='out', per_device_train_batch_size=8)\n"
+        "Trainer(model=model, args=args, train_dataset=ds).train()\n",
+        "yes",
+        "Hugging Face Trainer",
+        3,
+    ),
+    (
+        "a Hugging Face Trainer told to use the CPU",
+        "from transformers import Trainer, TrainingArguments\n"
+        "args = TrainingArguments(output_dir='out', use_cpu=True)\n"
+        "Trainer(model=model, args=args, train_dataset=ds).train()\n",
+        "no",
+        "TrainingArguments(use_cpu=True)",
+        2,
+    ),
+    (
+        "Accelerate told to use the CPU",
+        "from accelerate import Accelerator\n"
+        "accelerator = Accelerator(cpu=True)\n"
+        "model, loader = accelerator.prepare(model, loader)\n",
+        "no",
+        "Accelerator(cpu=True)",
+        2,
+    ),
+    (
+        "a torchrun script",
+        "import os\nimport torch.distributed as dist\n"
+        "local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "dist.init_process_group(backend='nccl')\n",
+        "yes",
+        "LOCAL_RANK",
+        3,
+    ),
+    (
+        "a model loaded with device_map",
+        "from transformers import AutoModelForCausalLM\n"
+        "model = AutoModelForCausalLM.from_pretrained('gpt2', device_map='auto')\n",
+        "yes",
+        "device_map='auto'",
+        2,
+    ),
+    (
+        "a tutorial that trains on the CPU and shows the GPU afterwards",
+        "import torch\n" + LOOP + "device = torch.device('cuda')\nx = torch.ones(2).to(device)\n",
+        "no",
+        "never moves the model or data to a GPU",
+        None,
+    ),
+    (
+        "a data module that only counts GPUs",
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "def loader(ds):\n"
+        "    n = torch.cuda.device_count()\n"
+        "    return DataLoader(ds, batch_size=32 * n)\n",
+        "unknown",
+        "neither trains nor names a device",
+        None,
+    ),
+    (
+        "a device created and never used",
+        "import torch\ndevice = torch.device('cuda')\nprint(device)\n",
+        "unknown",
+        "neither trains nor names a device",
+        None,
+    ),
+    (
+        "a device passed in from elsewhere",
+        "def train(model, device, loader):\n"
+        "    model.to(device)\n"
+        "    for x in loader:\n        model(x).sum().backward()\n",
+        "unknown",
+        "the device is not determined here",
+        2,
+    ),
+    (
+        "an explicit CPU device",
+        "import torch\ndevice = torch.device('cpu')\nmodel.to(device)\n" + LOOP,
+        "no",
+        "(the CPU)",
+        3,
+    ),
+    (
+        "a Keras script",
+        "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.fit(x, y)\n",
+        "unknown",
+        "Keras, which runs on a GPU when the machine has one",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "trains", "words", "line"),
+    [pytest.param(*shape[1:], id=shape[0]) for shape in SHAPES],
+)
+def test_trains_on_gpu(
+    tmp_path: Path, source: str, trains: str, words: str, line: Optional[int]
+) -> None:
+    (tmp_path / "train.py").write_text(source)
+    report = analyze_file(tmp_path / "train.py", "train.py")
+    assert report.error is None
+    answer = report.facts["gpu"]
+    assert (answer["trains"], answer["line"]) == (trains, line), answer
+    assert words in answer["reason"]
+    assert report.facts["uses_cuda"] is (trains == "yes")

@@ -1,0 +1,218 @@
+"""Values followed through mutation and indirection, on shapes from real scripts: loader
+arguments merged into dicts, mixed precision behind partials, variables and flags, and
+which model builders count as convolutional. Each snippet goes through the real analyser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.scripts.analyze import analyze_file
+
+
+def analyse(tmp_path: Path, source: str) -> Any:
+    (tmp_path / "train.py").write_text(source)
+    report = analyze_file(tmp_path / "train.py", "train.py")
+    assert report.error is None
+    return report
+
+
+def loader_args(report: Any) -> list[dict[str, Any]]:
+    return [{k: v["value"] for k, v in x["args"].items()} for x in report.loaders]
+
+
+def test_pytorch_examples_mnist_kwargs_update(tmp_path: Path) -> None:
+    # pytorch/examples mnist/main.py: the CUDA settings merged in place under `if use_cuda:`
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        "def main(args):\n"
+        "    use_cuda = torch.cuda.is_available()\n"
+        "    train_kwargs = {'batch_size': args.batch_size}\n"
+        "    if use_cuda:\n"
+        "        cuda_kwargs = {'num_workers': 1, 'pin_memory': True, 'shuffle': True}\n"
+        "        train_kwargs.update(cuda_kwargs)\n"
+        "    loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)\n",
+    )
+    assert loader_args(report) == [{"batch_size": None, "num_workers": 1, "pin_memory": True}]
+    assert report.loaders[0]["opaque_kwargs"] == []
+
+
+def test_a_dict_chosen_for_gpu_runs(tmp_path: Path) -> None:
+    # pytorch/examples vae/main.py: the loader settings a GPU run gets
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        "use_accel = not args.no_accel and torch.accelerator.is_available()\n"
+        "kwargs = {'num_workers': 1, 'pin_memory': True} if use_accel else {}\n"
+        "a = torch.utils.data.DataLoader(ds, batch_size=8, **kwargs)\n"
+        "other = {'num_workers': 1} if fast else {}\n"
+        "b = torch.utils.data.DataLoader(ds, batch_size=8, **other)\n",
+    )
+    assert loader_args(report) == [
+        {"batch_size": 8, "num_workers": 1, "pin_memory": True},
+        {"batch_size": 8},
+    ]
+    assert report.loaders[1]["opaque_kwargs"] == ["other"]
+
+
+def test_dict_merges(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        "base = {'batch_size': 4}\n"
+        "extra = {'num_workers': 8}\n"
+        "a = torch.utils.data.DataLoader(ds, **(base | extra))\n"
+        "b = torch.utils.data.DataLoader(ds, **{**base, 'pin_memory': True})\n"
+        "kw = dict(base, persistent_workers=True)\n"
+        "kw['num_workers'] = 2\n"
+        "kw.update(prefetch_factor=4)\n"
+        "c = torch.utils.data.DataLoader(ds, **kw)\n"
+        "opaque = {**cfg.loader}\n"
+        "d = torch.utils.data.DataLoader(ds, **opaque)\n",
+    )
+    assert loader_args(report) == [
+        {"batch_size": 4, "num_workers": 8},
+        {"batch_size": 4, "pin_memory": True},
+        {"batch_size": 4, "num_workers": 2, "persistent_workers": True, "prefetch_factor": 4},
+        {},
+    ]
+    assert report.loaders[3]["opaque_kwargs"] == ["opaque"]
+
+
+PRECISION = [
+    (
+        "torchvision references: GradScaler behind --amp (store_true), autocast enabled by it",
+        "import argparse, torch, torchvision\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--amp', action='store_true', help='Use AMP')\n"
+        "parser.add_argument('--model', default='resnet18')\n"
+        "args = parser.parse_args()\n"
+        "model = torchvision.models.get_model(args.model)\n"
+        "scaler = torch.cuda.amp.GradScaler() if args.amp else None\n"
+        "with torch.cuda.amp.autocast(enabled=scaler is not None):\n"
+        "    pass\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "args.amp", "option": "--amp", "default": False},
+            "conv_layers": True,
+        },
+    ),
+    (
+        "functools.partial(torch.autocast, ...) and a ViT from timm",
+        "import functools, torch, timm\n"
+        "autocast = functools.partial(torch.autocast, device_type='cuda', dtype=torch.bfloat16)\n"
+        "model = timm.create_model('vit_base_patch16_224')\n",
+        {"autocast": True, "amp_gate": None, "conv_layers": False},
+    ),
+    (
+        "autocast chosen through a variable the source does not settle",
+        "import torch\n"
+        "from contextlib import nullcontext\n"
+        "ctx = torch.autocast if use_amp else nullcontext\n"
+        "model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3))\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "use_amp", "option": None, "default": None},
+            "conv_layers": True,
+        },
+    ),
+    (
+        "pytorch/examples imagenet: models.__dict__[args.arch]()",
+        "import torch\n"
+        "import torchvision.models as models\n"
+        "parser.add_argument('-a', '--arch', default='resnet18')\n"
+        "model = models.__dict__[args.arch]()\n",
+        {"autocast": False, "amp_gate": None, "conv_layers": True},
+    ),
+    (
+        "Lightning precision and a timm CNN",
+        "import lightning as L\nfrom timm.models import create_model\n"
+        "trainer = L.Trainer(precision='16-mixed')\n"
+        "model = create_model('resnet50')\n",
+        {"autocast": True, "amp_gate": None, "conv_layers": True},
+    ),
+    (
+        "an AMP flag that defaults to on",
+        "import argparse, torch\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--amp', default=True)\n"
+        "if args.amp:\n"
+        "    scaler = torch.amp.GradScaler()\n",
+        {"autocast": True, "amp_gate": None, "conv_layers": False},
+    ),
+    (
+        "Accelerate examples: mixed_precision from a flag whose default None defers to the "
+        "launcher",
+        "import argparse\nfrom accelerate import Accelerator\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--mixed_precision', type=str, default=None)\n"
+        "args = parser.parse_args()\n"
+        "accelerator = Accelerator(mixed_precision=args.mixed_precision)\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "args.mixed_precision (default None: accelerate launch or config)",
+                "option": None,
+                "default": None,
+            },
+        },
+    ),
+    (
+        "Accelerator() without mixed_precision: accelerate launch or config decides",
+        "from accelerate import Accelerator\naccelerator = Accelerator()\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "accelerate launch --mixed_precision or accelerate config",
+                "option": None,
+                "default": None,
+            },
+        },
+    ),
+    (
+        "a --precision flag defaulting to 'no'",
+        "import argparse\nfrom accelerate import Accelerator\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--precision', default='no')\n"
+        "accelerator = Accelerator(mixed_precision=args.precision)\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "args.precision", "option": "--precision", "default": False},
+        },
+    ),
+    (
+        "Hugging Face Trainer with TrainingArguments from the command line",
+        "from transformers import HfArgumentParser, Trainer, TrainingArguments\n"
+        "parser = HfArgumentParser((TrainingArguments,))\n"
+        "(training_args,) = parser.parse_args_into_dataclasses()\n"
+        "Trainer(model=model, args=training_args).train()\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "--fp16/--bf16 on the command line",
+                "option": None,
+                "default": None,
+            },
+        },
+    ),
+    (
+        "DeepSpeed: precision in its JSON config",
+        "import deepspeed\n"
+        "engine, optimizer, _, _ = deepspeed.initialize(model=model, config='ds.json')\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "the DeepSpeed config", "option": None, "default": None},
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"), [pytest.param(*case[1:], id=case[0]) for case in PRECISION]
+)
+def test_precision_facts(tmp_path: Path, source: str, expected: dict[str, Any]) -> None:
+    facts = analyse(tmp_path, source).facts
+    assert {k: facts[k] for k in expected} == expected
