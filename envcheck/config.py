@@ -61,7 +61,10 @@ def load(path: Optional[Path], explicit: bool = False) -> Config:
         raise InputError(f"--config {path}: no such file")
     data = load_toml(path)
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("envcheck", {})
+        tool = data.get("tool", {})
+        data = tool.get("envcheck", {}) if isinstance(tool, dict) else {}
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: [tool.envcheck] must be a table")
     return _parse(data, path)
 
 
@@ -85,7 +88,9 @@ def _parse(data: dict[str, Any], path: Path) -> Config:
     for entry in entries:
         if not isinstance(entry, dict) or set(entry) != {"id", "reason"}:
             raise InputError(f"{path}: each [[acknowledge]] needs exactly an id and a reason")
-        if not str(entry["reason"]).strip():
+        if not isinstance(entry["id"], str) or not isinstance(entry["reason"], str):
+            raise InputError(f"{path}: [[acknowledge]] id and reason must be strings")
+        if not entry["reason"].strip():
             raise InputError(f"{path}: acknowledge {entry['id']}: the reason must not be empty")
         acknowledged[str(entry["id"]).upper()] = str(entry["reason"]).strip()
     return Config(path, Selection.of(select, ignore), fail_on, rule_paths, acknowledged)

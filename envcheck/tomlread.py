@@ -1,4 +1,8 @@
-"""TOML parsing for Python 3.9-3.10 (tomli) and 3.11+ (tomllib), with one error type."""
+"""TOML parsing for Python 3.9-3.10 (tomli) and 3.11+ (tomllib), with one error type.
+
+The parser recurses into nested arrays and inline tables (a deep file exhausts the stack)
+and turns integers of thousands of digits into ValueError; both are input errors too.
+"""
 
 from __future__ import annotations
 
@@ -25,3 +29,7 @@ def load_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: malformed TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}: malformed TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer too long to convert, for one
+        raise InputError(f"{path}: malformed TOML: {exc}") from None

@@ -10,7 +10,8 @@ from typing import Any, Mapping, Optional
 
 from envcheck import config, datadir
 from envcheck import doctor as pipeline
-from envcheck.errors import InputError, UsageError
+from envcheck import output as outputs
+from envcheck.errors import UsageError
 from envcheck.model import Report, Severity
 from envcheck.probe.settings import ProbeSettings, usable_cores
 from envcheck.report import DataFormat, OutputFormat, json_report, text
@@ -120,26 +121,15 @@ def emit_report(
         write_output(junit.render(report, fail_on), output)
         return
     if output is None:
-        text.print_report(report, text.make_console(), verbose)
+        with outputs.guarded_stdout():
+            text.print_report(report, text.make_console(), verbose)
         return
-    with open_output(output) as handle:
+    with outputs.open_text(output) as handle:
         text.print_report(report, text.make_console(file=handle), verbose)
 
 
 def write_output(content: str, output: Optional[Path]) -> None:
-    if output is None:
-        sys.stdout.write(content)
-        sys.stdout.flush()
-        return
-    with open_output(output) as handle:
-        handle.write(content)
-
-
-def open_output(output: Path) -> Any:
-    try:
-        return open(output, "w", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"-o {output}: cannot write ({exc.strerror or exc})") from None
+    outputs.write(content, output)
 
 
 def emit_report_to_stderr(

@@ -8,6 +8,8 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
+from envcheck import finite
+from envcheck import output as outputs
 from envcheck.report import (
     DataFormat,
     OutputFormat,
@@ -20,6 +22,10 @@ def within(low: float, high: Optional[float] = None) -> Callable[[Optional[float
     option's help states the range instead. Out of range: a usage error, exit 2."""
 
     def check(value: Optional[float]) -> Optional[float]:
+        try:
+            finite.require_finite(value, "the value")
+        except ValueError as exc:  # NaN passes both comparisons below
+            raise typer.BadParameter(str(exc)) from None
         if value is not None and (value < low or (high is not None and value > high)):
             span = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
             raise typer.BadParameter(f"{value:g} is out of range: {span}")
@@ -56,6 +62,7 @@ OutputOpt = Annotated[
     typer.Option(
         "--output",
         "-o",
+        callback=outputs.check_target,
         help="Write the output to this file instead of stdout.",
         show_default=False,
         dir_okay=False,

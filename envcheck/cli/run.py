@@ -8,6 +8,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from envcheck import output as outputs
 from envcheck.cli.app import (
     DEFAULT_FAIL_ON,
     EXIT_FINDINGS,
@@ -93,6 +94,7 @@ def run_command(
         typer.Option(
             "--output",
             "-o",
+            callback=outputs.check_target,
             help="Save the run's summary (JSON) to this file.",
             show_default=False,
             dir_okay=False,

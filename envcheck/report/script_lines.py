@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from envcheck.model import Finding, Report, Severity
+from envcheck.report.escape import visible
 
 
 def render(report: Report, fail_on: Severity) -> str:
@@ -21,7 +22,7 @@ def render(report: Report, fail_on: Severity) -> str:
     for error in _errors(report.facts):
         lines.append(f"{_error_where(error)}: error: {error.get('reason')}")
     lines.append(_summary(report.facts, active, fail_on))
-    return "\n".join(lines) + "\n"
+    return "\n".join(visible(line) for line in lines) + "\n"
 
 
 def _position(finding: Finding) -> tuple[str, int, int, str]:
