@@ -34,11 +34,26 @@ def within(low: float, high: Optional[float] = None) -> Callable[[Optional[float
     return check
 
 
+def nonempty(value: Optional[str]) -> Optional[str]:
+    """An empty --python or --data is a mistake (an unset variable), never "the default"."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty value (an unset variable?)")
+    return value
+
+
+def nonempty_path(value: str) -> Path:
+    """A path option's parser: as Path('') would silently mean the current folder."""
+    if not value.strip():
+        raise typer.BadParameter("an empty path (an unset variable?)")
+    return Path(value)
+
+
 PythonOpt = Annotated[
     Optional[str],
     typer.Option(
         "--python",
         metavar="<python>",
+        callback=nonempty,
         help="Audit this interpreter's environment (a path, a venv/conda folder, or a "
         "command on PATH) instead of the one envcheck runs in. It is run once to learn "
         "its sys.path; its packages are never imported.",
@@ -103,8 +118,8 @@ DataOpt = Annotated[
         help="The dataset folder to audit: its storage class, file layout, "
         "cold and warm read rates, and antivirus scanning of it. Only ever read.",
         show_default=False,
-        file_okay=True,
-        dir_okay=True,
+        parser=nonempty_path,
+        metavar="PATH",
     ),
 ]
 DataBudgetOpt = Annotated[

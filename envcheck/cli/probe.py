@@ -27,6 +27,7 @@ from envcheck.cli.options import (
     PythonOpt,
     ScriptOpt,
     VerboseOpt,
+    nonempty_path,
     within,
 )
 from envcheck.engine.registry import builtin_registry
@@ -56,6 +57,8 @@ def probe_command(
             "Without it the probe generates ImageNet-sized JPEGs in a temporary folder "
             "and removes them afterwards. Only ever read.",
             show_default=False,
+            parser=nonempty_path,
+            metavar="PATH",
         ),
     ] = None,
     python: PythonOpt = None,

@@ -30,6 +30,7 @@ from envcheck.cli.options import (
     OutputOpt,
     RulesOpt,
     VerboseOpt,
+    nonempty,
 )
 from envcheck.engine.registry import builtin_registry
 from envcheck.engine.selection import Selection
@@ -87,6 +88,7 @@ def scripts_command(
         typer.Option(
             "--python",
             metavar="<python>",
+            callback=nonempty,
             help="The interpreter the scripts train with (its TensorFlow version decides "
             "which tf.data defaults apply). Default: the one envcheck runs in.",
             show_default=False,

@@ -39,4 +39,16 @@ def measure(
             run = run_probe(settings, executable, progress.update, sampler)
     finally:
         close_nvml(nvml)
-    return summarize(run, usable_cores=usable_cores())
+    try:
+        return summarize(run, usable_cores=usable_cores())
+    except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as exc:
+        # The runner keeps only well-formed events, but a value inside one can still be of
+        # the wrong type (a rate that is a string): the probe failed, with that reason.
+        run.status = "failed"
+        run.failure = {
+            "kind": "malformed",
+            "message": "the probe's child sent results of the wrong shape "
+            f"({type(exc).__name__}: {exc})",
+        }
+        run.result = {"phases": {}, "notes": []}
+        return summarize(run, usable_cores=usable_cores())
