@@ -48,7 +48,7 @@ def check_target(path: Optional[Path]) -> Optional[Path]:
     if problem:
         import typer  # only on the error path
 
-        raise typer.BadParameter(f"{visible(str(path))}: {problem}")
+        raise typer.BadParameter(f"{visible(str(path))}: cannot write ({problem})")
     return path
 
 

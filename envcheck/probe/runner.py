@@ -34,10 +34,10 @@ from envcheck.probe.sampler import Sampler
 from envcheck.probe.settings import ProbeSettings
 
 CHILD_SOURCE = Path(envcheck.__file__).resolve().parent / "probe" / "child"
-_BOOT = (
-    "import sys; sys.path[:] = [{code!r}] + [p for p in sys.path if p]; "
-    "from envcheck.probe.child.main import main; main(sys.argv[1])"
-)
+# The child's path: the staged copy first, then the audited interpreter's own entries
+# without the empty one (the working folder).
+BOOT_PATH = "import sys; sys.path[:] = [{code!r}] + [p for p in sys.path if p]; "
+_BOOT = BOOT_PATH + "from envcheck.probe.child.main import main; main(sys.argv[1])"
 _STUB = '"""envcheck\'s probe child code only (a copy made for one probe run)."""\n'
 # Where the framework's own temporary and cache files go, inside the work folder.
 _SCRATCH_VARIABLES = ("TMPDIR", "TEMP", "TMP")
