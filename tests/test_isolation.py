@@ -7,6 +7,7 @@ when imported, so a test that finds no marker shows the code did not run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -161,10 +162,8 @@ def test_the_timeout_holds_when_a_detached_grandchild_keeps_the_pipe(tmp_path: P
                 break
             time.sleep(0.1)
         if pidfile.exists() and pidfile.read_text():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pidfile.read_text()), 9)
-            except ProcessLookupError:
-                pass
 
 
 def _child_view(python: str, workdir: Path) -> dict[str, object]:
