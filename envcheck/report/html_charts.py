@@ -57,7 +57,7 @@ def _times(timeline: Sequence[Point]) -> tuple[float, float]:
     start, end = min(0.0, min(ts)), max(ts)
     if end <= start:
         end = start + 1.0
-    if not math.isfinite(end - start) or end - start <= 0:
+    if end / 2 - start / 2 <= 0:  # halves: a span of 3e308 does not overflow
         return 0.0, 1.0
     return start, end
 
@@ -72,7 +72,13 @@ class _Frame:
         self.plot_bottom = height - BOTTOM
 
     def x(self, t: float) -> float:
-        return LEFT + (t - self.t0) / (self.t1 - self.t0) * (WIDTH - LEFT - RIGHT)
+        """Near the plot whatever `t` is (halves keep spans near 1.8e308 finite); a phase's
+        last sample may reach a little past the end, so only far-off values are cut."""
+        share = (t - self.t0) / (self.t1 - self.t0)
+        if not math.isfinite(share):
+            share = (t / 2 - self.t0 / 2) / (self.t1 / 2 - self.t0 / 2)
+        share = min(2.0, max(-1.0, share)) if math.isfinite(share) else 0.0
+        return LEFT + share * (WIDTH - LEFT - RIGHT)
 
     def y(self, value: float) -> float:
         share = min(1.0, max(0.0, value / self.y_max))
