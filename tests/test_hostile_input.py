@@ -245,17 +245,40 @@ def test_a_closed_pipe_ends_the_output_silently() -> None:
         [ENVCHECK, "rules", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.readline()
-    proc.stdout.close()  # `| head -1`
+    proc.stdout.close()  # the reader is gone before envcheck writes (`| head -0`)
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0
     assert err == ""
 
 
+def test_a_closed_pipe_keeps_the_usual_exit_code() -> None:
+    proc = subprocess.Popen(
+        [ENVCHECK, "doctor", "--facts", str(KERAS_FIXTURE)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1  # the fixture has a high finding: exit 1 as usual
+    assert err == ""
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
-def test_a_full_disk_on_stdout_is_one_line_and_exit_2() -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "--facts", str(KERAS_FIXTURE), "-f", "json"],
+        ["doctor", "--facts", str(KERAS_FIXTURE)],
+        ["rules", "list"],
+        ["rules", "show", "EC101"],
+        ["--help"],
+        ["--version"],
+    ],
+)
+def test_a_full_disk_on_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
     with open("/dev/full", "wb") as full:
-        proc = shell("doctor", "--facts", str(KERAS_FIXTURE), "-f", "json", stdout=full)
+        proc = shell(*args, stdout=full)
     err = proc.stderr.decode().strip()
     assert proc.returncode == 2, err
     assert err.splitlines() == [err] and "No space left" in err

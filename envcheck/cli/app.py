@@ -137,4 +137,12 @@ def _root(
 
 def main() -> None:
     outputs.harden_streams()
-    app()
+    try:
+        app()
+    except BrokenPipeError:  # --help or --version into `| head -1`
+        outputs.silence_stdout()
+        sys.exit(EXIT_OK)
+    except OSError as exc:  # only writing help or usage gets here: commands are guarded
+        outputs.silence_stdout()
+        typer.echo(f"envcheck: error: stdout: cannot write ({exc.strerror or exc})", err=True)
+        sys.exit(EXIT_INPUT)

@@ -24,6 +24,7 @@ from envcheck.errors import UsageError
 from envcheck.report import (
     DataFormat,
 )
+from envcheck.report.escape import visible_lines
 
 # rules --------------------------------------------------------------------------------
 
@@ -40,10 +41,11 @@ def rules_list(
     if output_format is DataFormat.JSON:
         write_output(json.dumps([_rule_json(r) for r in registry], indent=2) + "\n", None)
         return
-    for rule in registry:
-        typer.echo(
-            f"{rule.id}  {rule.severity.value:<8} {rule.category:<12} {rule.name}: {rule.summary}"
-        )
+    lines = [
+        f"{rule.id}  {rule.severity.value:<8} {rule.category:<12} {rule.name}: {rule.summary}"
+        for rule in registry
+    ]
+    write_output(visible_lines("\n".join(lines)) + "\n", None)  # a --rules file's text too
 
 
 @rules_app.command("show")
@@ -64,21 +66,20 @@ def rules_show(
     if output_format is DataFormat.JSON:
         write_output(json.dumps(_rule_json(rule), indent=2) + "\n", None)
         return
-    typer.echo(f"{rule.id} {rule.name}  [{rule.severity.value}, {rule.category}]")
-    typer.echo(f"{rule.summary}\n")
+    out = [f"{rule.id} {rule.name}  [{rule.severity.value}, {rule.category}]", f"{rule.summary}\n"]
     if rule.docs:
-        typer.echo(rule.docs + "\n")
-    typer.echo(f"Message: {rule.message}")
-    typer.echo(f"Fix:     {rule.fix}")
+        out.append(rule.docs + "\n")
+    out.append(f"Message: {rule.message}")
+    out.append(f"Fix:     {rule.fix}")
     if rule.impact:
-        typer.echo(
+        out.append(
             f"Impact:  up to {rule.impact.speedup:g}x ({rule.impact.basis.value}: "
             f"{rule.impact.source})"
         )
-    typer.echo("Evidence:")
-    for item in rule.evidence:
-        typer.echo(f"  - {item}")
-    typer.echo(f"Defined in: {rule.origin}")
+    out.append("Evidence:")
+    out.extend(f"  - {item}" for item in rule.evidence)
+    out.append(f"Defined in: {rule.origin}")
+    write_output(visible_lines("\n".join(out)) + "\n", None)
 
 
 def _rule_json(rule: Any) -> dict[str, Any]:
