@@ -4,7 +4,8 @@
 grandchild keeps the pipes open would still block the caller. Starting the child in a
 new session and killing the whole process group on timeout makes the limit real; a
 grandchild that left the group (its own session) and still holds the pipes is not waited
-for: the pipes are closed and the limit holds all the same.
+for: the pipes are closed and the limit holds all the same. Ctrl-C and SIGTERM end the
+group as well (the child, in its own session, gets neither signal from the terminal).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import signal
 import subprocess
 from dataclasses import dataclass
 from typing import Optional, Sequence
+
+from envcheck import signals
 
 # After the process group is killed, how long its pipes may take to reach end of file.
 DRAIN_S = 2.0
@@ -43,8 +46,9 @@ def run(argv: Sequence[str], timeout: float, cwd: Optional[str] = None) -> Compl
         cwd=cwd,
     )
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        with signals.sigterm_raises():  # Ctrl-C or SIGTERM: the child's group ends too
+            stdout, stderr = proc.communicate(timeout=timeout)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt, signals.Terminated):
         _end(proc, posix)
         raise
     return Completed(proc.returncode, stdout, stderr)

@@ -363,3 +363,22 @@ def test_out_of_memory_on_the_cpu_halves_the_batch() -> None:
     probe = Probe({"model": "small-cnn", "image_size": 32}, Quiet())  # type: ignore[arg-type]
     assert probe.build_model(_HostMemoryBackend(fits=8), 32, classes=2) == 8
     assert probe.result["batch"] == {"requested": 32, "used": 8}
+
+
+def test_sigterm_during_a_bounded_command_ends_its_process_group(tmp_path: Path) -> None:
+    """`doctor --deep` importing a framework, a storage tool...: the child (in its own
+    session, so the signal does not reach it) must not outlive envcheck."""
+    from envcheck import subprocess_runner
+
+    pidfile = tmp_path / "pid"
+    script = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+
+    def terminate_once_started() -> None:
+        _wait_for(pidfile)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_once_started, daemon=True).start()
+    with pytest.raises(signals.Terminated):
+        subprocess_runner.run([sys.executable, "-c", script], timeout=GUARD_S)
+    child = int(pidfile.read_text())
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
