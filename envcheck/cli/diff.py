@@ -24,6 +24,7 @@ from envcheck.cli.options import (
 )
 from envcheck.engine.registry import builtin_registry
 from envcheck.report import DataFormat
+from envcheck.report.escape import visible_lines
 from envcheck.snapshot import Snapshot
 
 # diff ---------------------------------------------------------------------------------
@@ -88,6 +89,6 @@ def diff_command(
     if output_format is DataFormat.JSON:
         write_output(diffing.render_json(result, threshold), output)
     else:
-        write_output(diffing.render_text(result, threshold), output)
+        write_output(visible_lines(diffing.render_text(result, threshold)), output)
     if not exit_zero and result.new_failures(threshold):
         raise typer.Exit(EXIT_FINDINGS)

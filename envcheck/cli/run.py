@@ -30,6 +30,7 @@ from envcheck.errors import InputError, UsageError
 from envcheck.report import (
     DataFormat,
 )
+from envcheck.report.escape import visible
 
 # run ----------------------------------------------------------------------------------
 
@@ -139,7 +140,7 @@ def run_command(
     blocked = bool(hook.blocking(report, threshold))
     if blocked:
         emit_report_to_stderr(report, output_format, threshold, verbose)
-        typer.echo(hook.failure_line(report, threshold), err=True)
+        typer.echo(visible(hook.failure_line(report, threshold)), err=True)
         if not warn_only:
             typer.echo("envcheck: not running the command (--warn-only runs it anyway)", err=True)
             if output is not None:
@@ -151,21 +152,22 @@ def run_command(
     else:
         below = hook.below_line(report, threshold)
         if below:
-            typer.echo(below, err=True)
+            typer.echo(visible(below), err=True)
     sampler = hook.make_sampler()
     try:
         code, watched, util = hook.run_watched(args, watch, sampler)
     except hook.CommandNotRunnable as exc:
-        typer.echo(f"envcheck: error: {exc}", err=True)
+        typer.echo(f"envcheck: error: {visible(str(exc))}", err=True)
         raise typer.Exit(exc.code) from None
     finally:
         hook.close_gpu(sampler.nvml)
     about = sampler.summary()
-    typer.echo(hook.summary_line(util, watched, report, about.get("gpu_reason")), err=True)
+    summary_line = hook.summary_line(util, watched, report, about.get("gpu_reason"))
+    typer.echo(visible(summary_line), err=True)
     if output is not None:
         summary = hook.summary_json(args, code, watch, watched, util, report, about)
         try:
             write_output(json.dumps(summary, indent=2) + "\n", output)
         except InputError as exc:  # the command ran: its exit code still wins
-            typer.echo(f"envcheck: error: {exc}", err=True)
+            typer.echo(f"envcheck: error: {visible(str(exc))}", err=True)
     raise typer.Exit(code)
