@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Sequence
 
 from envcheck import subprocess_runner
 
@@ -49,11 +49,8 @@ def run_python(
     timeout: float,
     flags: Sequence[str] = (),
     args: Sequence[str] = (),
-    cwd: Optional[str] = None,
 ) -> subprocess_runner.Completed:
-    """Run an inline script in `executable` from a neutral folder (or `cwd`, one of ours)."""
+    """Run an inline script in `executable` from a fresh neutral folder."""
     argv = python_argv(executable, script, flags, args)
-    if cwd is not None:
-        return subprocess_runner.run(argv, timeout, cwd=cwd)
     with neutral_folder() as folder:
         return subprocess_runner.run(argv, timeout, cwd=folder)

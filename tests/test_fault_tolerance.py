@@ -382,3 +382,53 @@ def test_sigterm_during_a_bounded_command_ends_its_process_group(tmp_path: Path)
         subprocess_runner.run([sys.executable, "-c", script], timeout=GUARD_S)
     child = int(pidfile.read_text())
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+# -- bounded walks and hangs outside the probe ----------------------------------------------
+
+
+def test_a_scripts_folder_search_stops_at_its_time_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`envcheck scripts /`: the walk itself stops, before the file limit can apply."""
+    from envcheck import interpreter
+    from envcheck.collectors import scripts
+    from envcheck.collectors.base import CollectContext
+
+    for i in range(30):
+        (tmp_path / f"d{i:02d}").mkdir()
+        (tmp_path / f"d{i:02d}" / "a.py").write_text("x = 1\n", encoding="utf-8")
+    ticks = iter(range(10_000))
+    clock = lambda: float(next(ticks)) * scripts.BUDGET_S / 8  # noqa: E731 - past it in 8 calls
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path,))
+    section = scripts.collect(ctx, clock=clock)["scripts"]
+    assert len(section["files"]) < 30
+    assert "stopped" in section["reasons"]["files"]
+
+
+def test_a_hanging_gpu_count_leaves_envcheck_run_watching_the_cpu(
+    hung_nvml: FakeNVML, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envcheck import hook
+    from envcheck.probe import sampler as sampler_module
+
+    hung_nvml.hang("nvmlDeviceGetCount")
+    monkeypatch.setattr(bounded, "NVML_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(
+        sampler_module, "load_nvml", lambda: (hung_nvml.nvmlInit() or hung_nvml, None)
+    )
+    nvml, index, why = finishes(hook.open_gpu)
+    assert nvml is None and index is None and "did not answer" in str(why)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_scripts_on_a_binary_file_says_why(tmp_path: Path, fmt: str) -> None:
+    binary = tmp_path / "model.py"
+    binary.write_bytes(bytes(range(256)) * 8)
+    envcheck = Path(sys.executable).with_name("envcheck")
+    proc = subprocess.run(
+        [str(envcheck), "scripts", str(binary), "-f", fmt], capture_output=True, timeout=120
+    )
+    assert proc.returncode == 2
+    assert str(binary).encode() in proc.stdout + proc.stderr
+    assert proc.stdout.strip()
