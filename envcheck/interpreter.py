@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck import isolated, jsonsafe
+from envcheck import isolated, jsonsafe, subprocess_runner
 from envcheck.errors import InputError
 
 # Runs inside the target interpreter: standard library only, and valid Python 2.7 too,
@@ -117,6 +116,8 @@ def current() -> Interpreter:
 
 def resolve_executable(python: str) -> Path:
     """A path or a command name on PATH, as the user typed it after --python."""
+    if not python.strip():
+        raise InputError("--python: an empty value (an unset variable?)")
     candidate = Path(python).expanduser()
     if candidate.is_dir():
         # a venv or conda env folder: accept it and find its interpreter
@@ -124,9 +125,12 @@ def resolve_executable(python: str) -> Path:
             if (candidate / rel).exists():
                 return candidate / rel
         raise InputError(f"--python {python}: a folder without bin/python in it")
-    if candidate.exists():
+    bare = os.sep not in python and (os.altsep is None or os.altsep not in python)
+    if candidate.exists() and not bare:
         return candidate
-    found = shutil.which(python)
+    # a bare name is a command, as in a shell: looked up on PATH, never in the current
+    # folder (where an audited checkout could hold a file named python3)
+    found = subprocess_runner.which(python)
     if found is None:
         raise InputError(f"--python {python}: no such interpreter (not a file, not on PATH)")
     return Path(found)

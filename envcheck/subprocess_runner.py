@@ -11,7 +11,9 @@ group as well (the child, in its own session, gets neither signal from the termi
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -30,13 +32,32 @@ class Completed:
     stderr: str
 
 
+def trusted_path(path: Optional[str] = None) -> str:
+    """PATH (or `path`) without relative and empty entries: those name the current folder,
+    where an audited checkout could hold its own `ldconfig` or `python3`."""
+    entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
+    return os.pathsep.join(e for e in entries if e and os.path.isabs(e))
+
+
+def which(name: str, path: Optional[str] = None) -> Optional[str]:
+    """shutil.which over the trusted entries of PATH (or `path`) only."""
+    return shutil.which(name, path=trusted_path(path))
+
+
 def run(argv: Sequence[str], timeout: float, cwd: Optional[str] = None) -> Completed:
     """Run argv; raise subprocess.TimeoutExpired after `timeout` s, OSError if it cannot start.
 
-    `cwd` is where the child starts (None: here)."""
+    A bare program name is looked up on the trusted entries of PATH only. `cwd` is where
+    the child starts (None: here)."""
+    program = argv[0]
+    if os.sep not in program and (os.altsep is None or os.altsep not in program):
+        found = which(program)
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, "not found on PATH", program)
+        program = found
     posix = os.name == "posix"
     proc = subprocess.Popen(
-        list(argv),
+        [program, *argv[1:]],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

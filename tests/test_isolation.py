@@ -209,3 +209,48 @@ def test_the_framework_temporary_files_go_into_the_work_folder(tmp_path: Path) -
     env = runner.child_environment(tmp_path)
     for name in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         assert env[name].startswith(str(tmp_path)), name
+
+
+def _planted_program(folder: Path, name: str, marker: Path) -> None:
+    program = folder / name
+    program.write_text(f"#!/bin/sh\ntouch {marker}\n", encoding="utf-8")
+    program.chmod(0o755)
+
+
+@pytest.mark.parametrize("entry", [".", ""])
+def test_a_bare_program_name_is_never_taken_from_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str
+) -> None:
+    """With `.` or an empty entry in PATH, `ldconfig` or `python3` would run from the
+    audited checkout; envcheck looks bare names up on PATH's absolute entries only."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    marker = tmp_path / "planted-ran"
+    for name in ("ldconfig", "python3", "envcheck-no-such-tool"):
+        _planted_program(checkout, name, marker)
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv("PATH", os.pathsep.join([entry, "/usr/bin", "/bin"]))
+    with pytest.raises(FileNotFoundError):
+        subprocess_runner.run(["envcheck-no-such-tool"], timeout=10)
+    from envcheck.collectors import frameworks
+
+    frameworks._system_libraries(os.environ, {})
+    with pytest.raises(interpreter.InputError):
+        interpreter.resolve_executable("envcheck-no-such-tool")
+    assert not marker.exists()
+
+
+def test_trusted_path_keeps_absolute_entries_only() -> None:
+    joined = os.pathsep.join(["/usr/bin", "", ".", "bin", "/opt/x/bin"])
+    assert subprocess_runner.trusted_path(joined) == os.pathsep.join(["/usr/bin", "/opt/x/bin"])
+
+
+def test_a_venv_folder_in_the_working_folder_is_still_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--python .venv` names a folder on purpose: that stays allowed."""
+    venv = tmp_path / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    monkeypatch.chdir(tmp_path)
+    assert interpreter.resolve_executable(".venv") == Path(".venv/bin/python")
