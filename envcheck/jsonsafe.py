@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Optional
 
 MAX_INT_DIGITS = 40  # 2**64 has 20 digits; no fact or measurement comes near 40
 MAX_DEPTH = 200  # the deepest document we write is about 10 levels
@@ -46,10 +46,24 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def loads(text: str) -> Any:
-    """json.loads, strict: ValueError for non-finite numbers, huge integers, deep nesting."""
+def _null(_: str) -> None:
+    return None
+
+
+def _float_or_null(text: str) -> Optional[float]:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def loads(text: str, non_finite_as_null: bool = False) -> Any:
+    """json.loads, strict: ValueError for non-finite numbers, huge integers, deep nesting.
+
+    With `non_finite_as_null`, NaN and infinities read as null instead (a measurement
+    that produced no number is unknown, not a reason to drop everything around it)."""
+    constant = _null if non_finite_as_null else _constant
+    floats = _float_or_null if non_finite_as_null else _float
     try:
-        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
+        value = json.loads(text, parse_constant=constant, parse_float=floats, parse_int=_int)
     except RecursionError:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
     if _depth(value) > MAX_DEPTH:

@@ -267,8 +267,8 @@ def _follow(
             proc.wait()
             return
         try:
-            event = jsonsafe.loads(line)
-        except ValueError:  # not the protocol (a banner), or hostile (NaN, deep nesting)
+            event = jsonsafe.loads(line, non_finite_as_null=True)  # NaN: not measured
+        except ValueError:  # not the protocol (a banner), or hostile (deep nesting)
             continue
         if not isinstance(event, dict):
             continue
