@@ -76,9 +76,9 @@ def test_the_deep_check_runs_nothing_from_the_working_folder(
 ) -> None:
     result = deep_check(sys.executable, {"torch": True, "tensorflow": True}, timeout=60)
     assert [m.name for m in hostile_checkout if m.exists()] == []
-    # envcheck's own environment has no framework: the child said so, it did not crash
-    assert result["deep"]["torch"]["ok"] is False
-    assert "torch" in (result["deep"]["torch"]["error"] or "")
+    # the child answered (with the framework or the reason it has none), it did not crash
+    torch = result["deep"]["torch"]
+    assert torch["ok"] is True or "torch" in (torch["error"] or "")
 
 
 def test_isolation_keeps_the_packages_a_normal_start_sees(
