@@ -9,13 +9,17 @@ Command-line options and rule files call this before their own range checks.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 
 def non_finite(value: Any) -> bool:
-    """True for a float (or anything numeric) that is NaN or infinite; bools are not."""
+    """True for a float that is NaN or infinite, or an integer too large to be a float
+    (TOML allows thousands of digits; float() of one raises OverflowError); bools are not."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
+    if isinstance(value, int):
+        return abs(value) > sys.float_info.max
     return not math.isfinite(value)
 
 

@@ -160,6 +160,8 @@ RULE_HEAD = (
         ('when = {package = "x"}\nimpact = {speedup = nan, source = "s"}', "speedup"),
         ('when = {package = "x"}\nimpact = {speedup = inf, source = "s"}', "speedup"),
         ('when = {package = "x"}\nimpact = {speedup = true, source = "s"}', "speedup"),
+        ('when = {package = "x"}\nimpact = {speedup = ' + "9" * 400 + ', source = "s"}', "speedup"),
+        ('when = {fact = "memory.total_bytes", op = ">", value = ' + "9" * 400 + "}", "finite"),
         ("when = " + "{not = " * 3000 + '{package = "x"}' + "}" * 3000, "nested"),
         ("x = " + "1" * 5000, "TOML"),
     ],
