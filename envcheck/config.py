@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from envcheck import safefile
 from envcheck.engine.selection import Selection
 from envcheck.errors import InputError
 from envcheck.model import Severity
@@ -48,8 +49,9 @@ def find(start: Path) -> Optional[Path]:
 
 
 def _head(path: Path) -> str:
+    """The file's text (capped: a huge or endless pyproject.toml is not a config)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return safefile.read_bytes(path).decode("utf-8", errors="replace")
     except OSError:
         return ""
 
@@ -58,7 +60,8 @@ def load(path: Optional[Path], explicit: bool = False) -> Config:
     if path is None:
         return Config()
     if explicit and not path.is_file():
-        raise InputError(f"--config {path}: no such file")
+        what = "not a regular file" if path.exists() else "no such file"
+        raise InputError(f"--config {path}: {what}")
     data = load_toml(path)
     if path.name == "pyproject.toml":
         tool = data.get("tool", {})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Union
 
-from envcheck import jsonsafe
+from envcheck import jsonsafe, safefile
 from envcheck.errors import InputError
 
 SCHEMA_VERSION = 1
@@ -117,11 +117,12 @@ class Snapshot:
         simply absent is tolerated: rules that need it report unknown.
         """
         try:
-            text = path.read_text(encoding="utf-8")
+            text = safefile.read_bytes(path).decode("utf-8")
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: cannot read ({exc})") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise InputError(f"{path}: cannot read ({why})") from None
         snapshot = cls.from_json(text, str(path))
         _validate(snapshot.data, str(path))
         return snapshot

@@ -377,3 +377,53 @@ def test_every_writer_handles_a_non_utf8_path(
     )
     assert proc.returncode in (0, 1), proc.stderr.decode()
     assert proc.stdout.decode("utf-8").strip()
+
+
+# -- inputs that are not regular files ------------------------------------------------------
+
+
+@pytest.fixture
+def endless(tmp_path: Path) -> dict[str, Path]:
+    """A link to /dev/zero (git can store one in a checkout) and a FIFO, with input names."""
+    folder = tmp_path / "checkout"
+    folder.mkdir()
+    links = {}
+    for name in ("zero.py", "zero.toml", "zero.json"):
+        (folder / name).symlink_to("/dev/zero")
+        links[name] = folder / name
+    os.mkfifo(folder / "fifo.py")
+    os.mkfifo(folder / "fifo.toml")
+    links["fifo.py"] = folder / "fifo.py"
+    links["fifo.toml"] = folder / "fifo.toml"
+    return links
+
+
+def _bounded(*args: str) -> Any:
+    """The CLI in a process, with a hang guard (before the fix these never returned)."""
+    return subprocess.run(
+        [ENVCHECK, *args], capture_output=True, stdin=subprocess.DEVNULL, timeout=60
+    )
+
+
+def test_scripts_skip_devices_and_fifos(endless: dict[str, Path]) -> None:
+    proc = _bounded("scripts", str(endless["zero.py"].parent))
+    assert proc.returncode == 2
+    out = proc.stdout.decode()
+    assert "zero.py: error: not a regular file" in out and "fifo.py: error: not a regular" in out
+
+
+@pytest.mark.parametrize("name", ["zero.toml", "fifo.toml"])
+def test_a_rule_file_that_is_not_a_regular_file_is_one_line(
+    endless: dict[str, Path], name: str
+) -> None:
+    proc = _bounded("rules", "list", "--rules", str(endless[name]))
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2 and err.splitlines() == [err] and "not a regular file" in err
+
+
+def test_facts_that_are_not_a_regular_file_are_one_line(endless: dict[str, Path]) -> None:
+    proc = _bounded("doctor", "--facts", str(endless["zero.json"]))
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2 and "not a regular file" in err
+    proc = _bounded("doctor", "--config", "/dev/zero")
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr.decode()

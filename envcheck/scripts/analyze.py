@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from envcheck import safefile
 from envcheck.scripts import tf_keras, torch_loops
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
@@ -41,6 +42,10 @@ class FileReport:
 def analyze_file(path: Path, shown: str) -> FileReport:
     """Observations of one file; a file that cannot be read or parsed gets `error`."""
     report = FileReport(shown)
+    not_regular = safefile.problem(path, limit=2**63)  # a FIFO or a link to /dev/zero blocks
+    if not_regular:
+        report.error = _error(f"{not_regular}; skipped")
+        return report
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
