@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from envcheck import safefile
 from envcheck.engine.selection import Selection
 from envcheck.errors import InputError
 from envcheck.model import Severity
@@ -54,8 +55,9 @@ def find(start: Path) -> Optional[Path]:
 
 
 def _head(path: Path) -> str:
+    """The file's text (capped: a huge or endless pyproject.toml is not a config)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return safefile.read_bytes(path).decode("utf-8", errors="replace")
     except OSError:
         return ""
 
@@ -64,10 +66,14 @@ def load(path: Optional[Path], explicit: bool = False) -> Config:
     if path is None:
         return Config()
     if explicit and not path.is_file():
-        raise InputError(f"--config {path}: no such file")
+        what = "not a regular file" if path.exists() else "no such file"
+        raise InputError(f"--config {path}: {what}")
     data = load_toml(path)
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("envcheck", {})
+        tool = data.get("tool", {})
+        data = tool.get("envcheck", {}) if isinstance(tool, dict) else {}
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: [tool.envcheck] must be a table")
     return _parse(data, path)
 
 
@@ -91,7 +97,9 @@ def _parse(data: dict[str, Any], path: Path) -> Config:
     for entry in entries:
         if not isinstance(entry, dict) or set(entry) != {"id", "reason"}:
             raise InputError(f"{path}: each [[acknowledge]] needs exactly an id and a reason")
-        if not str(entry["reason"]).strip():
+        if not isinstance(entry["id"], str) or not isinstance(entry["reason"], str):
+            raise InputError(f"{path}: [[acknowledge]] id and reason must be strings")
+        if not entry["reason"].strip():
             raise InputError(f"{path}: acknowledge {entry['id']}: the reason must not be empty")
         acknowledged[str(entry["id"]).upper()] = str(entry["reason"]).strip()
     target = from_table(data["target"], str(path)) if "target" in data else None

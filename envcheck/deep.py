@@ -15,7 +15,7 @@ import subprocess
 import time
 from typing import Any, Mapping, Optional
 
-from envcheck import subprocess_runner
+from envcheck import isolated
 
 DEEP_TIMEOUT_S = 60.0
 
@@ -147,7 +147,8 @@ def _import_in_child(executable: str, framework: str, timeout: float) -> dict[st
     start = time.perf_counter()
     answer: Optional[dict[str, Any]] = None
     try:
-        proc = subprocess_runner.run([executable, "-c", _SCRIPTS[framework]], timeout)
+        # from a neutral folder: nothing in the audited checkout can run (isolated.py)
+        proc = isolated.run_python(executable, _SCRIPTS[framework], timeout)
     except subprocess.TimeoutExpired:
         error: Optional[str] = f"did not finish importing within {timeout:g} s"
     except OSError as exc:

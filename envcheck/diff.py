@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from envcheck import jsonsafe
 from envcheck.errors import InputError
 from envcheck.model import Severity
 from envcheck.snapshot import Snapshot
@@ -106,7 +107,7 @@ def load_side(path: Path, evaluate: Callable[[Snapshot], Sequence[Any]]) -> Side
     pipeline with the built-in rules); a report's recorded findings are used as they are.
     """
     snapshot = Snapshot.load(path)  # validates the facts of either kind of input
-    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw = jsonsafe.loads(path.read_text(encoding="utf-8"))  # Snapshot.load checked it
     if _is_report(raw):
         return side_from_report(raw, str(path))
     return side_from_snapshot(snapshot, evaluate(snapshot), str(path))

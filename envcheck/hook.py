@@ -126,6 +126,7 @@ def preflight(
 
 def open_gpu() -> tuple[Any, Optional[int], Optional[str]]:
     """(initialised NVML module or None, the GPU index to watch, why there is none)."""
+    from envcheck import bounded
     from envcheck.probe.sampler import load_nvml
     from envcheck.probe.session import probed_gpu_index
 
@@ -133,7 +134,7 @@ def open_gpu() -> tuple[Any, Optional[int], Optional[str]]:
     if nvml is None:
         return None, None, why
     try:
-        count = int(nvml.nvmlDeviceGetCount())
+        count = int(bounded.call(nvml.nvmlDeviceGetCount, bounded.NVML_TIMEOUT_S, "NVML"))
     except Exception as exc:
         close_gpu(nvml)
         return None, None, f"NVML cannot count GPUs: {exc}"
@@ -145,9 +146,9 @@ def open_gpu() -> tuple[Any, Optional[int], Optional[str]]:
 
 
 def close_gpu(nvml: Any) -> None:
-    if nvml is not None:
-        with contextlib.suppress(Exception):
-            nvml.nvmlShutdown()
+    from envcheck.probe.sampler import close_nvml
+
+    close_nvml(nvml)
 
 
 def make_sampler(interval: Optional[float] = None) -> Any:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Union
 
+from envcheck import jsonsafe, safefile
 from envcheck.errors import InputError
 
 SCHEMA_VERSION = 1
@@ -71,9 +72,11 @@ class Snapshot:
     @classmethod
     def from_json(cls, text: str, source: str = "<snapshot>") -> Snapshot:
         try:
-            data = json.loads(text)
+            data = jsonsafe.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except ValueError as exc:
+            raise InputError(f"{source}: not valid JSON ({exc})") from None
         return cls.from_dict(data, source)
 
     @classmethod
@@ -98,6 +101,8 @@ class Snapshot:
             if value is not None and not isinstance(value, dict):
                 raise InputError(f"{source}: section '{name}' must be an object or null")
         packages = data.get("packages") or {}
+        if not isinstance(packages, dict):
+            raise InputError(f"{source}: section 'packages' must be an object or null")
         for key, value in packages.items():
             if not isinstance(value, str):
                 raise InputError(f"{source}: packages['{key}'] must be a version string")
@@ -112,11 +117,12 @@ class Snapshot:
         simply absent is tolerated: rules that need it report unknown.
         """
         try:
-            text = path.read_text(encoding="utf-8")
+            text = safefile.read_bytes(path).decode("utf-8")
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: cannot read ({exc})") from None
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise InputError(f"{path}: cannot read ({why})") from None
         snapshot = cls.from_json(text, str(path))
         _validate(snapshot.data, str(path))
         return snapshot

@@ -514,10 +514,28 @@ def test_lightning_callback_with_real_torch(work: Path) -> None:
     assert out["warn"]["summary"]["steps"] == 32  # 2 epochs of 16 batches, fewer than 100
 
 
-def test_unwritable_summary_keeps_the_commands_exit_code(work: Path) -> None:
+def test_unwritable_summary_is_refused_before_the_command_runs(work: Path) -> None:
+    marker = work / "ran"
     result = envcheck_run(
-        "-o", str(work / "no-such-dir" / "s.json"), "--", PY, "-c", "raise SystemExit(5)", cwd=work
+        "-o",
+        str(work / "no-such-dir" / "s.json"),
+        "--",
+        PY,
+        "-c",
+        f"open({str(marker)!r}, 'w')",
+        cwd=work,
     )
+    assert result.returncode == 2
+    assert "cannot write" in result.stderr.decode()
+    assert not marker.exists()
+
+
+def test_a_summary_that_became_unwritable_keeps_the_commands_exit_code(work: Path) -> None:
+    """Checked before, gone after (the command removed the folder): the command's code wins."""
+    folder = work / "out"
+    folder.mkdir()
+    remove = f"import shutil; shutil.rmtree({str(folder)!r}); raise SystemExit(5)"
+    result = envcheck_run("-o", str(folder / "s.json"), "--", PY, "-c", remove, cwd=work)
     assert result.returncode == 5
     assert "cannot write" in result.stderr.decode()
 

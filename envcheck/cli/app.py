@@ -13,8 +13,10 @@ from typing import Annotated, Any, Callable, NoReturn, Optional, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from envcheck import __version__
+from envcheck import __version__, signals
+from envcheck import output as outputs
 from envcheck.errors import EnvcheckError
+from envcheck.report.escape import visible
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -56,7 +58,7 @@ def _usage_error(exc: Any) -> NoReturn:
         sys.exit(exc.exit_code)
     ctx = getattr(exc, "ctx", None)
     hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
-    typer.echo(f"envcheck: error: {exc.format_message()}{hint}", err=True)
+    typer.echo(f"envcheck: error: {visible(exc.format_message())}{hint}", err=True)
     sys.exit(exc.exit_code)
 
 
@@ -88,16 +90,23 @@ def guarded(command: F) -> F:
         except typer.Exit:
             raise
         except EnvcheckError as exc:
-            typer.echo(f"envcheck: error: {exc}", err=True)
+            typer.echo(f"envcheck: error: {visible(str(exc))}", err=True)
             raise typer.Exit(EXIT_INPUT) from None
+        except BrokenPipeError:  # the reader of stdout went away (`| head -1`)
+            outputs.silence_stdout()
+            raise typer.Exit(EXIT_OK) from None
         except KeyboardInterrupt:
             typer.echo("envcheck: interrupted", err=True)
             raise typer.Exit(130) from None
+        except signals.Terminated as exc:  # SIGTERM while a child ran: cleaned up, now end
+            typer.echo("envcheck: terminated", err=True)
+            raise typer.Exit(128 + exc.signum) from None
         except Exception as exc:
             if verbose:
                 traceback.print_exc()
             hint = "" if verbose else " (run with -v for the traceback)"
-            typer.echo(f"envcheck: internal error: {type(exc).__name__}: {exc}{hint}", err=True)
+            what = visible(f"{type(exc).__name__}: {exc}")
+            typer.echo(f"envcheck: internal error: {what}{hint}", err=True)
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
@@ -125,4 +134,13 @@ def _root(
 
 
 def main() -> None:
-    app()
+    outputs.harden_streams()
+    try:
+        app()
+    except BrokenPipeError:  # --help or --version into `| head -1`
+        outputs.silence_stdout()
+        sys.exit(EXIT_OK)
+    except OSError as exc:  # only writing help or usage gets here: commands are guarded
+        outputs.silence_stdout()
+        typer.echo(f"envcheck: error: stdout: cannot write ({exc.strerror or exc})", err=True)
+        sys.exit(EXIT_INPUT)

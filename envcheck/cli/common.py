@@ -1,14 +1,16 @@
 """What several commands share: configuration lookup, severities, and writing a report in
-any format to stdout, stderr or a file."""
+any format to stdout, stderr or a file (through envcheck.output: a closed pipe ends
+quietly, a full disk is one line and exit 2, unencodable names are escaped)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Optional, TextIO
 
 from envcheck import config
-from envcheck.errors import InputError, UsageError
+from envcheck import output as outputs
+from envcheck.errors import UsageError
 from envcheck.model import Report, Severity
 from envcheck.report import OutputFormat, RenderOptions, reporter
 
@@ -48,7 +50,7 @@ def emit_report(
             encoding=getattr(target, "encoding", None) or "utf-8",
         )
     content = reporter(fmt)(report, fail_on, options)
-    write_output(content, output, target)
+    write_output(content, output, stream)
 
 
 def _wants_colour(stream: TextIO) -> bool:
@@ -60,17 +62,9 @@ def _wants_colour(stream: TextIO) -> bool:
 
 
 def write_output(content: str, output: Optional[Path], stream: Optional[TextIO] = None) -> None:
-    if output is None:
-        target = stream if stream is not None else sys.stdout
-        target.write(content)
-        target.flush()
+    """`content` to the file `output`, else to `stream` (default stdout)."""
+    if stream is None or stream is sys.stdout:
+        outputs.write(content, output)
         return
-    with open_output(output) as handle:
-        handle.write(content)
-
-
-def open_output(output: Path) -> Any:
-    try:
-        return open(output, "w", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"-o {output}: cannot write ({exc.strerror or exc})") from None
+    stream.write(content)
+    stream.flush()

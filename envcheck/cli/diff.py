@@ -18,6 +18,7 @@ from envcheck.cli.options import (
     VerboseOpt,
 )
 from envcheck.report import DataFormat
+from envcheck.report.escape import visible_lines
 from envcheck.rulebook import builtin_registry
 from envcheck.snapshot import Snapshot
 
@@ -84,6 +85,6 @@ def diff_command(
     if output_format is DataFormat.JSON:
         write_output(rendering.render_json(result, threshold), output)
     else:
-        write_output(rendering.render_text(result, threshold), output)
+        write_output(visible_lines(rendering.render_text(result, threshold)), output)
     if not exit_zero and result.new_failures(threshold):
         raise typer.Exit(EXIT_FINDINGS)

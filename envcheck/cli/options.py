@@ -8,6 +8,8 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
+from envcheck import finite
+from envcheck import output as outputs
 from envcheck.report import (
     DataFormat,
     OutputFormat,
@@ -20,6 +22,10 @@ def within(low: float, high: Optional[float] = None) -> Callable[[Optional[float
     option's help states the range instead. Out of range: a usage error, exit 2."""
 
     def check(value: Optional[float]) -> Optional[float]:
+        try:
+            finite.require_finite(value, "the value")
+        except ValueError as exc:  # NaN passes both comparisons below
+            raise typer.BadParameter(str(exc)) from None
         if value is not None and (value < low or (high is not None and value > high)):
             span = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
             raise typer.BadParameter(f"{value:g} is out of range: {span}")
@@ -28,11 +34,26 @@ def within(low: float, high: Optional[float] = None) -> Callable[[Optional[float
     return check
 
 
+def nonempty(value: Optional[str]) -> Optional[str]:
+    """An empty --python or --data is a mistake (an unset variable), never "the default"."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("an empty value (an unset variable?)")
+    return value
+
+
+def nonempty_path(value: str) -> Path:
+    """A path option's parser: as Path('') would silently mean the current folder."""
+    if not value.strip():
+        raise typer.BadParameter("an empty path (an unset variable?)")
+    return Path(value)
+
+
 PythonOpt = Annotated[
     Optional[str],
     typer.Option(
         "--python",
         metavar="<python>",
+        callback=nonempty,
         help="Audit this interpreter's environment (a path, a venv/conda folder, or a "
         "command on PATH) instead of the one envcheck runs in. It is run once to learn "
         "its sys.path; its packages are never imported.",
@@ -56,6 +77,7 @@ OutputOpt = Annotated[
     typer.Option(
         "--output",
         "-o",
+        callback=outputs.check_target,
         help="Write the output to this file instead of stdout.",
         show_default=False,
         dir_okay=False,
@@ -96,8 +118,8 @@ DataOpt = Annotated[
         help="The dataset folder to audit: its storage class, file layout, "
         "cold and warm read rates, and antivirus scanning of it. Only ever read.",
         show_default=False,
-        file_okay=True,
-        dir_okay=True,
+        parser=nonempty_path,
+        metavar="PATH",
     ),
 ]
 DataBudgetOpt = Annotated[

@@ -17,6 +17,7 @@ from envcheck.cli.options import (
     PythonOpt,
     ScriptOpt,
     VerboseOpt,
+    nonempty_path,
     within,
 )
 from envcheck.probe.settings import (
@@ -44,6 +45,8 @@ def probe_command(
             "Without it the probe generates ImageNet-sized JPEGs in a temporary folder "
             "and removes them afterwards. Only ever read.",
             show_default=False,
+            parser=nonempty_path,
+            metavar="PATH",
         ),
     ] = None,
     python: PythonOpt = None,

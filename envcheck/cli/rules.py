@@ -24,6 +24,7 @@ from envcheck.errors import UsageError
 from envcheck.report import (
     DataFormat,
 )
+from envcheck.report.escape import visible_lines
 from envcheck.rulebook import builtin_registry, rule_cases_file
 
 # rules --------------------------------------------------------------------------------
@@ -43,10 +44,11 @@ def rules_list(
     if output_format is DataFormat.JSON:
         write_output(json.dumps([_rule_json(r) for r in registry], indent=2) + "\n", None)
         return
-    for rule in registry:
-        typer.echo(
-            f"{rule.id}  {rule.severity.value:<8} {rule.category:<12} {rule.name}: {rule.summary}"
-        )
+    lines = [
+        f"{rule.id}  {rule.severity.value:<8} {rule.category:<12} {rule.name}: {rule.summary}"
+        for rule in registry
+    ]
+    write_output(visible_lines("\n".join(lines)) + "\n", None)  # a --rules file's text too
 
 
 @rules_app.command("show")
@@ -69,29 +71,24 @@ def rules_show(
     if output_format is DataFormat.JSON:
         write_output(json.dumps(_rule_json(rule), indent=2) + "\n", None)
         return
-    typer.echo(f"{rule.id} {rule.name}  [{rule.severity.value}, {rule.category}]")
-    typer.echo(f"{rule.summary}\n")
+    out = [f"{rule.id} {rule.name}  [{rule.severity.value}, {rule.category}]", f"{rule.summary}\n"]
     if rule.docs:
-        typer.echo(rule.docs + "\n")
-    typer.echo(f"Message: {rule.message}")
-    typer.echo(f"Fix:     {rule.fix}")
+        out.append(rule.docs + "\n")
+    out.append(f"Message: {rule.message}")
+    out.append(f"Fix:     {rule.fix}")
     if rule.impact:
-        typer.echo(
+        out.append(
             f"Impact:  up to {rule.impact.speedup:g}x ({rule.impact.basis.value}: "
             f"{rule.impact.source})"
         )
-    typer.echo("Evidence:")
-    for item in rule.evidence:
-        typer.echo(f"  - {item}")
-    typer.echo(f"Defined in: {rule.defined_in or rule.origin}")
+    out.append("Evidence:")
+    out.extend(f"  - {item}" for item in rule.evidence)
+    out.append(f"Defined in: {rule.defined_in or rule.origin}")
     if rule.origin == "builtin":
         cases = rule_cases_file(rule.id)
-        where = (
-            str(cases)
-            if cases.is_file()
-            else f"{cases.name} in envcheck's source tests/rule_cases/"
-        )
-        typer.echo(f"Cases:      {where}")
+        where = str(cases) if cases.is_file() else f"{cases.name} in envcheck's tests/rule_cases/"
+        out.append(f"Cases:      {where}")
+    write_output(visible_lines("\n".join(out)) + "\n", None)
 
 
 def _registry(rules: Optional[list[Path]], config_path: Optional[Path]) -> Registry:

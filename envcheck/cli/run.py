@@ -10,6 +10,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from envcheck import defaults
+from envcheck import output as outputs
 from envcheck.cli.app import EXIT_FINDINGS, app, guarded
 from envcheck.cli.common import emit_report, parse_severity, write_output
 from envcheck.cli.options import (
@@ -26,6 +27,7 @@ from envcheck.errors import InputError, UsageError
 from envcheck.report import (
     DataFormat,
 )
+from envcheck.report.escape import visible
 
 # run ----------------------------------------------------------------------------------
 
@@ -90,6 +92,7 @@ def run_command(
         typer.Option(
             "--output",
             "-o",
+            callback=outputs.check_target,
             help="Save the run's summary (JSON) to this file.",
             show_default=False,
             dir_okay=False,
@@ -137,7 +140,7 @@ def run_command(
     if result.blocking():
         # the doctor's report on stderr, so the command's stdout stays its own
         emit_report(report, output_format.report_format(), None, threshold, verbose, sys.stderr)
-        typer.echo(hook.failure_line(report, threshold), err=True)
+        typer.echo(visible(hook.failure_line(report, threshold)), err=True)
         if not warn_only:
             typer.echo("envcheck: not running the command (--warn-only runs it anyway)", err=True)
             if output is not None:
@@ -149,21 +152,22 @@ def run_command(
     else:
         below = hook.below_line(report, threshold)
         if below:
-            typer.echo(below, err=True)
+            typer.echo(visible(below), err=True)
     sampler = hook.make_sampler()
     try:
         code, watched, util = hook.run_watched(args, watch, sampler)
     except hook.CommandNotRunnable as exc:
-        typer.echo(f"envcheck: error: {exc}", err=True)
+        typer.echo(f"envcheck: error: {visible(str(exc))}", err=True)
         raise typer.Exit(exc.code) from None
     finally:
         hook.close_gpu(sampler.nvml)
     about = sampler.summary()
-    typer.echo(hook.summary_line(util, watched, report, about.get("gpu_reason")), err=True)
+    summary_line = hook.summary_line(util, watched, report, about.get("gpu_reason"))
+    typer.echo(visible(summary_line), err=True)
     if output is not None:
         summary = hook.summary_json(args, code, watch, watched, util, report, about)
         try:
             write_output(json.dumps(summary, indent=2) + "\n", output)
         except InputError as exc:  # the command ran: its exit code still wins
-            typer.echo(f"envcheck: error: {exc}", err=True)
+            typer.echo(f"envcheck: error: {visible(str(exc))}", err=True)
     raise typer.Exit(code)

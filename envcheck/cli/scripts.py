@@ -18,6 +18,7 @@ from envcheck.cli.options import (
     OutputOpt,
     RulesOpt,
     VerboseOpt,
+    nonempty,
 )
 from envcheck.errors import UsageError
 from envcheck.report import ScriptsFormat
@@ -81,6 +82,7 @@ def scripts_command(
         typer.Option(
             "--python",
             metavar="<python>",
+            callback=nonempty,
             help="The interpreter the scripts train with (its TensorFlow version decides "
             "which tf.data defaults apply). Default: the one envcheck runs in.",
             show_default=False,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import ast
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -430,7 +429,7 @@ def _jax(
 def _system_libraries(environ: Mapping[str, str], reasons: dict[str, str]) -> dict[str, list[str]]:
     """Sonames of the CUDA stack in the dynamic loader's cache (`ldconfig -p`)."""
     search = os.pathsep.join(p for p in (environ.get("PATH", ""), "/sbin", "/usr/sbin") if p)
-    ldconfig = shutil.which("ldconfig", path=search) or "ldconfig"
+    ldconfig = subprocess_runner.which("ldconfig", path=search) or "ldconfig"
     try:
         proc = subprocess_runner.run([ldconfig, "-p"], LDCONFIG_TIMEOUT_S)
     except subprocess.TimeoutExpired:

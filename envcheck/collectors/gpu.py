@@ -4,10 +4,10 @@ Why in-process and not `nvidia-smi`: NVML answers field by field, so a field the
 does not support (ECC on a GeForce card, row remapping on Volta) becomes one null with a
 reason instead of an unparsable "[N/A]" column, and there is no subprocess to start.
 
-Why a thread with a timeout: a wedged driver (a GPU that fell off the bus, a hung kernel
-module) can block an NVML call forever, and the doctor must still report. The reading runs
-in a daemon thread; if it does not finish within `timeout` the section says so and the
-thread is abandoned.
+Why a time limit (envcheck.bounded): a wedged driver (a GPU that fell off the bus, a hung
+kernel module) can block an NVML call forever, and the doctor must still report. The
+reading runs in a daemon thread; if it does not finish within `timeout` the section says
+so and the thread is abandoned.
 
 Why /sys/bus/pci as well: it counts NVIDIA GPUs without any driver, so "no driver" can be
 told apart from "no GPU".
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable
 from typing import Any, Optional
 
 import psutil
 
+from envcheck import bounded
 from envcheck.collectors.base import CollectContext, read_text
 
 NVIDIA_VENDOR_ID = "0x10de"
@@ -83,15 +83,12 @@ def collect(ctx: CollectContext, nvml: Any | None = None, timeout: float = 10.0)
             return _unavailable(facts, f"pynvml failed to import: {_describe(exc)}")
         nvml = pynvml
 
-    outcome: list[dict[str, Any]] = []
-    thread = threading.Thread(
-        target=_read_in_thread, args=(nvml, outcome), name="envcheck-nvml", daemon=True
-    )
-    thread.start()
-    thread.join(timeout)
-    if not outcome:
+    try:
+        result = bounded.call(lambda: _read_nvml(nvml), timeout, "NVML")
+    except bounded.Hung:
         return _unavailable(facts, f"NVML did not answer within {timeout:g} s (driver hung?)")
-    result = outcome[0]
+    except BaseException as exc:  # whatever NVML raises, the doctor still reports
+        return _unavailable(facts, f"NVML failed: {_describe(exc)}")
     if result.get("status") != "ok":
         return _unavailable(facts, result.get("reason") or "NVML failed")
     reasons.update(result["reasons"])
@@ -129,14 +126,6 @@ def pci_nvidia_devices(ctx: CollectContext, reasons: Reasons) -> Optional[int]:
         if vendor == NVIDIA_VENDOR_ID and pci_class.startswith(GPU_CLASS_PREFIXES):
             count += 1
     return count
-
-
-def _read_in_thread(nvml: Any, outcome: list[dict[str, Any]]) -> None:
-    """The thread's body: whatever happens, leave one result (unless NVML hangs)."""
-    try:
-        outcome.append(_read_nvml(nvml))
-    except BaseException as exc:  # raised in a thread, it would be lost, and no result left
-        outcome.append({"status": "unavailable", "reason": f"NVML failed: {_describe(exc)}"})
 
 
 def _read_nvml(nvml: Any) -> dict[str, Any]:

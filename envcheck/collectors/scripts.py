@@ -8,6 +8,7 @@ so that pointing --script at a whole repository stays quick.
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from pathlib import Path
@@ -49,7 +50,7 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
         "torch_calls": [],
         "reasons": {},
     }
-    for path, shown in _python_files(ctx.scripts, section):
+    for path, shown in _python_files(ctx.scripts, section, lambda: clock() > deadline):
         if len(section["files"]) >= MAX_FILES or clock() > deadline:
             section["reasons"]["files"] = (
                 f"stopped after {len(section['files'])} files (limit {MAX_FILES} files, "
@@ -69,13 +70,23 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
     return {"scripts": section}
 
 
-def _python_files(paths: tuple[Path, ...], section: dict[str, Any]) -> Iterator[tuple[Path, str]]:
-    """(path, how to show it): explicit files as given, *.py found in folders, sorted."""
+def _python_files(
+    paths: tuple[Path, ...], section: dict[str, Any], late: Callable[[], bool]
+) -> Iterator[tuple[Path, str]]:
+    """(path, how to show it): explicit files as given, *.py found in folders, sorted.
+
+    A folder's walk stops after MAX_FILES + 1 files or when `late()` (`scripts /` must
+    not walk the whole disk before the limits apply)."""
     for given in paths:
         if given.is_file():
             yield given, str(given)
         elif given.is_dir():
-            found = sorted(_walk(given))
+            found = sorted(itertools.islice(_walk(given, late), MAX_FILES + 1))
+            if late():
+                section["reasons"]["files"] = (
+                    f"the search of {given} stopped after {BUDGET_S:g} s "
+                    f"({len(found)} *.py files found by then)"
+                )
             if not found:
                 section["errors"].append(
                     {
@@ -98,8 +109,10 @@ def _python_files(paths: tuple[Path, ...], section: dict[str, Any]) -> Iterator[
             )
 
 
-def _walk(folder: Path) -> Iterator[Path]:
+def _walk(folder: Path, late: Callable[[], bool]) -> Iterator[Path]:
     for root, dirs, files in os.walk(folder):
+        if late():
+            return
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and not d.startswith("."))
         for name in files:
             if name.endswith(".py"):

@@ -26,6 +26,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from envcheck import finite
 from envcheck.snapshot import Facts, Missing
 
 
@@ -235,6 +236,11 @@ def parse(node: Any, where: str) -> Condition:
             raise ValueError(f"{where}: op '{op}' takes no value")
     elif "value" not in node:
         raise ValueError(f"{where}: op '{op}' needs a value")
+    finite.require_finite(node.get("value"), f"{where}: 'value'")
+    if op in ("in", "not-in") and not isinstance(node["value"], (list, str)):
+        raise ValueError(f"{where}: op '{op}' needs a list or a string as its value")
+    if op in ("<", "<=", ">", ">=") and not isinstance(node["value"], (int, float, str)):
+        raise ValueError(f"{where}: op '{op}' needs a number or a string as its value")
     if op == "matches":
         try:
             re.compile(str(node["value"]))

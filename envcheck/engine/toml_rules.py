@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from envcheck import finite
 from envcheck.engine import conditions
 from envcheck.engine.rule import Hit, Outcome, Rule, validate_identity
 from envcheck.errors import InputError
@@ -33,11 +34,15 @@ def load_file(path: Path, origin: str, defined_in: str = "") -> list[Rule]:
         raise InputError(f"{path}: 'rule' must be an array of tables ([[rule]])")
     rules = []
     for index, table in enumerate(tables):
+        if not isinstance(table, dict):
+            raise InputError(f"{path}: rule #{index + 1} must be a table ([[rule]])")
         where = f"{path}: rule {table.get('id', f'#{index + 1}')}"
         try:
             rules.append(_build(table, where, origin, defined_in or str(path)))
         except ValueError as exc:
             raise InputError(str(exc)) from None
+        except RecursionError:  # a `when` nested deeper than the stack allows
+            raise InputError(f"{where}: when: conditions nested too deeply") from None
     return rules
 
 
@@ -98,7 +103,12 @@ def _impact(node: Any, where: str) -> Impact | None:
     if not isinstance(node, dict) or set(node) - {"speedup", "basis", "source"}:
         raise ValueError(f"{where}: 'impact' must be {{speedup, basis, source}}")
     speedup = node.get("speedup")
-    if not isinstance(speedup, (int, float)) or speedup < 1:
+    if (
+        not isinstance(speedup, (int, float))
+        or isinstance(speedup, bool)
+        or finite.non_finite(speedup)
+        or speedup < 1
+    ):
         raise ValueError(f"{where}: impact.speedup must be a number >= 1 (2.0 = twice as fast)")
     source = node.get("source", "")
     if not isinstance(source, str) or not source:

@@ -16,22 +16,41 @@ from typing import Any, Callable, Optional
 
 import psutil
 
+from envcheck import bounded
 from envcheck.collectors.gpu import KIB, clock_event_names
 
 INTERVAL_S = 0.1
 
 
-def load_nvml() -> tuple[Any, Optional[str]]:
-    """The pynvml module, initialised, or None and why not."""
+def load_nvml(
+    module: Any = None, timeout: float = bounded.NVML_TIMEOUT_S
+) -> tuple[Any, Optional[str]]:
+    """The pynvml module (or `module`), initialised, or None and why not.
+
+    Initialisation is bounded: a hanging driver gives a reason, not a hung command."""
+    if module is None:
+        try:
+            import pynvml
+        except ImportError:
+            return None, "nvidia-ml-py (pynvml) is not installed"
+        except Exception as exc:  # a broken install must not take the command down
+            return None, f"pynvml failed to import: {type(exc).__name__}: {exc}"
+        module = pynvml
     try:
-        import pynvml
-    except ImportError:
-        return None, "nvidia-ml-py (pynvml) is not installed"
-    try:
-        pynvml.nvmlInit()
+        bounded.call(module.nvmlInit, timeout, "NVML initialisation")
+    except bounded.Hung as exc:
+        return None, f"NVML unavailable: {exc}"
     except Exception as exc:
         return None, f"NVML unavailable: {type(exc).__name__}: {exc}"
-    return pynvml, None
+    return module, None
+
+
+def close_nvml(nvml: Any, timeout: float = bounded.NVML_TIMEOUT_S) -> None:
+    """nvmlShutdown, bounded; a failing or hanging shutdown changes no measurement."""
+    if nvml is None:
+        return
+    with contextlib.suppress(Exception):
+        bounded.call(nvml.nvmlShutdown, timeout, "NVML shutdown")
 
 
 class Sampler:
@@ -44,8 +63,10 @@ class Sampler:
         interval: float = INTERVAL_S,
         cpu_percent: Callable[[], list[float]] = lambda: psutil.cpu_percent(percpu=True),
         nvml_reason: Optional[str] = None,
+        nvml_timeout: float = bounded.NVML_TIMEOUT_S,
     ) -> None:
         self.nvml = nvml
+        self.nvml_timeout = nvml_timeout
         self.nvml_reason = nvml_reason
         self.gpu_index = gpu_index
         self.interval = interval
@@ -63,8 +84,15 @@ class Sampler:
 
     def start(self) -> None:
         if self.nvml is not None and self.gpu_index is not None:
+            nvml, index = self.nvml, self.gpu_index
             try:
-                self._handle = self.nvml.nvmlDeviceGetHandleByIndex(self.gpu_index)
+                self._handle = bounded.call(
+                    lambda: nvml.nvmlDeviceGetHandleByIndex(index),
+                    self.nvml_timeout,
+                    f"NVML lookup of GPU {index}",
+                )
+            except bounded.Hung as exc:
+                self.nvml_reason = str(exc)
             except Exception as exc:
                 self.nvml_reason = f"no NVML handle for GPU {self.gpu_index}: {exc}"
         self.cpu_percent()  # the first per-core reading is against boot; discard it

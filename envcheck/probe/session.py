@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -10,7 +9,7 @@ from typing import Any, Mapping, Optional
 from envcheck.probe.analysis import summarize
 from envcheck.probe.progress import ProbeProgress
 from envcheck.probe.runner import run_probe
-from envcheck.probe.sampler import Sampler, load_nvml
+from envcheck.probe.sampler import Sampler, close_nvml, load_nvml
 from envcheck.probe.settings import ProbeSettings, usable_cores
 
 
@@ -39,7 +38,17 @@ def measure(
         with ProbeProgress(settings.budget_s, show_progress) as progress:
             run = run_probe(settings, executable, progress.update, sampler)
     finally:
-        if nvml is not None:
-            with contextlib.suppress(Exception):
-                nvml.nvmlShutdown()
-    return summarize(run, usable_cores=usable_cores())
+        close_nvml(nvml)
+    try:
+        return summarize(run, usable_cores=usable_cores())
+    except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError) as exc:
+        # The runner keeps only well-formed events, but a value inside one can still be of
+        # the wrong type (a rate that is a string): the probe failed, with that reason.
+        run.status = "failed"
+        run.failure = {
+            "kind": "malformed",
+            "message": "the probe's child sent results of the wrong shape "
+            f"({type(exc).__name__}: {exc})",
+        }
+        run.result = {"phases": {}, "notes": []}
+        return summarize(run, usable_cores=usable_cores())

@@ -36,6 +36,9 @@ PHASE_FILL = {
 }
 SERIES_COLORS = ("#1f5fbf", "#c2410c", "#15803d", "#7c3aed")
 
+MAX_TICKS = 40  # time-axis ticks drawn at most (about 10 are asked for)
+MAX_CORES = 1024  # rows of the CPU strip at most; a timeline claiming more is cut there
+
 Point = Mapping[str, Any]
 
 
@@ -46,11 +49,17 @@ def _num(value: Any) -> Optional[float]:
 
 
 def _times(timeline: Sequence[Point]) -> tuple[float, float]:
+    """(first, last) time of the chart: a span that is finite and positive in floats, even
+    for a crafted timeline (times of 1e300, or too large for +1 s to change them)."""
     ts = [t for p in timeline if (t := _num(p.get("t"))) is not None]
     if not ts:
         return 0.0, 1.0
     start, end = min(0.0, min(ts)), max(ts)
-    return start, end if end > start else start + 1.0
+    if end <= start:
+        end = start + 1.0
+    if end / 2 - start / 2 <= 0:  # halves: a span of 3e308 does not overflow
+        return 0.0, 1.0
+    return start, end
 
 
 class _Frame:
@@ -63,7 +72,13 @@ class _Frame:
         self.plot_bottom = height - BOTTOM
 
     def x(self, t: float) -> float:
-        return LEFT + (t - self.t0) / (self.t1 - self.t0) * (WIDTH - LEFT - RIGHT)
+        """Near the plot whatever `t` is (halves keep spans near 1.8e308 finite); a phase's
+        last sample may reach a little past the end, so only far-off values are cut."""
+        share = (t - self.t0) / (self.t1 - self.t0)
+        if not math.isfinite(share):
+            share = (t / 2 - self.t0 / 2) / (self.t1 / 2 - self.t0 / 2)
+        share = min(2.0, max(-1.0, share)) if math.isfinite(share) else 0.0
+        return LEFT + share * (WIDTH - LEFT - RIGHT)
 
     def y(self, value: float) -> float:
         share = min(1.0, max(0.0, value / self.y_max))
@@ -146,6 +161,8 @@ def _starved_layer(timeline: Sequence[Point], frame: _Frame) -> str:
 
 def _nice_step(span: float, target: int) -> float:
     raw = span / max(1, target)
+    if not math.isfinite(raw) or raw <= 0:
+        return 1.0
     magnitude = 10.0 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
     for factor in (1, 2, 2.5, 5, 10):
         if raw <= factor * magnitude:
@@ -159,8 +176,10 @@ def _time_axis(frame: _Frame) -> str:
         f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{frame.plot_bottom}" '
         f'y2="{frame.plot_bottom}" stroke="#555" stroke-width="1"/>'
     ]
-    t = math.ceil(frame.t0 / step) * step
-    while t <= frame.t1 + 1e-9:
+    first = math.ceil(frame.t0 / step) * step
+    count = int(min(MAX_TICKS, max(0.0, (frame.t1 + 1e-9 - first) / step) + 1))
+    for i in range(count):  # by count, not `t += step`: a step below the floats' resolution
+        t = first + i * step  # at large t would never move t
         x = frame.x(t)
         parts.append(
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.plot_bottom}" '
@@ -168,7 +187,6 @@ def _time_axis(frame: _Frame) -> str:
             f'<text class="tick" x="{x:.1f}" y="{frame.plot_bottom + 18}" '
             f'text-anchor="middle">{t:g} s</text>'
         )
-        t += step
     return "".join(parts)
 
 
@@ -299,7 +317,7 @@ def cpu_heat_strip(chart_id: str, title: str, timeline: Sequence[Point]) -> str:
         for p in timeline
         if _num(p.get("t")) is not None
     ]
-    cores = max((len(u) for _, u in samples), default=0)
+    cores = min(MAX_CORES, max((len(u) for _, u in samples), default=0))
     if not cores:
         frame = _Frame(timeline, 1.0)
         return _svg(

@@ -15,7 +15,13 @@ def headline(facts: Mapping[str, Any]) -> str:
     if not isinstance(probe, Mapping):
         reason = ((facts.get("collectors") or {}).get("probe") or {}).get("reason")
         return f"not run: {reason}" if reason else "not run (envcheck probe, doctor --probe)"
-    device = "CPU" if probe.get("device") == "cpu" else probe.get("device_name") or "GPU"
+    kind = probe.get("device")
+    if kind == "cpu":
+        device = "CPU"
+    elif kind is None:  # the probe failed before its backend chose a device
+        device = "no device yet"
+    else:
+        device = probe.get("device_name") or "GPU"
     version = probe.get("framework_version") or ""
     batch = probe.get("batch_size")
     requested = probe.get("batch_size_requested")

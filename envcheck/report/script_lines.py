@@ -10,6 +10,7 @@ from typing import Any, Mapping, Optional, Sequence
 from envcheck.defaults import FAIL_ON
 from envcheck.model import Finding, Report, Severity
 from envcheck.report import PLAIN, RenderOptions
+from envcheck.report.escape import visible
 
 
 def render(
@@ -25,7 +26,7 @@ def render(
     for error in _errors(report.facts):
         lines.append(f"{_error_where(error)}: error: {error.get('reason')}")
     lines.append(_summary(report.facts, active, fail_on or FAIL_ON) + _undecided(report))
-    return "\n".join(lines) + "\n"
+    return "\n".join(visible(line) for line in lines) + "\n"
 
 
 def _undecided(report: Report) -> str:

@@ -17,6 +17,7 @@ from rich.markup import escape
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
 from envcheck.report import PLAIN, RenderOptions, probe_text
+from envcheck.report.escape import visible
 
 AREAS = (
     "platform",
@@ -88,6 +89,7 @@ def print_report(
     if symbols["ok"] != "✓" and not _known_codec(encoding):
         encoding = "ascii"
     for line in _lines(report, symbols, verbose):
+        line = visible(line)  # control characters from file names, GPU processes...
         if symbols["ok"] != "✓":  # an output that cannot show Unicode: degrade, never crash
             line = line.encode(encoding, "replace").decode(encoding)
         console.print(line, highlight=False)
@@ -290,6 +292,8 @@ def _gpu(facts: Mapping[str, Any]) -> str:
         return "not collected (the snapshot has no gpu section)"
     if gpu.get("status") != "ok":
         pci = gpu.get("pci_nvidia_devices")
+        if pci == 0 and "did not answer" in str(gpu.get("reason")):  # a hung driver
+            return f"no NVIDIA GPU on the PCI bus, but NVML: {gpu.get('reason')}"
         if pci == 0:
             return "no NVIDIA GPU on the PCI bus, no NVIDIA driver"
         on_bus = f"; {pci} NVIDIA GPU(s) on the PCI bus" if pci else ""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from envcheck import safefile
 from envcheck.scripts import device, precision
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.index import FileIndex
@@ -59,6 +60,10 @@ class FileReport:
 def analyze_file(path: Path, shown: str) -> FileReport:
     """Observations of one file; a file that cannot be read or parsed gets `error`."""
     report = FileReport(shown)
+    not_regular = safefile.problem(path, limit=2**63)  # a FIFO or a link to /dev/zero blocks
+    if not_regular:
+        report.error = _error(f"{not_regular}; skipped")
+        return report
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:

@@ -8,12 +8,17 @@ one class). Nothing here writes into the user's folder: dropping cached pages
 
 from __future__ import annotations
 
+import errno
 import os
 import random
+import stat
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
+# Read at most this much of one file: a FIFO or a huge sparse file named *.jpg must not
+# block the probe or exhaust its memory. Photos, even 50-megapixel PNGs, stay below it.
+MAX_FILE_BYTES = 64 * 2**20
 
 # Generated files: ImageNet-like JPEGs. ImageNet's training images average about
 # 400x350 pixels and 110 KB; 500x375 is its most common size.
@@ -126,11 +131,32 @@ def drop_cached_pages(files: Sequence[str]) -> bool:
     return dropped
 
 
+def unusable(path: str) -> Optional[str]:
+    """Why the file cannot be a sample (not a regular file, too large), or None."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None  # reading it reports the problem
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"larger than {MAX_FILE_BYTES // 2**20} MiB"
+    return None
+
+
 def read_file(path: str, throttle_bps: Optional[float] = None) -> bytes:
-    """The file's bytes; with throttle_bps, no faster than that (a slow-disk stand-in)."""
+    """The file's bytes; with throttle_bps, no faster than that (a slow-disk stand-in).
+
+    OSError for anything but a regular file of at most MAX_FILE_BYTES: opened without
+    blocking (a FIFO would wait for a writer forever), checked, read with a cap."""
     start = time.perf_counter()
-    with open(path, "rb") as handle:
-        data = handle.read()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_FILE_BYTES} bytes", path)
     if throttle_bps:
         wait = len(data) / throttle_bps - (time.perf_counter() - start)
         if wait > 0:
@@ -147,20 +173,27 @@ def validate(
     """Read and decode each file once, serially, within `seconds`: finds corrupt files,
     times one sample's read and decode on one core, and warms the page cache.
 
-    Returns {"files", "labels", "corrupt", "corrupt_examples", "read_s", "decode_s",
-    "bytes", "checked"}; files not reached in time are kept (unchecked).
+    Returns {"files", "labels", "corrupt", "corrupt_examples", "skipped", "read_s",
+    "decode_s", "bytes", "checked"}; files not reached in time are kept (unchecked) when
+    they are regular files of a readable size; the others are skipped.
     """
     good_files: List[str] = []
     good_labels: List[int] = []
     corrupt: List[str] = []
+    skipped: List[str] = []
     read_s = decode_s = 0.0
     total_bytes = checked = 0
     deadline = time.monotonic() + seconds
     for index, (path, label) in enumerate(zip(files, labels, strict=False)):
         if time.monotonic() > deadline and checked >= 8:
-            good_files.extend(files[index:])
-            good_labels.extend(labels[index:])
+            rest = [(f, lab) for f, lab in zip(files[index:], labels[index:]) if not unusable(f)]
+            skipped.extend(f for f in files[index:] if unusable(f))
+            good_files.extend(f for f, _ in rest)
+            good_labels.extend(lab for _, lab in rest)
             break
+        if unusable(path):
+            skipped.append(path)
+            continue
         t0 = time.perf_counter()
         try:
             data = read_file(path)
@@ -185,6 +218,7 @@ def validate(
         "labels": good_labels,
         "corrupt": len(corrupt),
         "corrupt_examples": corrupt[:5],
+        "skipped": len(skipped),
         "read_s": read_s / checked if checked else None,
         "decode_s": decode_s / checked if checked else None,
         "mean_bytes": total_bytes / checked if checked else None,

@@ -16,6 +16,10 @@ Phases, after the framework import (not counted in the budget):
 
 With several training processes per node the child pins itself to one process's share
 of the cores for everything but the node and concurrent phases (node_cores.py).
+
+Size: the phase sequence and the failure handling around each phase (out of memory, a
+malformed result, the budget) read best in one place; the phases' work is in the
+backends, images.py and the node modules.
 """
 
 from __future__ import annotations
@@ -325,9 +329,14 @@ class Probe:
         check = images.validate(
             files, labels, backend.decode, max(0.5, deadline - time.monotonic())
         )
-        source.update({k: v for k, v in check.items() if k not in ("files", "labels")})
+        source.update({k: v for k, v in check.items() if k not in ("files", "labels", "skipped")})
         source["files_sampled"] = len(files)
         self.part("dataset", source)
+        if check["skipped"]:
+            self.note(
+                f"{check['skipped']} of {len(files)} sampled files were skipped: not regular "
+                f"files, or larger than {images.MAX_FILE_BYTES // 2**20} MiB"
+            )
         if check["corrupt"]:
             self.note(
                 f"{check['corrupt']} of {len(files)} sampled files could not be decoded "
@@ -362,8 +371,8 @@ class Probe:
                 backend.compute_step()
                 backend.sync()
                 break
-            except Exception as exc:
-                if not backend.is_oom(exc):
+            except Exception as exc:  # MemoryError too: running out of host memory
+                if not (backend.is_oom(exc) or is_oom(exc)):
                     raise
                 if batch <= 1:
                     raise ProbeFailure(
@@ -442,9 +451,28 @@ def _warm(files: List[str]) -> None:
             images.read_file(path)
 
 
+# How frameworks word running out of memory: CUDA, the CPU allocator of PyTorch
+# ("DefaultCPUAllocator: not enough memory"), TensorFlow ("OOM when allocating tensor").
+OOM_WORDS = ("out of memory", "not enough memory", "oom when allocating", "resourceexhausted")
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Out of memory, on any device, whatever the framework called it."""
+    if isinstance(exc, MemoryError) or "OutOfMemory" in type(exc).__name__:
+        return True
+    if "ResourceExhausted" in type(exc).__name__:
+        return True
+    text = str(exc).lower()
+    return any(word in text for word in OOM_WORDS)
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return "{}: {}".format(type(exc).__name__, text[0] if text else "")
+    """The exception's most telling line: for running out of memory, the line that says so
+    (TensorFlow's first line is only "Graph execution error:"), otherwise the first."""
+    text = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    telling = [line for line in text if any(word in line.lower() for word in OOM_WORDS)]
+    line = telling[0] if telling else (text[0] if text else "")
+    return f"{type(exc).__name__}: {line[:300]}"
 
 
 def main(settings_path: str) -> None:
@@ -461,7 +489,7 @@ def main(settings_path: str) -> None:
     except ProbeFailure as failure:
         emitter.emit("failed", kind=failure.kind, message=failure.message, result=probe.result)
     except BaseException as exc:  # the parent turns this into a finding, not a traceback
-        backend_oom = "out of memory" in str(exc).lower() or "OutOfMemory" in type(exc).__name__
+        backend_oom = is_oom(exc)
         traceback.print_exc()
         emitter.emit(
             "failed",

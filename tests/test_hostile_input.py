@@ -1,0 +1,429 @@
+"""Bad input and hostile strings (issue 12): one line and exit 2, never exit 3, never a
+raw control character on the terminal, never a NaN in JSON.
+
+Hostile names and paths are generated in tmp folders; commands whose stdout matters (a
+closed pipe, a full disk, bytes that are not UTF-8) run as real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+from envcheck import finite, jsonsafe
+from envcheck.cli import app
+from envcheck.report.escape import visible, visible_lines
+
+ENVCHECK = str(Path(sys.executable).with_name("envcheck"))
+GPU_FIXTURE = FIXTURES / "gpu" / "datacenter-8x-a100-foreign-process.json"
+KERAS_FIXTURE = FIXTURES / "linux-docker-keras-preprocessing-1.0.9.json"
+# Everything a terminal acts on but a newline: C0 (tab aside), DEL, C1, bidi overrides.
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\r\u202eevil\x9b"
+
+
+@pytest.fixture(autouse=True)
+def _empty_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def shell(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    return subprocess.run([ENVCHECK, *args], stderr=subprocess.PIPE, timeout=180, **kwargs)
+
+
+def assert_one_line_error(result: Any, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert "Traceback" not in result.output and "internal error" not in err
+    assert len(err.splitlines()) == 1, err
+    for needle in needles:
+        assert needle in err, err
+
+
+# -- control characters -------------------------------------------------------------------
+
+
+def test_visible_escapes_every_control_character_and_keeps_tabs() -> None:
+    shown = visible("a\x1b[2Jb\nc\rd\u202ee\udcff\tf\x7f\x9b")
+    assert shown == "a\\x1b[2Jb\\nc\\rd\\u202ee\\udcff\tf\\x7f\\x9b"
+    assert visible_lines("one\x1b\ntwo") == "one\\x1b\ntwo"
+    assert visible("plain text, ünïcödé ✓") == "plain text, ünïcödé ✓"
+
+
+def _hostile_snapshot(tmp_path: Path) -> Path:
+    data = json.loads(GPU_FIXTURE.read_text(encoding="utf-8"))
+    data["gpu"]["devices"][3]["processes"][0]["name"] = "python" + HOSTILE
+    data["gpu"]["devices"][0]["name"] = "A100" + HOSTILE
+    data["packages"]["evil"] = "1.0" + HOSTILE  # names are checked by the schema
+    data["platform"]["system"] = "Linux" + HOSTILE
+    data["interpreter"]["executable"] = "/opt/py" + HOSTILE
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_the_text_report_shows_control_characters_escaped(tmp_path: Path) -> None:
+    result = cli("doctor", "--facts", str(_hostile_snapshot(tmp_path)), "-v", "--exit-zero")
+    assert result.exit_code == 0, result.output
+    assert RAW_CONTROL.findall(result.stdout) == []
+    assert "\\x1b]0;owned\\x07" in result.stdout  # visible, not dropped
+
+
+def test_the_text_report_written_to_a_file_is_escaped_too(tmp_path: Path) -> None:
+    out = tmp_path / "report.txt"
+    result = cli("doctor", "--facts", str(_hostile_snapshot(tmp_path)), "-o", str(out))
+    assert result.exit_code in (0, 1), result.output
+    assert RAW_CONTROL.findall(out.read_text(encoding="utf-8")) == []
+
+
+def test_scripts_lines_escape_a_hostile_file_name(tmp_path: Path) -> None:
+    name = "train\x1b]0;owned\x07\nfake.py:1:1: EC000 critical forged.py"
+    script = tmp_path / name
+    script.write_text(
+        (Path(__file__).parent / "scripts_corpus" / "torch_no_workers.py").read_text("utf-8"),
+        encoding="utf-8",
+    )
+    result = cli("scripts", str(script))
+    assert RAW_CONTROL.findall(result.stdout) == []
+    lines = result.stdout.splitlines()
+    assert not any(line.startswith("fake.py") for line in lines)  # no forged finding line
+    assert any("\\x1b]0;owned\\x07\\nfake.py" in line for line in lines)
+
+
+def test_an_error_naming_a_path_with_a_newline_stays_on_one_line(tmp_path: Path) -> None:
+    result = cli("doctor", "--facts", str(tmp_path / "a\nb\x1b[2J.json"))
+    assert_one_line_error(result, "a\\nb\\x1b[2J.json", "no such file")
+
+
+# -- malformed JSON, TOML and rule files ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested"),
+        ('{"schema_version": 1, "memory": ' + '{"a": ' * 500 + "1" + "}" * 501, "nested"),
+        ('{"schema_version": 1, "memory": {"total_bytes": ' + "9" * 5000 + "}}", "digits"),
+        ('{"schema_version": 1, "memory": {"total_bytes": NaN}}', "NaN"),
+        ('{"schema_version": 1, "memory": {"total_bytes": 1e400}}', "out of range"),
+        ('{"schema_version": 1, "packages": []}', "packages"),
+        ('{"schema_version": 1, "packages": {"a": 1}}', "packages"),
+    ],
+)
+def test_malformed_facts_are_one_line_errors(tmp_path: Path, text: str, needle: str) -> None:
+    path = tmp_path / "facts.json"
+    path.write_text(text, encoding="utf-8")
+    assert_one_line_error(cli("doctor", "--facts", str(path)), needle)
+    assert_one_line_error(cli("diff", str(path), str(KERAS_FIXTURE)))
+
+
+def test_jsonsafe_keeps_lone_surrogates_and_rejects_the_rest() -> None:
+    assert jsonsafe.loads('{"path": "/data/\\udcff"}') == {"path": "/data/\udcff"}
+    for bad in ("NaN", "-Infinity", "1e999", "1" * 41, "[" * 300 + "]" * 300):
+        with pytest.raises(ValueError):
+            jsonsafe.loads(bad)
+
+
+RULE_HEAD = (
+    '[[rule]]\nid = "EC900"\nname = "x-y"\nseverity = "low"\ncategory = "c"\n'
+    'summary = "s"\nmessage = "m"\nfix = "f"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ('when = "memory.total_bytes"', "must be a table"),
+        ("when = 5", "must be a table"),
+        ("when = [1, 2]", "must be a table"),
+        ('when = {fact = "memory.total_bytes", op = "<", value = nan}', "finite"),
+        ('when = {fact = "memory.total_bytes", op = ">", value = inf}', "finite"),
+        ('when = {fact = "memory.total_bytes", op = "in", value = 3}', "list or a string"),
+        ('when = {fact = "memory.total_bytes", op = "<", value = [1]}', "number or a string"),
+        ('when = {package = "x"}\nimpact = {speedup = nan, source = "s"}', "speedup"),
+        ('when = {package = "x"}\nimpact = {speedup = inf, source = "s"}', "speedup"),
+        ('when = {package = "x"}\nimpact = {speedup = true, source = "s"}', "speedup"),
+        ('when = {package = "x"}\nimpact = {speedup = ' + "9" * 400 + ', source = "s"}', "speedup"),
+        ('when = {fact = "memory.total_bytes", op = ">", value = ' + "9" * 400 + "}", "finite"),
+        ("when = " + "{not = " * 3000 + '{package = "x"}' + "}" * 3000, "nested"),
+        ("x = " + "1" * 5000, "TOML"),
+    ],
+)
+def test_malformed_rule_files_are_one_line_errors(tmp_path: Path, body: str, needle: str) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(RULE_HEAD + body + "\n", encoding="utf-8")
+    assert_one_line_error(cli("rules", "list", "--rules", str(path)), needle)
+
+
+def test_a_rule_array_of_numbers_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text("rule = [1, 2]\n", encoding="utf-8")
+    assert_one_line_error(cli("rules", "list", "--rules", str(path)), "must be a table")
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pyproject.toml", 'tool = "x"\n[x]\n'),
+        ("pyproject.toml", '[tool]\nenvcheck = "x"\n'),
+        ("envcheck.toml", "[[acknowledge]]\nid = 5\nreason = 6\n"),
+        ("envcheck.toml", "select = " + "[" * 3000 + "]" * 3000 + "\n"),
+    ],
+)
+def test_malformed_configuration_is_a_one_line_error(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    result = cli("doctor", "--facts", str(KERAS_FIXTURE), "--config", str(path))
+    if name == "pyproject.toml" and "[x]" in text:  # no [tool.envcheck]: nothing to apply
+        assert result.exit_code in (0, 1), result.output
+        return
+    assert_one_line_error(result)
+
+
+# -- non-finite numbers ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "--target-rate", "nan"],
+        ["doctor", "--target-rate", "inf"],
+        ["doctor", "--data-budget", "nan"],
+        ["doctor", "--data-budget", "-inf"],
+        ["run", "--watch", "nan", "--", "true"],
+        ["run", "--watch", "inf", "--", "true"],
+    ],
+)
+def test_non_finite_option_values_are_usage_errors(args: list[str]) -> None:
+    assert_one_line_error(cli(*args), "finite")
+
+
+def test_finite_helper() -> None:
+    assert finite.non_finite(float("nan")) and finite.non_finite(float("-inf"))
+    assert not finite.non_finite(True) and not finite.non_finite("nan")
+    with pytest.raises(ValueError, match="finite"):
+        finite.require_finite([1.0, float("inf")], "x")
+
+
+# -- empty values ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "--python", ""],
+        ["doctor", "--data", ""],
+        ["probe", "--data", ""],
+        ["scripts", "x.py", "--python", " "],
+        ["collect", "--python", ""],
+    ],
+)
+def test_an_empty_python_or_data_is_a_usage_error(args: list[str]) -> None:
+    assert_one_line_error(cli(*args), "empty")
+
+
+# -- output that cannot be written ------------------------------------------------------
+
+
+def test_a_closed_pipe_ends_the_output_silently() -> None:
+    proc = subprocess.Popen(
+        [ENVCHECK, "rules", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before envcheck writes (`| head -0`)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert err == ""
+
+
+def test_a_closed_pipe_keeps_the_usual_exit_code() -> None:
+    proc = subprocess.Popen(
+        [ENVCHECK, "doctor", "--facts", str(KERAS_FIXTURE)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1  # the fixture has a high finding: exit 1 as usual
+    assert err == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "--facts", str(KERAS_FIXTURE), "-f", "json"],
+        ["doctor", "--facts", str(KERAS_FIXTURE)],
+        ["rules", "list"],
+        ["rules", "show", "EC101"],
+        ["--help"],
+        ["--version"],
+    ],
+)
+def test_a_full_disk_on_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = shell(*args, stdout=full)
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2, err
+    assert err.splitlines() == [err] and "No space left" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("fmt", ["text", "json", "html", "sarif", "junit"])
+def test_a_full_disk_behind_o_is_one_line_and_exit_2(fmt: str) -> None:
+    result = cli("doctor", "--facts", str(KERAS_FIXTURE), "-f", fmt, "-o", "/dev/full")
+    assert_one_line_error(result, "/dev/full", "cannot write")
+
+
+def test_o_is_checked_before_the_training_command_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "the-command-ran"
+    result = cli(
+        "run",
+        "-o",
+        str(tmp_path / "missing" / "summary.json"),
+        "--",
+        sys.executable,
+        "-c",
+        f"open({str(marker)!r}, 'w')",
+    )
+    assert_one_line_error(result, "no such folder")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("command", ["doctor", "collect", "probe", "scripts"])
+def test_o_naming_a_folder_is_refused_before_any_work(tmp_path: Path, command: str) -> None:
+    assert_one_line_error(cli(command, "-o", str(tmp_path)), "-o")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only files")
+def test_o_naming_a_read_only_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    target.write_text("keep me", encoding="utf-8")
+    target.chmod(0o444)
+    result = cli("doctor", "--facts", str(KERAS_FIXTURE), "-o", str(target))
+    assert_one_line_error(result, "not writable")
+    assert target.read_text(encoding="utf-8") == "keep me"
+
+
+# -- paths that are not valid UTF-8 ------------------------------------------------------------
+
+
+@pytest.fixture
+def non_utf8_data(tmp_path: Path) -> bytes:
+    folder = os.fsencode(tmp_path) + b"/data-\xff\xfe-\x1b[2J"
+    os.mkdir(folder)
+    os.mkdir(folder + b"/class-\xe9")
+    with open(folder + b"/class-\xe9/img-\xff.jpg", "wb") as handle:
+        handle.write(b"\xff\xd8\xff" + b"\0" * 100)
+    return folder
+
+
+def test_a_non_utf8_path_round_trips_through_collect_and_doctor(
+    tmp_path: Path, non_utf8_data: bytes
+) -> None:
+    snap = tmp_path / "s.json"
+    with open(snap, "wb") as out:
+        proc = shell("collect", b"--data", non_utf8_data, "--data-budget", "0.5", stdout=out)
+    assert proc.returncode == 0, proc.stderr.decode()
+    json.loads(snap.read_bytes().decode("utf-8"))  # valid UTF-8 JSON
+    report_path = tmp_path / "r.json"
+    proc = shell("doctor", "--facts", str(snap), "-f", "json", "-o", str(report_path))
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert os.fsencode(report["facts"]["storage"]["path"]) == non_utf8_data
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html", "sarif", "junit"])
+def test_every_writer_handles_a_non_utf8_path(
+    tmp_path: Path, non_utf8_data: bytes, fmt: str
+) -> None:
+    out = tmp_path / f"report.{fmt}"
+    proc = shell(
+        "doctor",
+        b"--data",
+        non_utf8_data,
+        "--data-budget",
+        "0.5",
+        "--no-probe",
+        "-f",
+        fmt,
+        "-o",
+        str(out),
+    )
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    text = out.read_bytes().decode("utf-8")  # written, complete, valid UTF-8
+    assert text.strip()
+    assert RAW_CONTROL.findall(text) == [] or fmt != "text"
+    proc = shell(
+        "doctor", b"--data", non_utf8_data, "--data-budget", "0.5", "--no-probe", "-f", fmt
+    )
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    assert proc.stdout.decode("utf-8").strip()
+
+
+# -- inputs that are not regular files ------------------------------------------------------
+
+
+@pytest.fixture
+def endless(tmp_path: Path) -> dict[str, Path]:
+    """A link to /dev/zero (git can store one in a checkout) and a FIFO, with input names."""
+    folder = tmp_path / "checkout"
+    folder.mkdir()
+    links = {}
+    for name in ("zero.py", "zero.toml", "zero.json"):
+        (folder / name).symlink_to("/dev/zero")
+        links[name] = folder / name
+    os.mkfifo(folder / "fifo.py")
+    os.mkfifo(folder / "fifo.toml")
+    links["fifo.py"] = folder / "fifo.py"
+    links["fifo.toml"] = folder / "fifo.toml"
+    return links
+
+
+def _bounded(*args: str) -> Any:
+    """The CLI in a process, with a hang guard (before the fix these never returned)."""
+    return subprocess.run(
+        [ENVCHECK, *args], capture_output=True, stdin=subprocess.DEVNULL, timeout=60
+    )
+
+
+def test_scripts_skip_devices_and_fifos(endless: dict[str, Path]) -> None:
+    proc = _bounded("scripts", str(endless["zero.py"].parent))
+    assert proc.returncode == 2
+    out = proc.stdout.decode()
+    assert "zero.py: error: not a regular file" in out and "fifo.py: error: not a regular" in out
+
+
+@pytest.mark.parametrize("name", ["zero.toml", "fifo.toml"])
+def test_a_rule_file_that_is_not_a_regular_file_is_one_line(
+    endless: dict[str, Path], name: str
+) -> None:
+    proc = _bounded("rules", "list", "--rules", str(endless[name]))
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2 and err.splitlines() == [err] and "not a regular file" in err
+
+
+def test_facts_that_are_not_a_regular_file_are_one_line(endless: dict[str, Path]) -> None:
+    proc = _bounded("doctor", "--facts", str(endless["zero.json"]))
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2 and "not a regular file" in err
+    proc = _bounded("doctor", "--config", "/dev/zero")
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr.decode()
