@@ -310,11 +310,14 @@ def probe_could_not_measure(facts: Facts) -> Outcome:
     if not failure:
         return Outcome.passed("the probe ran every phase")
     kind = str(failure.get("kind"))
+    on_cpu = probe.get("device") == "cpu"
     fixes = {
         "import": "install the framework into the audited environment, or pick the other "
         "with --framework",
         "device": "see the GPU and frameworks checks above; --device cpu measures the pipeline",
-        "oom": "free the GPU (other processes) or probe a smaller --model / --batch-size",
+        "oom": "free memory (other processes) or probe a smaller --model / --batch-size"
+        if on_cpu
+        else "free the GPU (other processes) or probe a smaller --model / --batch-size",
         "timeout": "probe with a smaller --budget, --image-size or --model",
         "data": "point --data at an image folder (class subfolders of JPEG/PNG files)",
         "model": "use a built-in model (small-cnn, deep-cnn) or install torchvision",
