@@ -197,16 +197,12 @@ def test_the_engine_does_not_import_the_checks() -> None:
                 assert not name.startswith(("envcheck.checks", "envcheck.rulebook")), path
 
 
-# The script audit's internals belong to its own issue (11), which reshapes them.
-PRIVATE_IMPORTS_PENDING = {"envcheck/scripts/torch_loops.py", "envcheck/scripts/tf_keras.py"}
 
 
 def test_no_private_name_is_imported_across_modules() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE.parent).as_posix()
-        if relative in PRIVATE_IMPORTS_PENDING:
-            continue
         for node in _imports(path):
             if not (node.module or "").startswith("envcheck"):
                 continue
@@ -218,17 +214,11 @@ def test_no_private_name_is_imported_across_modules() -> None:
     assert offenders == []
 
 
-# Modules that other issues' work reshapes (the script audit: issue 11; the platform
-# collectors: issue 14's split; the NVML collector: issue 12).
+# Modules the script audit's work (issue 11) is still reshaping.
 SIZE_PENDING = {
     "envcheck/checks/scripts_tf.py",
     "envcheck/checks/scripts_torch.py",
-    "envcheck/scripts/tf_keras.py",
     "envcheck/scripts/torch_loops.py",
-    "envcheck/collectors/antivirus.py",
-    "envcheck/collectors/dataset.py",
-    "envcheck/collectors/storage.py",
-    "envcheck/collectors/gpu.py",
 }
 
 
