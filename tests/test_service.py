@@ -197,8 +197,6 @@ def test_the_engine_does_not_import_the_checks() -> None:
                 assert not name.startswith(("envcheck.checks", "envcheck.rulebook")), path
 
 
-
-
 def test_no_private_name_is_imported_across_modules() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
