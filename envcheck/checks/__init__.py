@@ -8,6 +8,7 @@ from envcheck.checks import (  # noqa: F401
     keras_tf,
     packages,
     probe,
+    run,
     scripts_precision,
     scripts_tf,
     scripts_torch,
