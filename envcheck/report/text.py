@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
-from envcheck.report import probe_text
+from envcheck.report import probe_text, run_text
 
 AREAS = (
     "platform",
@@ -36,6 +36,7 @@ AREA_SECTIONS = {
     "data": ("storage", "dataset", "read_throughput", "antivirus"),
     "scripts": ("scripts",),
     "probe": ("probe",),
+    "run": ("run", "fix"),
 }
 AREA_TITLES = {
     "platform": "Platform",
@@ -48,6 +49,7 @@ AREA_TITLES = {
     "packages": "Packages",
     "environment": "Environment",
     "probe": "Probe",
+    "run": "Run",
 }
 _SEVERITY_STYLE = {
     Severity.CRITICAL: "bold red",
@@ -131,8 +133,9 @@ def _finding_block(rank: int, f: Finding) -> list[str]:
 
 
 def _areas(report: Report) -> list[str]:
-    extra = sorted({c.category for c in report.checks} - set(AREAS))
-    return [*AREAS, *extra]
+    extra = sorted({c.category for c in report.checks} - set(AREAS) - {run_text.AREA})
+    measured = [run_text.AREA] if run_text.present(report.facts) else []
+    return [*AREAS, *measured, *extra]
 
 
 def _area_block(
@@ -162,6 +165,8 @@ def _area_block(
     lines = [f"[{mark}] [bold]{title}[/bold]  {escape(detail)}"]
     if area == "probe":
         lines += probe_text.detail_lines(facts.get("probe"), ascii_only=sym["ok"] != "✓")
+    if area == run_text.AREA:
+        lines += run_text.detail_lines(facts)
     for section, reason in failed.items():
         lines.append(
             f"    [yellow]{sym['unknown']}[/yellow] {section} facts unavailable: {escape(reason)}"
@@ -358,6 +363,7 @@ _DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "packages": _packages,
     "environment": _environment,
     "probe": probe_text.headline,
+    "run": run_text.headline,
 }
 
 
