@@ -54,6 +54,7 @@ def main():
     p.add_argument("--exit", type=int, default=0)
     a = p.parse_args()
     torch.manual_seed(0)
+    torch.set_num_threads(1)
     data = Slow(a.batch * a.batches, a.load_ms / 1000.0 / a.batch)
     loader = DataLoader(data, batch_size=a.batch, shuffle=True, num_workers=a.workers)
     model = Net(a.compute_ms / 1000.0)
