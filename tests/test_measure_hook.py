@@ -189,8 +189,18 @@ def test_stdout_and_exit_code_are_the_programs_own(tmp_path: Path) -> None:
     )
     before = sorted(p.name for p in tmp_path.iterdir())
     result = subprocess.run(
-        [sys.executable, "-m", "envcheck", "run", "--measure", "--select", "EC7", "--"]
-        + [sys.executable, str(program)],
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "run",
+            "--measure",
+            "--select",
+            "EC7",
+            "--",
+            sys.executable,
+            str(program),
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -204,8 +214,17 @@ def test_stdout_and_exit_code_are_the_programs_own(tmp_path: Path) -> None:
 
 def test_a_command_that_cannot_start_is_a_shell_code(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "envcheck", "run", "--measure", "--select", "EC7", "--"]
-        + [str(tmp_path / "no-such-program")],
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "run",
+            "--measure",
+            "--select",
+            "EC7",
+            "--",
+            str(tmp_path / "no-such-program"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -308,9 +327,27 @@ def test_stop_after_ends_the_run_once_measured_and_spawned_workers_carry_the_hoo
 def test_the_cli_reports_the_run_in_json(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     result = subprocess.run(
-        [sys.executable, "-m", "envcheck", "run", "--measure", "--steps", "5", "--stop-after"]
-        + ["--format", "json", "-o", str(report_path), "--"]
-        + [str(FW_PYTHON), str(TORCH_TRAIN), "--load-ms", "60", "--compute-ms", "20"],
+        [
+            sys.executable,
+            "-m",
+            "envcheck",
+            "run",
+            "--measure",
+            "--steps",
+            "5",
+            "--stop-after",
+            "--format",
+            "json",
+            "-o",
+            str(report_path),
+            "--",
+            str(FW_PYTHON),
+            str(TORCH_TRAIN),
+            "--load-ms",
+            "60",
+            "--compute-ms",
+            "20",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
