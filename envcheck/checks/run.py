@@ -78,7 +78,7 @@ def _input_fix(run: dict[str, Any], facts: Facts) -> tuple[str, Optional[Impact]
     trial = kept_trial(facts, "num_workers") or kept_trial(facts, "tf_data")
     if trial is not None:
         impact = Impact(
-            float(trial["ratio"]), Basis.MEASURED, f"envcheck fix: {proven_text(trial)}"
+            round(float(trial["ratio"]), 2), Basis.MEASURED, f"envcheck fix: {proven_text(trial)}"
         )
         return f"{trial['change']}  # proven on this run: {proven_text(trial)}", impact
     share = float(run["input_share"])
@@ -335,7 +335,9 @@ def proven_speedup(facts: Facts) -> Outcome:
                 },
                 evidence={"trial": trial},
                 impact=Impact(
-                    float(trial["ratio"]), Basis.MEASURED, f"envcheck fix: {proven_text(trial)}"
+                    round(float(trial["ratio"]), 2),
+                    Basis.MEASURED,
+                    f"envcheck fix: {proven_text(trial)}",
                 ),
             )
         )

@@ -473,6 +473,7 @@ def patch_torch(torch: Any) -> None:
         fetcher.fetch = _timed_fetch(fetcher.fetch, torch)
 
     tensor = torch.Tensor
+    raw_item = tensor.item  # the loss is read without counting as the user's sync
     for name in ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__"):
         wrap(tensor, name, "host_sync")
     for name in ("__repr__", "__format__"):
@@ -481,7 +482,7 @@ def patch_torch(torch: Any) -> None:
     _wrap_copy(tensor, "to")
     _wrap_copy(tensor, "cuda")
     wrap(torch, "save", "checkpoint")
-    _wrap_backward(tensor)
+    _wrap_backward(tensor, raw_item)
     _wrap_forward(torch.nn.Module)
     _wrap_optimizer(torch)
     if agent.overrides.get("cudnn_benchmark"):
@@ -529,14 +530,14 @@ def _wrap_copy(tensor: Any, name: str) -> None:
     setattr(tensor, name, copy)
 
 
-def _wrap_backward(tensor: Any) -> None:
+def _wrap_backward(tensor: Any, raw_item: Callable[[Any], Any]) -> None:
     original = tensor.backward
 
     @functools.wraps(original)
     def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
         agent = _agent()
         if agent.loss_steps and self.numel() == 1:
-            agent.record_loss(lambda: self.detach().float().item())
+            agent.record_loss(lambda: raw_item(self.detach().float()))
         entered = agent.enter("compute")
         if entered:
             agent.train = True
