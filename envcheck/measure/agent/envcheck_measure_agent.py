@@ -58,6 +58,7 @@ class Agent:
         self.steps_wanted = int(settings.get("steps", 100))
         self.seconds_wanted = float(settings.get("seconds", 60.0))
         self.stop = bool(settings.get("stop", False))
+        self.hard_stop = bool(settings.get("hard_stop", False))
         self.loss_steps = int(settings.get("loss_steps", 0))
         self.overrides: dict[str, Any] = dict(settings.get("overrides") or {})
         self.pid = os.getpid()
@@ -192,6 +193,11 @@ class Agent:
         if enough or late:
             self.done = True
             self.flush(final=True)
+            if self.stop and self.hard_stop:
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(Exception):
+                        stream.flush()
+                os._exit(0)  # envcheck fix's trial runs: no interpreter teardown to wait for
             if self.stop:
                 raise SystemExit(0)
 
