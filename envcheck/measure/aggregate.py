@@ -2,9 +2,10 @@
 
 Pure functions of the records (no framework, no clock), so every number is tested from
 data. The measured process is the one with the most training steps in its window (a
-launcher or a data-preparation helper may run Python too). Shares are of the summed step
-time of the window; `other` is what no timer claimed (the user's own Python between the
-timed calls); they sum to 1. The input share is the data wait, the TensorFlow Profiler's
+launcher or a data-preparation helper may run Python too); the framework is the one whose
+loader fed the window (a custom tf.data loop imports Keras too, yet is TensorFlow's).
+Shares are of the summed step time of the window; `other` is what no timer claimed (the
+user's own Python between the timed calls); they sum to 1. The input share is the data wait, the TensorFlow Profiler's
 definition, judged with the probe's bands.
 """
 
@@ -169,6 +170,8 @@ def summarize(
     points = timeline(samples, began, t0, t1)
     total = sum(step_times)
     first = process.get("first_step")
+    loader = loader_section(process, steps, workers)
+    base["framework"] = loader.get("framework") or base["framework"]
     return {
         **base,
         "status": "ok" if process.get("state") == "done" else "partial",
@@ -187,7 +190,7 @@ def summarize(
         "input_share": share,
         "verdict": verdict(share),
         "host_syncs_per_step": round(statistics.fmean(int(s.get("syncs") or 0) for s in steps), 2),
-        "loader": loader_section(process, steps, workers),
+        "loader": loader,
         "startup_s": round(float(first) - began, 3) if first is not None else None,
         "time_to_verdict_s": round(float(t1) - began, 3) if t1 is not None else None,
         "gpu_util_mean": gpu_util(points),
