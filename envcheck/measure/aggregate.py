@@ -5,8 +5,8 @@ data. The measured process is the one with the most training steps in its window
 launcher or a data-preparation helper may run Python too); the framework is the one whose
 loader fed the window (a custom tf.data loop imports Keras too, yet is TensorFlow's).
 Shares are of the summed step time of the window; `other` is what no timer claimed (the
-user's own Python between the timed calls); they sum to 1. The input share is the data wait, the TensorFlow Profiler's
-definition, judged with the probe's bands.
+user's own Python between the timed calls); they sum to 1. The input share is the data
+wait, the TensorFlow Profiler's definition, judged with the probe's bands.
 """
 
 from __future__ import annotations
