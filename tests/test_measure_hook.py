@@ -359,3 +359,25 @@ def test_the_cli_reports_the_run_in_json(tmp_path: Path) -> None:
     assert "envcheck: measured 5 steps of your run" in result.stderr
     assert report["facts"]["frameworks"]["torch"] is not None  # the command's Python
     assert report["facts"]["scripts"]["files"][0].endswith("torch_train.py")
+
+
+@needs_fw
+@pytest.mark.slow
+def test_lightning_training_is_measured(tmp_path: Path) -> None:
+    program = PROGRAMS / "lightning_train.py"
+    with open(tmp_path / "child.log", "w") as log:
+        run = measure_run(
+            MeasureRequest(
+                command=[str(FW_PYTHON), str(program), "--load-ms", "40"],
+                steps=8,
+                warmup=3,
+                sample=False,
+                stdout=log,
+                stderr=log,
+            )
+        )
+    assert run["status"] == "ok", (run, (tmp_path / "child.log").read_text())
+    assert run["verdict"] == "highly-input-bound"
+    loader = run["loader"]
+    assert loader["site"].endswith("lightning_train.py:43")  # the user's line, not Lightning's
+    assert loader["dataset_s_per_batch"] == pytest.approx(0.040, rel=0.5)

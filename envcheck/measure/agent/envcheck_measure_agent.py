@@ -370,14 +370,17 @@ def batch_source(
 # PyTorch -------------------------------------------------------------------------------
 
 
+FRAMEWORK_MODULES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "keras")
+
+
 def _caller_site() -> Optional[str]:
-    """file:line of the first frame outside torch, lightning and this agent."""
+    """file:line of the first caller outside the frameworks and this agent."""
     frame: Optional[FrameType] = sys._getframe(2)
-    skip = (os.sep + "torch" + os.sep, "lightning", "envcheck_measure_agent")
     while frame is not None:
-        name = frame.f_code.co_filename
-        if not any(s in name for s in skip):
-            return f"{os.path.abspath(name)}:{frame.f_lineno}"
+        module = str(frame.f_globals.get("__name__", ""))
+        top = module.split(".", 1)[0]
+        if top not in FRAMEWORK_MODULES and module != __name__:
+            return f"{os.path.abspath(frame.f_code.co_filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None
 
