@@ -27,6 +27,16 @@ PAIRED_TRIALS = (
     "log speed ratios (docs/guide.md, `envcheck fix`)"
 )
 INPUT_BOUND = ("highly-input-bound", "moderately-input-bound")
+# envcheck fix's settings that feed batches faster: a kept one is EC701's proven fix.
+INPUT_KNOBS = (
+    "num_workers",
+    "persistent_workers",
+    "prefetch_factor",
+    "pin_memory",
+    "tf_data",
+    "tf_prefetch",
+    "keras_workers",
+)
 # A share of step time worth a finding for host syncs and for checkpoint + logging.
 SYNC_SHARE = 0.05
 SIDE_WORK_SHARE = 0.10
@@ -75,7 +85,10 @@ def proven_text(trial: dict[str, Any]) -> str:
 
 def _input_fix(run: dict[str, Any], facts: Facts) -> tuple[str, Optional[Impact]]:
     loader = run.get("loader") or {}
-    trial = kept_trial(facts, "num_workers") or kept_trial(facts, "tf_data")
+    proven = [kept_trial(facts, knob) for knob in INPUT_KNOBS]
+    trial = max(
+        (t for t in proven if t is not None), key=lambda t: t.get("ratio") or 0.0, default=None
+    )
     if trial is not None:
         impact = Impact(
             round(float(trial["ratio"]), 2), Basis.MEASURED, f"envcheck fix: {proven_text(trial)}"

@@ -89,12 +89,30 @@ def read_records(out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     for path in sorted(out.glob("*.json")):
         with contextlib.suppress(OSError, ValueError):
             record = json.loads(path.read_text(encoding="utf-8"))
-            (workers if record.get("role") == "worker" else processes).append(record)
+            if record.get("role") == "worker":
+                workers.append(record)
+            else:
+                record["steps"] = read_steps(out / str(record.get("steps_file") or ""))
+                processes.append(record)
     return processes, workers
 
 
+def read_steps(path: Path) -> list[dict[str, Any]]:
+    """The steps a process appended; a line cut short by a kill is left out."""
+    steps = []
+    with contextlib.suppress(OSError):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                steps.append(json.loads(line))
+    return steps
+
+
 def window_done(out: Path) -> bool:
-    return any(p.get("state") == "done" for p in read_records(out)[0])
+    for path in out.glob("proc-*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(path.read_text(encoding="utf-8")).get("state") == "done":
+                return True
+    return False
 
 
 class Forwarder:

@@ -44,6 +44,7 @@ from typing import Any, Callable, Optional, Sequence
 CATEGORIES = ("data_wait", "host_sync", "copy", "compute", "checkpoint", "logging")
 FLUSH_EVERY_S = 1.0
 WORKER_FLUSH_EVERY_S = 0.5
+STOP_GRACE_S = 5.0  # after --stop-after's SystemExit, os._exit if still running
 
 _now = time.perf_counter
 
@@ -75,6 +76,7 @@ class Agent:
         self.loader: Optional[str] = None
         self.train_steps = 0
         self.window: list[dict[str, Any]] = []
+        self.flushed = 0
         self.window_t0: Optional[float] = None
         self.window_t1: Optional[float] = None
         self.first_step_mono: Optional[float] = None
@@ -199,6 +201,10 @@ class Agent:
                         stream.flush()
                 os._exit(0)  # envcheck fix's trial runs: no interpreter teardown to wait for
             if self.stop:
+                # A program whose threads hold up the interpreter's exit still ends.
+                watchdog = threading.Timer(STOP_GRACE_S, os._exit, [0])
+                watchdog.daemon = True
+                watchdog.start()
                 raise SystemExit(0)
 
     def mark_train(self) -> None:
@@ -239,6 +245,12 @@ class Agent:
             name, record = f"proc-{self.pid}.json", self.record(final)
         else:
             return
+        if not self.worker_role and self.flushed < len(self.window):
+            # steps are appended, never rewritten: a flush costs the new steps only
+            lines = "".join(json.dumps(step) + "\n" for step in self.window[self.flushed :])
+            with open(os.path.join(self.out, f"steps-{self.pid}.jsonl"), "a") as steps:
+                steps.write(lines)
+            self.flushed = len(self.window)
         path = os.path.join(self.out, name)
         temp = f"{path}.{threading.get_ident()}.tmp"
         with open(temp, "w", encoding="utf-8") as handle:
@@ -269,7 +281,8 @@ class Agent:
             "started": self.started_mono,
             "first_step": self.first_step_mono,
             "window": {"t0": self.window_t0, "t1": self.window_t1},
-            "steps": self.window,
+            "steps_file": f"steps-{self.pid}.jsonl",
+            "steps_written": self.flushed,
             "loaders": self.loaders,
             "losses": self.losses,
             "fetch": {
