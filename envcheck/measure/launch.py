@@ -40,7 +40,6 @@ class HookSettings:
     steps: int = 100
     seconds: float = 60.0
     stop: bool = False
-    hard_stop: bool = False  # end with os._exit: for envcheck fix's own trial runs
     loss_steps: int = 0
     overrides: dict[str, Any] = field(default_factory=dict)
 
@@ -52,7 +51,6 @@ class HookSettings:
                 "steps": self.steps,
                 "seconds": self.seconds,
                 "stop": self.stop,
-                "hard_stop": self.hard_stop,
                 "loss_steps": self.loss_steps,
                 "overrides": self.overrides,
             }

@@ -74,7 +74,6 @@ class Trials:
                     seconds=self.request.seconds,
                     warmup=self.request.warmup,
                     stop_after=True,
-                    hard_stop=True,
                     overrides=dict(overrides),
                     loss_steps=self.request.loss_steps,
                     sample=self.count == 1,

@@ -26,7 +26,6 @@ class MeasureRequest:
     seconds: float = DEFAULT_SECONDS
     warmup: int = DEFAULT_WARMUP
     stop_after: bool = False
-    hard_stop: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
     loss_steps: int = 0
     sample: bool = True
@@ -43,7 +42,6 @@ def measure_run(request: MeasureRequest) -> dict[str, Any]:
         steps=request.steps,
         seconds=request.seconds,
         stop=request.stop_after,
-        hard_stop=request.hard_stop,
         loss_steps=request.loss_steps,
         overrides=dict(request.overrides),
     )

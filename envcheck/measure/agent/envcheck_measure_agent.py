@@ -17,7 +17,7 @@ Timers nest and count exclusive time, so a sync inside a forward is counted once
 runs from one batch request to the next; it is a training step when it ran a backward
 pass, an optimizer step or a compiled function. After `warmup` training steps it records
 `steps` of them (or `seconds`), writes its records to the folder the parent named, and,
-with `stop`, ends the program with SystemExit(0) at the next batch request.
+with `stop`, ends the program (exit 0) at the next batch request.
 
 Results go to ENVCHECK_MEASURE's `out` folder (a temporary folder of the parent's), never
 into the user's tree. Any failure of the agent is written once to stderr; from then on
@@ -44,7 +44,6 @@ from typing import Any, Callable, Optional, Sequence
 CATEGORIES = ("data_wait", "host_sync", "copy", "compute", "checkpoint", "logging")
 FLUSH_EVERY_S = 1.0
 WORKER_FLUSH_EVERY_S = 0.5
-STOP_GRACE_S = 5.0  # after --stop-after's SystemExit, os._exit if still running
 
 _now = time.perf_counter
 
@@ -59,7 +58,6 @@ class Agent:
         self.steps_wanted = int(settings.get("steps", 100))
         self.seconds_wanted = float(settings.get("seconds", 60.0))
         self.stop = bool(settings.get("stop", False))
-        self.hard_stop = bool(settings.get("hard_stop", False))
         self.loss_steps = int(settings.get("loss_steps", 0))
         self.overrides: dict[str, Any] = dict(settings.get("overrides") or {})
         self.pid = os.getpid()
@@ -116,31 +114,27 @@ class Agent:
     # timers --------------------------------------------------------------------------
 
     def timing(self) -> bool:
-        return (
-            not self.broken
-            and not self.done
-            and self.thread is not None
-            and threading.get_ident() == self.thread
-        )
+        return not (self.broken or self.done) and threading.get_ident() == self.thread
 
     def enter(self, category: str) -> bool:
-        if not self.timing():
+        """Start a timer (on the training thread only); False when not timing."""
+        if self.broken or self.done or threading.get_ident() != self.thread:
             return False
         self.stack.append([category, _now(), 0.0])
         return True
 
     def leave(self, category: Optional[str] = None) -> None:
-        try:
-            if not self.stack:
-                return
-            frame = self.stack.pop()
-            spent = _now() - frame[1]
-            name = category or frame[0]
-            self.acc[name] = self.acc.get(name, 0.0) + spent - frame[2]
-            if self.stack:
-                self.stack[-1][2] += spent
-        except Exception as exc:
-            self.fail("a timer", exc)
+        """Stop the innermost timer: its time less its children's goes to its category."""
+        stack = self.stack
+        if not stack:
+            return  # a step boundary emptied the stack meanwhile
+        name, start, children = stack.pop()
+        spent = _now() - start
+        name = category or name
+        acc = self.acc
+        acc[name] = acc.get(name, 0.0) + spent - children
+        if stack:
+            stack[-1][2] += spent
 
     # steps ---------------------------------------------------------------------------
 
@@ -179,11 +173,11 @@ class Agent:
             self.first_step_mono = self.open_mono
         if self.train_steps <= self.warmup:
             return
-        record: dict[str, Any] = {k: round(v, 7) for k, v in self.acc.items() if k in CATEGORIES}
-        record["step_s"] = round(duration, 7)
+        record: dict[str, Any] = self.acc  # a fresh dict each step (boundary)
+        record["step_s"] = duration
         record["syncs"] = self.syncs
         record["loader"] = self.loader
-        record["t"] = round(self.open_mono, 6)
+        record["t"] = self.open_mono
         self.window.append(record)
         self.window_t1 = self.open_mono + duration
 
@@ -195,17 +189,8 @@ class Agent:
         if enough or late:
             self.done = True
             self.flush(final=True)
-            if self.stop and self.hard_stop:
-                for stream in (sys.stdout, sys.stderr):
-                    with contextlib.suppress(Exception):
-                        stream.flush()
-                os._exit(0)  # envcheck fix's trial runs: no interpreter teardown to wait for
             if self.stop:
-                # A program whose threads hold up the interpreter's exit still ends.
-                watchdog = threading.Timer(STOP_GRACE_S, os._exit, [0])
-                watchdog.daemon = True
-                watchdog.start()
-                raise SystemExit(0)
+                stop_now()
 
     def mark_train(self) -> None:
         if self.timing():
@@ -309,6 +294,24 @@ class Agent:
 AGENT: Optional[Agent] = None
 
 
+def stop_now() -> None:
+    """End the program once its window is measured (--stop-after): its output flushed
+    and its atexit handlers run (multiprocessing's among them: loader workers are
+    stopped), then os._exit(0). Not SystemExit: TensorFlow's threads can hold up the
+    interpreter's teardown for good."""
+    import atexit as exits
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.suppress(BaseException):
+        exits._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
+
+
 def mark(function: Callable[..., Any]) -> None:
     """Flag a wrapper, so that patching twice never wraps a wrapper."""
     function.__dict__["__envcheck_wrapped__"] = True
@@ -365,7 +368,7 @@ def batch_source(
         except Exception as exc:
             agent.fail("reading the loader", exc)
             return original(self)
-        agent.boundary(key)  # may raise SystemExit(0): the window is measured (--stop-after)
+        agent.boundary(key)  # may end the program: the window is measured (--stop-after)
         entered = agent.enter("data_wait")
         try:
             return original(self)
@@ -472,12 +475,17 @@ def patch_torch(torch: Any) -> None:
     base = dataloader._BaseDataLoaderIter
 
     def loader_key(iterator: Any) -> str:
+        key = getattr(iterator, "_envcheck_key", None)
+        if key is not None:
+            return str(key)
         loader = getattr(iterator, "_envcheck_loader", None)
         if loader is None:
             return "torch"
         key = f"torch:{id(loader)}"
         if key not in agent.loaders:
             agent.loaders[key] = _loader_settings(loader)
+        with contextlib.suppress(Exception):
+            iterator._envcheck_key = key
         return key
 
     iter_init = base.__init__
