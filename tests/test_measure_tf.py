@@ -45,12 +45,16 @@ def test_custom_tf_data_loop(tmp_path: Path) -> None:
     assert run["framework"] == "tensorflow"
     assert run["loader"]["kind"] == "tf.data"
     assert run["loader"]["chain"] == ["TensorSlice", "Batch", "Map"]
+    # the Python inside the map's tf.py_function, timed per call: the 40 ms sleep
+    assert run["loader"]["dataset_s_per_batch"] == pytest.approx(0.040, rel=0.25)
+    assert run["loader"]["dataset_share_of_wait"] > 0.8
 
 
 def test_keras_fit_on_tf_data(tmp_path: Path) -> None:
     run = tf_run(tmp_path, "fit-data")
     assert run["framework"] == "keras"
     assert run["loader"]["chain"][-1] == "Map"
+    assert run["loader"]["dataset_s_per_batch"] == pytest.approx(0.040, rel=0.25)
 
 
 def test_keras_fit_on_a_sequence(tmp_path: Path) -> None:

@@ -88,7 +88,8 @@ def user_code(
     """Time in the user's Dataset code (`__getitem__` and collate) per batch.
 
     In the training process (no workers) it is measured inside the window and compared
-    with the wait; in worker processes it is over the whole run."""
+    with the wait; in worker processes it is over the whole run. For tf.data it is the
+    Python functions of tf.py_function / numpy_function maps, per training step."""
     fetch = process.get("fetch") or {}
     wait = sum(float(s.get("data_wait") or 0.0) for s in steps)
     if fetch.get("window_n"):
@@ -98,6 +99,18 @@ def user_code(
             "dataset_measured_in": "training process",
             "dataset_share_of_wait": round(min(1.0, float(fetch["window_s"]) / wait), 4)
             if wait > 0
+            else None,
+        }
+    mapped = process.get("python_map") or {}
+    if mapped.get("window_n") and steps:
+        fed_by = (process.get("loaders") or {}).get(str(steps[0].get("loader"))) or {}
+        serial = "ParallelMap" not in (fed_by.get("chain") or [])
+        return {
+            "dataset_s_per_batch": round(float(mapped["window_s"]) / len(steps), 6),
+            "dataset_measured_in": "tf.py_function / numpy_function calls",
+            # parallel calls overlap: their summed time is no share of the wait
+            "dataset_share_of_wait": round(min(1.0, float(mapped["window_s"]) / wait), 4)
+            if wait > 0 and serial
             else None,
         }
     mine = [w for w in workers if pid is None or w.get("ppid") == pid] or list(workers)

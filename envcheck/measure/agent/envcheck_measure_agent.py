@@ -84,6 +84,11 @@ class Agent:
         self.fetch_n = 0
         self.fetch_window_s = 0.0
         self.fetch_window_n = 0
+        self.lock = threading.Lock()
+        self.map_s = 0.0
+        self.map_n = 0
+        self.map_window_s = 0.0
+        self.map_window_n = 0
         self.framework: Optional[str] = None
         self.device: Optional[str] = None
         self.applied: list[str] = []
@@ -219,6 +224,15 @@ class Agent:
             if self.fetch_n == 1 or mono - self.last_flush > WORKER_FLUSH_EVERY_S:
                 self.flush()
 
+    def mapped(self, seconds: float) -> None:
+        """A tf.py_function / numpy_function call of the user's map code (any thread)."""
+        with self.lock:
+            self.map_s += seconds
+            self.map_n += 1
+            if self.window_t0 is not None and not self.done:
+                self.map_window_s += seconds
+                self.map_window_n += 1
+
     # results -------------------------------------------------------------------------
 
     def flush(self, final: bool = False) -> None:
@@ -275,6 +289,12 @@ class Agent:
                 "n": self.fetch_n,
                 "window_s": round(self.fetch_window_s, 6),
                 "window_n": self.fetch_window_n,
+            },
+            "python_map": {
+                "s": round(self.map_s, 6),
+                "n": self.map_n,
+                "window_s": round(self.map_window_s, 6),
+                "window_n": self.map_window_n,
             },
             "applied": self.applied,
             "errors": self.errors,
@@ -667,7 +687,41 @@ def patch_tensorflow(tf: Any) -> None:
     # Keras fit feeds its own iterator (below); this one is for custom loops.
     owned.__next__ = batch_source(owned.__next__, tf_key, lambda: not agent.in_fit)
     wrap(polymorphic_function.Function, "__call__", "compute", train=True)
+    for name in ("py_function", "numpy_function"):
+        if hasattr(tf, name):
+            setattr(tf, name, _timed_python_map(getattr(tf, name)))
     _tf_overrides(agent, dataset_ops)
+
+
+def _timed_python_map(original: Callable[..., Any]) -> Callable[..., Any]:
+    """tf.py_function / tf.numpy_function whose Python function is timed per call: the
+    user's own code inside the tf.data pipeline (a pure-TF map runs in the graph and is
+    not visible from Python)."""
+
+    def timed(function: Any) -> Any:
+        if not callable(function):
+            return function
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = _now()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _agent().mapped(_now() - start)
+
+        return call
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = (timed(args[0]), *args[1:])
+        elif "func" in kwargs:
+            kwargs["func"] = timed(kwargs["func"])
+        return original(*args, **kwargs)
+
+    mark(wrapper)
+    return wrapper
 
 
 def _tf_overrides(agent: Agent, dataset_ops: Any) -> None:
