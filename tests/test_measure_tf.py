@@ -62,3 +62,5 @@ def test_keras_fit_on_a_sequence(tmp_path: Path) -> None:
     loader = run["loader"]
     assert (loader["kind"], loader["dataset"]) == ("PyDatasetAdapter", "__main__.Batches")
     assert (loader["workers"], loader["use_multiprocessing"]) == (1, False)
+    assert loader["dataset_measured_in"] == "PyDataset.__getitem__"
+    assert loader["dataset_s_per_batch"] == pytest.approx(0.040, rel=0.25)

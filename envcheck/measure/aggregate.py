@@ -89,7 +89,8 @@ def user_code(
 
     In the training process (no workers) it is measured inside the window and compared
     with the wait; in worker processes it is over the whole run. For tf.data it is the
-    Python functions of tf.py_function / numpy_function maps, per training step."""
+    Python functions of tf.py_function / numpy_function maps, for Keras a PyDataset's
+    __getitem__, per training step."""
     fetch = process.get("fetch") or {}
     wait = sum(float(s.get("data_wait") or 0.0) for s in steps)
     if fetch.get("window_n"):
@@ -107,7 +108,7 @@ def user_code(
         serial = "ParallelMap" not in (fed_by.get("chain") or [])
         return {
             "dataset_s_per_batch": round(float(mapped["window_s"]) / len(steps), 6),
-            "dataset_measured_in": "tf.py_function / numpy_function calls",
+            "dataset_measured_in": mapped.get("source") or "the loader's Python calls",
             # parallel calls overlap: their summed time is no share of the wait
             "dataset_share_of_wait": round(min(1.0, float(mapped["window_s"]) / wait), 4)
             if wait > 0 and serial

@@ -89,6 +89,7 @@ class Agent:
         self.map_n = 0
         self.map_window_s = 0.0
         self.map_window_n = 0
+        self.map_source: Optional[str] = None
         self.framework: Optional[str] = None
         self.device: Optional[str] = None
         self.applied: list[str] = []
@@ -224,9 +225,11 @@ class Agent:
             if self.fetch_n == 1 or mono - self.last_flush > WORKER_FLUSH_EVERY_S:
                 self.flush()
 
-    def mapped(self, seconds: float) -> None:
-        """A tf.py_function / numpy_function call of the user's map code (any thread)."""
+    def mapped(self, seconds: float, source: str) -> None:
+        """A call of the user's loader code run by TensorFlow or Keras (any thread):
+        a tf.py_function / numpy_function, or a PyDataset's __getitem__."""
         with self.lock:
+            self.map_source = source
             self.map_s += seconds
             self.map_n += 1
             if self.window_t0 is not None and not self.done:
@@ -291,6 +294,7 @@ class Agent:
                 "window_n": self.fetch_window_n,
             },
             "python_map": {
+                "source": self.map_source,
                 "s": round(self.map_s, 6),
                 "n": self.map_n,
                 "window_s": round(self.map_window_s, 6),
@@ -708,7 +712,7 @@ def _timed_python_map(original: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 return function(*args, **kwargs)
             finally:
-                _agent().mapped(_now() - start)
+                _agent().mapped(_now() - start, "tf.py_function / numpy_function calls")
 
         return call
 
@@ -834,7 +838,39 @@ def patch_keras(keras: Any) -> None:
     _record_keras_loss(callback_list.CallbackList, agent)
     for name in ("save", "save_weights"):
         wrap(base_trainer.Trainer, name, "checkpoint")
+    _time_py_datasets(agent)
     _keras_overrides(agent, keras)
+
+
+def _time_py_datasets(agent: Agent) -> None:
+    """Each PyDataset (keras.utils.Sequence) class gets its __getitem__ timed, in
+    whichever thread Keras calls it (its enqueuer's workers included)."""
+    from keras.src.trainers.data_adapters import py_dataset_adapter
+
+    cls = py_dataset_adapter.PyDataset
+    original = cls.__init__
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        kind = type(self)
+        getitem = kind.__dict__.get("__getitem__")
+        if getitem is None or getattr(getitem, "__envcheck_wrapped__", False):
+            return
+
+        @functools.wraps(getitem)
+        def timed_getitem(dataset: Any, index: Any) -> Any:
+            start = _now()
+            try:
+                return getitem(dataset, index)
+            finally:
+                agent.mapped(_now() - start, "PyDataset.__getitem__")
+
+        mark(timed_getitem)
+        with contextlib.suppress(Exception):
+            kind.__getitem__ = timed_getitem
+
+    cls.__init__ = __init__
 
 
 def _end_epoch_on_stop(trainer: Any) -> None:
