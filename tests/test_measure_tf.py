@@ -64,3 +64,25 @@ def test_keras_fit_on_a_sequence(tmp_path: Path) -> None:
     assert (loader["workers"], loader["use_multiprocessing"]) == (1, False)
     assert loader["dataset_measured_in"] == "PyDataset.__getitem__"
     assert loader["dataset_s_per_batch"] == pytest.approx(0.040, rel=0.25)
+
+
+def test_fix_injects_a_parallel_map(tmp_path: Path) -> None:
+    """envcheck fix's tf.data candidate, as the hook injects it: the same program's map
+    runs with num_parallel_calls=AUTOTUNE, and the 40 ms calls overlap."""
+    command = [str(FW_PYTHON), str(TF_TRAIN), "--mode", "loop", "--load-ms", "40"]
+    with open(tmp_path / "child.log", "w") as log:
+        run = measure_run(
+            MeasureRequest(
+                command=command,
+                steps=8,
+                warmup=3,
+                sample=False,
+                stop_after=True,
+                overrides={"tf_data": {"parallel_map": True}},
+                stdout=log,
+                stderr=log,
+            )
+        )
+    assert run["applied"] == ["map(num_parallel_calls=tf.data.AUTOTUNE)"], run
+    assert run["loader"]["chain"] == ["TensorSlice", "Batch", "ParallelMap"]
+    assert run["loader"]["dataset_share_of_wait"] is None  # overlapping calls: no share
