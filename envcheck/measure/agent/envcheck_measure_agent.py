@@ -46,6 +46,7 @@ FLUSH_EVERY_S = 1.0
 WORKER_FLUSH_EVERY_S = 0.5
 
 _now = time.perf_counter
+_ident = threading.get_ident
 
 
 class Agent:
@@ -120,11 +121,11 @@ class Agent:
     # timers --------------------------------------------------------------------------
 
     def timing(self) -> bool:
-        return not (self.broken or self.done) and threading.get_ident() == self.thread
+        return not (self.broken or self.done) and _ident() == self.thread
 
     def enter(self, category: str) -> bool:
         """Start a timer (on the training thread only); False when not timing."""
-        if self.broken or self.done or threading.get_ident() != self.thread:
+        if self.broken or self.done or _ident() != self.thread:
             return False
         self.stack.append([category, _now(), 0.0])
         return True
@@ -354,7 +355,7 @@ def timed(category: str, function: Callable[..., Any], train: bool = False) -> C
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        agent = _agent()
+        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
         entered = agent.enter(category)
         if entered and train:
             agent.train = True
@@ -384,7 +385,7 @@ def batch_source(
 
     @functools.wraps(original)
     def __next__(self: Any) -> Any:
-        agent = _agent()
+        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
         if agent.broken or agent.done or not train():
             return original(self)
         try:
@@ -553,7 +554,7 @@ def _timed_fetch(original: Callable[..., Any], torch: Any) -> Callable[..., Any]
         try:
             return original(self, possibly_batched_index)
         finally:
-            agent = _agent()
+            agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
             if not agent.broken:
                 try:
                     agent.fetched(_now() - start, get_worker_info() is not None)
@@ -568,7 +569,7 @@ def _wrap_copy(tensor: Any, name: str) -> None:
 
     @functools.wraps(original)
     def copy(self: Any, *args: Any, **kwargs: Any) -> Any:
-        agent = _agent()
+        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
         entered = agent.enter("copy")
         moved = False
         try:
@@ -589,7 +590,7 @@ def _wrap_backward(tensor: Any, raw_item: Callable[[Any], Any]) -> None:
 
     @functools.wraps(original)
     def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        agent = _agent()
+        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
         if agent.loss_steps and self.numel() == 1:
             agent.record_loss(lambda: raw_item(self.detach().float()))
         entered = agent.enter("compute")
@@ -608,7 +609,7 @@ def _wrap_forward(module: Any) -> None:
     original = module.__call__
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        agent = _agent()
+        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
         if agent.depth_forward:
             return original(self, *args, **kwargs)
         entered = agent.enter("compute")
