@@ -41,6 +41,7 @@ import time
 from types import FrameType
 from typing import Any, Callable, Optional, Sequence
 
+# What a step's time is split into (the timers' names); the rest is "other".
 CATEGORIES = ("data_wait", "host_sync", "copy", "compute", "checkpoint", "logging")
 FLUSH_EVERY_S = 1.0
 WORKER_FLUSH_EVERY_S = 0.5
