@@ -1,5 +1,8 @@
 """The measuring agent inside the user's training process (standard library only).
 
+This module is its core (the step clock, the timers, the results, the post-import hook);
+envcheck_measure_torch and envcheck_measure_tf patch each framework once it is imported.
+
 Loaded by this folder's sitecustomize when ENVCHECK_MEASURE holds its settings (JSON).
 It waits for the frameworks to be imported (a post-import hook on sys.meta_path), then
 wraps the calls that make up a training step and times them on the training thread:
@@ -32,13 +35,11 @@ import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import inspect
 import json
 import os
 import sys
 import threading
 import time
-from types import FrameType
 from typing import Any, Callable, Optional, Sequence
 
 # What a step's time is split into (the timers' names); the rest is "other".
@@ -46,8 +47,8 @@ CATEGORIES = ("data_wait", "host_sync", "copy", "compute", "checkpoint", "loggin
 FLUSH_EVERY_S = 1.0
 WORKER_FLUSH_EVERY_S = 0.5
 
-_now = time.perf_counter
-_ident = threading.get_ident
+now = time.perf_counter
+ident = threading.get_ident
 
 
 class Agent:
@@ -122,13 +123,13 @@ class Agent:
     # timers --------------------------------------------------------------------------
 
     def timing(self) -> bool:
-        return not (self.broken or self.done) and _ident() == self.thread
+        return not (self.broken or self.done) and ident() == self.thread
 
     def enter(self, category: str) -> bool:
         """Start a timer (on the training thread only); False when not timing."""
-        if self.broken or self.done or _ident() != self.thread:
+        if self.broken or self.done or ident() != self.thread:
             return False
-        self.stack.append([category, _now(), 0.0])
+        self.stack.append([category, now(), 0.0])
         return True
 
     def leave(self, category: Optional[str] = None) -> None:
@@ -137,7 +138,7 @@ class Agent:
         if not stack:
             return  # a step boundary emptied the stack meanwhile
         name, start, children = stack.pop()
-        spent = _now() - start
+        spent = now() - start
         name = category or name
         acc = self.acc
         acc[name] = acc.get(name, 0.0) + spent - children
@@ -154,14 +155,14 @@ class Agent:
             self.thread = threading.get_ident()
         elif threading.get_ident() != self.thread:
             return
-        now, mono = _now(), time.monotonic()
+        at, mono = now(), time.monotonic()
         if self.open_at is not None:
-            self.close(now - self.open_at)
+            self.close(at - self.open_at)
         self.stack = []
         self.acc = {}
         self.syncs = 0
         self.train = False
-        self.open_at, self.open_mono, self.loader = now, mono, loader
+        self.open_at, self.open_mono, self.loader = at, mono, loader
         if self.window_t0 is None and self.train_steps >= self.warmup:
             self.window_t0 = mono
         self.maybe_finish(mono)
@@ -343,7 +344,7 @@ def mark(function: Callable[..., Any]) -> None:
     function.__dict__["__envcheck_wrapped__"] = True
 
 
-def _agent() -> Agent:
+def current() -> Agent:
     assert AGENT is not None
     return AGENT
 
@@ -409,563 +410,9 @@ def batch_source(
     return __next__
 
 
-# PyTorch -------------------------------------------------------------------------------
-
-
-FRAMEWORK_MODULES = ("torch", "lightning", "pytorch_lightning", "lightning_fabric", "keras")
-
-
-def _caller_site() -> Optional[str]:
-    """file:line of the first caller outside the frameworks and this agent."""
-    frame: Optional[FrameType] = sys._getframe(2)
-    while frame is not None:
-        module = str(frame.f_globals.get("__name__", ""))
-        top = module.split(".", 1)[0]
-        if top not in FRAMEWORK_MODULES and module != __name__:
-            return f"{os.path.abspath(frame.f_code.co_filename)}:{frame.f_lineno}"
-        frame = frame.f_back
-    return None
-
-
-def _loader_settings(loader: Any) -> dict[str, Any]:
-    import multiprocessing
-
-    context = getattr(loader, "multiprocessing_context", None)
-    method = None
-    if context is not None:
-        method = context.get_start_method() if hasattr(context, "get_start_method") else context
-    elif getattr(loader, "num_workers", 0):
-        method = multiprocessing.get_start_method(allow_none=True) or "fork"
-    dataset = getattr(loader, "dataset", None)
-    kind = type(dataset)
-    return {
-        "framework": "torch",
-        "kind": "DataLoader",
-        "num_workers": getattr(loader, "num_workers", None),
-        "pin_memory": getattr(loader, "pin_memory", None),
-        "prefetch_factor": getattr(loader, "prefetch_factor", None),
-        "persistent_workers": getattr(loader, "persistent_workers", None),
-        "batch_size": getattr(loader, "batch_size", None),
-        "start_method": str(method) if method is not None else None,
-        "dataset": f"{kind.__module__}.{kind.__qualname__}",
-        "site": getattr(loader, "_envcheck_site", None),
-        "overridden": getattr(loader, "_envcheck_overridden", None),
-    }
-
-
-def _override_loader(
-    original: Callable[..., Any], agent: Agent, self: Any, args: Any, kwargs: Any
-) -> tuple[Any, Any, Optional[list[str]]]:
-    """Apply `overrides.loader` to a DataLoader built at the named site (or any)."""
-    wanted = agent.overrides.get("loader")
-    if not wanted:
-        return args, kwargs, None
-    site = agent.overrides.get("site")
-    here = _caller_site()
-    if site and here != site:
-        return args, kwargs, None
-    bound = inspect.signature(original).bind(self, *args, **kwargs)
-    for key, value in wanted.items():
-        bound.arguments[key] = value
-    changed = [f"{k}={v!r}" for k, v in wanted.items()]
-    return bound.args[1:], bound.kwargs, changed
-
-
-def patch_torch(torch: Any) -> None:
-    agent = _agent()
-    agent.framework = agent.framework or "torch"
-    from torch.utils.data import DataLoader, dataloader
-    from torch.utils.data._utils import fetch
-
-    init = DataLoader.__init__
-
-    @functools.wraps(init)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        site, changed = None, None
-        try:
-            site = _caller_site()
-            args, kwargs, changed = _override_loader(init, agent, self, args, kwargs)
-        except Exception as exc:
-            agent.fail("DataLoader()", exc)
-        init(self, *args, **kwargs)
-        try:
-            object.__setattr__(self, "_envcheck_site", site)
-            object.__setattr__(self, "_envcheck_overridden", changed)
-            if changed:
-                agent.applied.extend(c for c in changed if c not in agent.applied)
-        except Exception:
-            pass
-
-    DataLoader.__init__ = __init__
-
-    base = dataloader._BaseDataLoaderIter
-
-    def loader_key(iterator: Any) -> str:
-        key = getattr(iterator, "_envcheck_key", None)
-        if key is not None:
-            return str(key)
-        loader = getattr(iterator, "_envcheck_loader", None)
-        if loader is None:
-            return "torch"
-        key = f"torch:{id(loader)}"
-        if key not in agent.loaders:
-            agent.loaders[key] = _loader_settings(loader)
-        with contextlib.suppress(Exception):
-            iterator._envcheck_key = key
-        return key
-
-    iter_init = base.__init__
-
-    @functools.wraps(iter_init)
-    def iter_init_wrapper(self: Any, loader: Any) -> None:
-        iter_init(self, loader)
-        with contextlib.suppress(Exception):
-            self._envcheck_loader = loader
-
-    base.__init__ = iter_init_wrapper
-    base.__next__ = batch_source(base.__next__, loader_key, lambda: True)
-
-    for fetcher in (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher):
-        fetcher.fetch = _timed_fetch(fetcher.fetch, torch)
-
-    tensor = torch.Tensor
-    raw_item = tensor.item  # the loss is read without counting as the user's sync
-    for name in ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__"):
-        wrap(tensor, name, "host_sync")
-    for name in ("__repr__", "__format__"):
-        wrap(tensor, name, "host_sync")
-    wrap(torch.cuda, "synchronize", "host_sync")
-    _wrap_copy(tensor, "to")
-    _wrap_copy(tensor, "cuda")
-    wrap(torch, "save", "checkpoint")
-    _wrap_backward(tensor, raw_item)
-    _wrap_forward(torch.nn.Module)
-    _wrap_optimizer(torch)
-    if agent.overrides.get("cudnn_benchmark"):
-        torch.backends.cudnn.benchmark = True
-        agent.applied.append("torch.backends.cudnn.benchmark=True")
-
-
-def _timed_fetch(original: Callable[..., Any], torch: Any) -> Callable[..., Any]:
-    get_worker_info = torch.utils.data.get_worker_info
-
-    @functools.wraps(original)
-    def fetch(self: Any, possibly_batched_index: Any) -> Any:
-        start = _now()
-        try:
-            return original(self, possibly_batched_index)
-        finally:
-            agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
-            if not agent.broken:
-                try:
-                    agent.fetched(_now() - start, get_worker_info() is not None)
-                except Exception as exc:
-                    agent.fail("timing the Dataset", exc)
-
-    return fetch
-
-
-def _wrap_copy(tensor: Any, name: str) -> None:
-    original = getattr(tensor, name)
-
-    @functools.wraps(original)
-    def copy(self: Any, *args: Any, **kwargs: Any) -> Any:
-        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
-        entered = agent.enter("copy")
-        moved = False
-        try:
-            result = original(self, *args, **kwargs)
-            moved = getattr(result, "device", None) != getattr(self, "device", None)
-            if moved and agent.device is None and "cuda" in str(result.device):
-                agent.device = "cuda"
-            return result
-        finally:
-            if entered:
-                agent.leave("copy" if moved else "compute")
-
-    setattr(tensor, name, copy)
-
-
-def _wrap_backward(tensor: Any, raw_item: Callable[[Any], Any]) -> None:
-    original = tensor.backward
-
-    @functools.wraps(original)
-    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
-        if agent.loss_steps and self.numel() == 1:
-            agent.record_loss(lambda: raw_item(self.detach().float()))
-        entered = agent.enter("compute")
-        if entered:
-            agent.train = True
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            if entered:
-                agent.leave()
-
-    tensor.backward = backward
-
-
-def _wrap_forward(module: Any) -> None:
-    original = module.__call__
-
-    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        agent: Agent = AGENT  # type: ignore[assignment]  # set before any patch
-        if agent.depth_forward:
-            return original(self, *args, **kwargs)
-        entered = agent.enter("compute")
-        agent.depth_forward = 1
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            agent.depth_forward = 0
-            if entered:
-                agent.leave()
-
-    module.__call__ = __call__
-
-
-def _wrap_optimizer(torch: Any) -> None:
-    """Global optimizer-step hooks (torch >= 2.0) time every optimizer's step."""
-    from torch.optim import optimizer
-
-    agent = _agent()
-
-    def pre(*_: Any) -> None:
-        if agent.enter("compute"):
-            agent.train = True
-
-    def post(*_: Any) -> None:
-        if agent.timing() and agent.stack and agent.stack[-1][0] == "compute":
-            agent.leave()
-
-    optimizer.register_optimizer_step_pre_hook(pre)
-    optimizer.register_optimizer_step_post_hook(post)
-
-
-# TensorFlow and Keras ------------------------------------------------------------------
-
-
-def _tf_dataset_settings(dataset: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = {"framework": "tensorflow", "kind": "tf.data"}
-    try:
-        options = dataset.options()
-        settings["autotune"] = options.autotune.enabled
-        settings["map_parallelization"] = options.experimental_optimization.map_parallelization
-        settings["inject_prefetch"] = options.experimental_optimization.inject_prefetch
-        settings["private_threadpool_size"] = options.threading.private_threadpool_size
-        chain: list[str] = []
-        node = dataset
-        while node is not None and len(chain) < 50:
-            chain.append(type(node).__name__.lstrip("_").replace("Dataset", "") or "Dataset")
-            inputs = node._inputs() if hasattr(node, "_inputs") else []
-            node = inputs[0] if inputs else None
-        settings["chain"] = list(reversed(chain))
-    except Exception as exc:
-        settings["error"] = f"{type(exc).__name__}: {exc}"
-    return settings
-
-
-def patch_tensorflow(tf: Any) -> None:
-    agent = _agent()
-    agent.framework = "tensorflow"
-    from tensorflow.python.data.ops import dataset_ops, iterator_ops
-    from tensorflow.python.eager.polymorphic_function import polymorphic_function
-
-    owned = iterator_ops.OwnedIterator
-
-    def tf_key(iterator: Any) -> str:
-        key = f"tf:{id(iterator)}"
-        if key not in agent.loaders:
-            dataset = getattr(iterator, "_envcheck_dataset", None)
-            agent.loaders[key] = _tf_dataset_settings(dataset) if dataset is not None else {}
-        return key
-
-    init = owned.__init__
-
-    @functools.wraps(init)
-    def owned_init(self: Any, dataset: Any = None, *args: Any, **kwargs: Any) -> None:
-        init(self, dataset, *args, **kwargs)
-        with contextlib.suppress(Exception):
-            self._envcheck_dataset = dataset
-
-    owned.__init__ = owned_init
-    # Keras fit feeds its own iterator (below); this one is for custom loops.
-    owned.__next__ = batch_source(owned.__next__, tf_key, lambda: not agent.in_fit)
-    wrap(polymorphic_function.Function, "__call__", "compute", train=True)
-    for name in ("py_function", "numpy_function"):
-        if hasattr(tf, name):
-            setattr(tf, name, _timed_python_map(getattr(tf, name)))
-    _tf_overrides(agent, dataset_ops)
-
-
-def _timed_python_map(original: Callable[..., Any]) -> Callable[..., Any]:
-    """tf.py_function / tf.numpy_function whose Python function is timed per call: the
-    user's own code inside the tf.data pipeline (a pure-TF map runs in the graph and is
-    not visible from Python)."""
-
-    def timed(function: Any) -> Any:
-        if not callable(function):
-            return function
-
-        @functools.wraps(function)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            start = _now()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                _agent().mapped(_now() - start, "tf.py_function / numpy_function calls")
-
-        return call
-
-    @functools.wraps(original)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if args:
-            args = (timed(args[0]), *args[1:])
-        elif "func" in kwargs:
-            kwargs["func"] = timed(kwargs["func"])
-        return original(*args, **kwargs)
-
-    mark(wrapper)
-    return wrapper
-
-
-def _tf_overrides(agent: Agent, dataset_ops: Any) -> None:
-    """Injected tf.data changes: parallel maps, autotuned prefetch at the end."""
-    wanted = agent.overrides.get("tf_data") or {}
-    if not wanted:
-        return
-    base = dataset_ops.DatasetV2
-    if wanted.get("parallel_map"):
-        original_map = base.map
-
-        @functools.wraps(original_map)
-        def map(self: Any, map_func: Any, num_parallel_calls: Any = None, *a: Any, **k: Any) -> Any:
-            if num_parallel_calls is None:
-                num_parallel_calls = -1  # tf.data.AUTOTUNE
-            return original_map(self, map_func, num_parallel_calls, *a, **k)
-
-        base.map = map
-        agent.applied.append("map(num_parallel_calls=tf.data.AUTOTUNE)")
-    if wanted.get("prefetch"):
-        original_iter = base.__iter__
-
-        @functools.wraps(original_iter)
-        def __iter__(self: Any) -> Any:
-            if type(self).__name__ != "_PrefetchDataset":
-                self = self.prefetch(-1)
-            return original_iter(self)
-
-        base.__iter__ = __iter__
-        agent.applied.append("prefetch(tf.data.AUTOTUNE) at the end of the pipeline")
-
-
 class EndOfEpoch(Exception):
     """Keras's fed iterator ran out; the wrapped train function turns it into StopIteration
     (a StopIteration inside Keras's `zip` would leave its step outputs unset)."""
-
-
-class FedIterator:
-    """Keras `fit`'s per-step iterator, fed from Python so the wait is timed.
-
-    Keras's train function runs `one_step_on_data` on each batch of a plain Python
-    iterator (its non-tf.data branch), so the compiled step is the same one."""
-
-    def __init__(self, inner: Any, owner: Any) -> None:
-        self.inner = inner
-        self.owner = owner
-
-    def __iter__(self) -> FedIterator:
-        return self
-
-    def __next__(self) -> Any:
-        try:
-            return next(self.inner)
-        except StopIteration:
-            raise EndOfEpoch() from None
-        except Exception as exc:
-            if type(exc).__name__ == "OutOfRangeError":
-                raise EndOfEpoch() from None
-            raise
-
-
-def patch_keras(keras: Any) -> None:
-    agent = _agent()
-    try:
-        backend = keras.backend.backend()
-    except Exception:
-        backend = None
-    if backend != "tensorflow":
-        agent.errors.append(f"Keras on the {backend} backend is not measured")
-        return
-    from keras.src.backend.tensorflow import trainer as tf_trainer
-    from keras.src.callbacks import callback_list
-    from keras.src.trainers import trainer as base_trainer
-
-    agent.framework = "keras"
-    epoch_iterator = tf_trainer.TFEpochIterator
-
-    def keras_key(fed: Any) -> str:
-        key = f"keras:{id(fed.owner)}"
-        if key not in agent.loaders:
-            agent.loaders[key] = _keras_settings(fed.owner)
-        return key
-
-    fed_next = batch_source(FedIterator.__next__, keras_key, lambda: True)
-
-    class TimedFedIterator(FedIterator):
-        __next__ = fed_next
-
-    original_next = epoch_iterator.__next__
-
-    @functools.wraps(original_next)
-    def epoch_next(self: Any) -> Any:
-        item = original_next(self)
-        if agent.broken or not agent.in_fit or agent.in_eval:
-            return item
-        begin, end, iterator = item
-        fed = getattr(self, "_envcheck_fed", None)
-        if fed is None or fed.inner is not iterator:
-            fed = TimedFedIterator(iterator, self)
-            self._envcheck_fed = fed
-        return begin, end, fed
-
-    epoch_iterator.__next__ = epoch_next
-    trainer = tf_trainer.TensorFlowTrainer
-    _end_epoch_on_stop(trainer)
-    for name, counter in (("fit", "in_fit"), ("evaluate", "in_eval"), ("predict", "in_eval")):
-        _count_inside(trainer, name, agent, counter)
-    for name in ("on_train_batch_begin", "on_train_batch_end", "on_epoch_end"):
-        wrap(callback_list.CallbackList, name, "logging")
-    _record_keras_loss(callback_list.CallbackList, agent)
-    for name in ("save", "save_weights"):
-        wrap(base_trainer.Trainer, name, "checkpoint")
-    _time_py_datasets(agent)
-    _keras_overrides(agent, keras)
-
-
-def _time_py_datasets(agent: Agent) -> None:
-    """Each PyDataset (keras.utils.Sequence) class gets its __getitem__ timed, in
-    whichever thread Keras calls it (its enqueuer's workers included)."""
-    from keras.src.trainers.data_adapters import py_dataset_adapter
-
-    cls = py_dataset_adapter.PyDataset
-    original = cls.__init__
-
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        kind = type(self)
-        getitem = kind.__dict__.get("__getitem__")
-        if getitem is None or getattr(getitem, "__envcheck_wrapped__", False):
-            return
-
-        @functools.wraps(getitem)
-        def timed_getitem(dataset: Any, index: Any) -> Any:
-            start = _now()
-            try:
-                return getitem(dataset, index)
-            finally:
-                agent.mapped(_now() - start, "PyDataset.__getitem__")
-
-        mark(timed_getitem)
-        with contextlib.suppress(Exception):
-            kind.__getitem__ = timed_getitem
-
-    cls.__init__ = __init__
-
-
-def _end_epoch_on_stop(trainer: Any) -> None:
-    """Wrap each new train function: the fed iterator's EndOfEpoch ends the epoch."""
-    original = trainer.make_train_function
-
-    @functools.wraps(original)
-    def make_train_function(self: Any, force: bool = False) -> Any:
-        result = original(self, force)
-        function = self.train_function
-        if function is None or getattr(function, "__envcheck_wrapped__", False):
-            return result
-
-        def train_function(iterator: Any) -> Any:
-            try:
-                return function(iterator)
-            except EndOfEpoch:
-                raise StopIteration from None
-
-        mark(train_function)
-        self.train_function = train_function
-        return result
-
-    trainer.make_train_function = make_train_function
-
-
-def _keras_settings(epoch_iterator: Any) -> dict[str, Any]:
-    adapter = getattr(epoch_iterator, "data_adapter", None)
-    settings: dict[str, Any] = {
-        "framework": "keras",
-        "kind": type(adapter).__name__ if adapter is not None else None,
-        "batch_size": getattr(adapter, "batch_size", None),
-    }
-    source = getattr(adapter, "py_dataset", None) or getattr(adapter, "_dataset", None)
-    if source is not None:
-        kind = type(source)
-        settings["dataset"] = f"{kind.__module__}.{kind.__qualname__}"
-        for name in ("workers", "use_multiprocessing", "max_queue_size"):
-            if hasattr(source, name):
-                settings[name] = getattr(source, name)
-        if settings.get("kind") == "TFDatasetAdapter":
-            settings.update(_tf_dataset_settings(source))
-            settings["framework"] = "keras"
-    return settings
-
-
-def _count_inside(owner: Any, name: str, agent: Agent, counter: str) -> None:
-    original = getattr(owner, name)
-
-    @functools.wraps(original)
-    def inside(*args: Any, **kwargs: Any) -> Any:
-        if counter == "in_eval":
-            agent.exhausted()  # evaluation is no part of the open training step
-        setattr(agent, counter, getattr(agent, counter) + 1)
-        try:
-            return original(*args, **kwargs)
-        finally:
-            setattr(agent, counter, getattr(agent, counter) - 1)
-
-    setattr(owner, name, inside)
-
-
-def _record_keras_loss(callbacks: Any, agent: Agent) -> None:
-    if not agent.loss_steps:
-        return
-    original = callbacks.on_train_batch_end
-
-    @functools.wraps(original)
-    def on_train_batch_end(self: Any, batch: Any, logs: Any = None) -> Any:
-        if logs and "loss" in logs:
-            agent.record_loss(lambda: float(logs["loss"]))
-        return original(self, batch, logs)
-
-    callbacks.on_train_batch_end = on_train_batch_end
-
-
-def _keras_overrides(agent: Agent, keras: Any) -> None:
-    """Injected Keras change: `workers` for a PyDataset (keras.utils.Sequence)."""
-    wanted = agent.overrides.get("keras") or {}
-    if "workers" not in wanted:
-        return
-    from keras.src.trainers.data_adapters import py_dataset_adapter
-
-    cls = py_dataset_adapter.PyDataset
-    original = cls.__init__
-
-    @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        self._workers = int(wanted["workers"])
-
-    cls.__init__ = __init__
-    agent.applied.append(f"PyDataset(workers={wanted['workers']})")
 
 
 # logging, everywhere -------------------------------------------------------------------
@@ -1008,7 +455,7 @@ class PostImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module: Any) -> None:
             execute(module)
-            agent = _agent()
+            agent = current()
             if agent.broken:
                 return
             try:
@@ -1018,6 +465,13 @@ class PostImport(importlib.abc.MetaPathFinder):
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
+
+
+def _patcher(name: str) -> Any:
+    """The module that patches one framework, imported when that framework is."""
+    import importlib
+
+    return importlib.import_module(name)
 
 
 def install() -> None:
@@ -1030,7 +484,15 @@ def install() -> None:
     patch_logging()
     sys.meta_path.insert(
         0,
-        PostImport({"torch": patch_torch, "tensorflow": patch_tensorflow, "keras": patch_keras}),
+        PostImport(
+            {
+                "torch": lambda module: _patcher("envcheck_measure_torch").patch_torch(module),
+                "tensorflow": lambda module: _patcher("envcheck_measure_tf").patch_tensorflow(
+                    module
+                ),
+                "keras": lambda module: _patcher("envcheck_measure_tf").patch_keras(module),
+            }
+        ),
     )
     atexit.register(_at_exit)
     if hasattr(os, "register_at_fork"):
