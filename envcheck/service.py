@@ -110,6 +110,7 @@ class Audit:
     config: config.Config
     fail_on: Severity
     problems: tuple[str, ...] = ()
+    plan: Optional[Plan] = None
 
     def blocking(self) -> list[Finding]:
         """Active findings at or above the threshold, in rank order."""
@@ -157,7 +158,24 @@ def audit(request: AuditRequest) -> Audit:
     snapshot = snapshot_for(plan)
     report = diagnose(snapshot, plan.registry, plan.selection, plan.config.acknowledged)
     problems = plan.problems + _script_problems(snapshot.data)
-    return Audit(report, snapshot, plan.config, plan.fail_on, problems)
+    return Audit(report, snapshot, plan.config, plan.fail_on, problems, plan)
+
+
+def with_measured(result: Audit, sections: Mapping[str, Any]) -> Audit:
+    """The same audit judged again with measured sections added (a real run's `run`, a
+    fix's `fix`), by the same rules and selection: one ranked list of the measured, the
+    static and the environment's findings."""
+    if result.plan is None:
+        raise ValueError("with_measured needs an audit made by service.audit")
+    facts = result.snapshot.as_dict()
+    collectors = facts.setdefault("collectors", {})
+    for name, section in sections.items():
+        facts[name] = section
+        collectors[name] = {"status": "ok", "reason": None, "seconds": 0.0}
+    snapshot = Snapshot(facts)
+    plan = result.plan
+    report = diagnose(snapshot, plan.registry, plan.selection, plan.config.acknowledged)
+    return Audit(report, snapshot, result.config, result.fail_on, result.problems, plan)
 
 
 def collect(request: AuditRequest) -> tuple[Snapshot, tuple[str, ...]]:

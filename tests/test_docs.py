@@ -36,6 +36,7 @@ GUIDE_SECTIONS = {
     ("probe",): "### `envcheck probe`",
     ("scripts",): "### `envcheck scripts`",
     ("run",): "### `envcheck run`",
+    ("fix",): "### `envcheck fix`",
     ("diff",): "### `envcheck diff`",
     ("rules", "list"): "### `envcheck rules list` and `envcheck rules show`",
     ("rules", "show"): "### `envcheck rules list` and `envcheck rules show`",

@@ -34,6 +34,7 @@ def test_ids_are_grouped_by_area() -> None:
         "4": {"data"},
         "5": {"scripts"},
         "6": {"probe"},
+        "7": {"run"},
     }
     for rule in REGISTRY:
         assert rule.category in area_of_group[rule.id[2]], (rule.id, rule.category)

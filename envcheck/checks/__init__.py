@@ -11,6 +11,7 @@ from envcheck.checks import (  # noqa: F401
     ec3xx_gpu_stack,
     ec4xx_data,
     ec6xx_probe,
+    ec7xx_run,
     scripts_precision,
     scripts_tf,
     scripts_torch,

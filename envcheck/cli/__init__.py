@@ -12,6 +12,7 @@ from envcheck.cli import doctor  # noqa: F401  doctor, collect
 from envcheck.cli import scripts  # noqa: F401
 from envcheck.cli import probe  # noqa: F401
 from envcheck.cli import run  # noqa: F401
+from envcheck.cli import fix  # noqa: F401
 from envcheck.cli import diff  # noqa: F401
 from envcheck.cli import rules  # noqa: F401
 from envcheck.cli.app import app, main

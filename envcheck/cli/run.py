@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -12,7 +11,8 @@ import typer
 from envcheck import defaults
 from envcheck import output as outputs
 from envcheck.cli.app import EXIT_FINDINGS, app, guarded
-from envcheck.cli.common import emit_report, parse_severity, write_output
+from envcheck.cli.common import parse_severity, write_output
+from envcheck.cli.measured import emit_aside, interpreter_of, script_of
 from envcheck.cli.options import (
     ConfigOpt,
     DataOpt,
@@ -24,9 +24,8 @@ from envcheck.cli.options import (
     within,
 )
 from envcheck.errors import InputError, UsageError
-from envcheck.report import (
-    DataFormat,
-)
+from envcheck.measure.service import DEFAULT_SECONDS, DEFAULT_STEPS
+from envcheck.report import OutputFormat
 from envcheck.report.escape import visible
 
 # run ----------------------------------------------------------------------------------
@@ -78,26 +77,62 @@ def run_command(
     rules: RulesOpt = None,
     config_path: ConfigOpt = None,
     output_format: Annotated[
-        DataFormat,
+        OutputFormat,
         typer.Option(
             "--format",
             "-f",
-            help="Format of the doctor's report, written to stderr when it stops the command "
-            "(the command's own stdout stays untouched).",
+            help="Format of the report, written to stderr when the doctor stops the command "
+            "and, with --measure, after it (the command's own stdout stays untouched).",
             case_sensitive=False,
         ),
-    ] = DataFormat.TEXT,
+    ] = OutputFormat.TEXT,
     output: Annotated[
         Optional[Path],
         typer.Option(
             "--output",
             "-o",
             callback=outputs.check_target,
-            help="Save the run's summary (JSON) to this file.",
+            help="Save the run's summary (JSON) to this file; with --measure, the report "
+            "(in --format) instead of writing it to stderr.",
             show_default=False,
             dir_okay=False,
         ),
     ] = None,
+    measure: Annotated[
+        bool,
+        typer.Option(
+            "--measure",
+            help="Measure the command's own training steps through a start-up hook (data "
+            "wait, host syncs, copies, compute, checkpoints, logging) and report them with "
+            "the doctor's findings.",
+        ),
+    ] = False,
+    steps: Annotated[
+        int,
+        typer.Option(
+            "--steps",
+            metavar="<n>",
+            callback=within(1),
+            help="With --measure: training steps (at least 1) to measure after the warm-up.",
+        ),
+    ] = DEFAULT_STEPS,
+    seconds: Annotated[
+        float,
+        typer.Option(
+            "--seconds",
+            metavar="<seconds>",
+            callback=within(0.1),
+            help="With --measure: end the window after this many seconds if --steps takes longer.",
+        ),
+    ] = DEFAULT_SECONDS,
+    stop_after: Annotated[
+        bool,
+        typer.Option(
+            "--stop-after",
+            help="With --measure: end the command once the window is measured (exit 0) "
+            "instead of letting it train on.",
+        ),
+    ] = False,
     watch: Annotated[
         float,
         typer.Option(
@@ -125,9 +160,9 @@ def run_command(
         raise UsageError("envcheck run needs a command after `--`, e.g. -- python train.py")
     result = hook.doctor_audit(
         hook.doctor_request(
-            python=python,
+            python=python or (interpreter_of(args) if measure else None),
             data=data,
-            scripts=script or [],
+            scripts=script or (script_of(args) if measure else []),
             probe=probe,
             select=select or [],
             ignore=ignore or [],
@@ -139,7 +174,7 @@ def run_command(
     report, threshold = result.report, result.fail_on
     if result.blocking():
         # the doctor's report on stderr, so the command's stdout stays its own
-        emit_report(report, output_format.report_format(), None, threshold, verbose, sys.stderr)
+        emit_aside(report, output_format, None, threshold, verbose)
         typer.echo(visible(hook.failure_line(report, threshold)), err=True)
         if not warn_only:
             typer.echo("envcheck: not running the command (--warn-only runs it anyway)", err=True)
@@ -153,6 +188,20 @@ def run_command(
         below = hook.below_line(report, threshold)
         if below:
             typer.echo(visible(below), err=True)
+    if measure:
+        from envcheck.cli.measured import measured_run
+
+        code = measured_run(
+            args,
+            result,
+            steps=steps,
+            seconds=seconds,
+            stop_after=stop_after,
+            output_format=output_format,
+            output=output,
+            verbose=verbose,
+        )
+        raise typer.Exit(code)
     sampler = hook.make_sampler()
     try:
         code, watched, util = hook.run_watched(args, watch, sampler)

@@ -21,7 +21,13 @@ def to_dict(report: Report, fail_on: Optional[Severity] = None) -> dict[str, Any
         "checks": [_check(c) for c in report.checks],
         "facts": report.facts,
         "probe": report.probe,
+        **measured(report),
     }
+
+
+def measured(report: Report) -> dict[str, Any]:
+    """`run` and `fix` (envcheck run --measure, envcheck fix), when the report has them."""
+    return {k: report.facts[k] for k in ("run", "fix") if isinstance(report.facts.get(k), dict)}
 
 
 def render(

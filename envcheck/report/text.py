@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from envcheck.engine.template import human_bytes
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
-from envcheck.report import PLAIN, RenderOptions, probe_text
+from envcheck.report import PLAIN, RenderOptions, probe_text, run_text
 from envcheck.report.escape import visible
 
 AREAS = (
@@ -39,6 +39,7 @@ AREA_SECTIONS = {
     "data": ("storage", "dataset", "read_throughput", "antivirus"),
     "scripts": ("scripts",),
     "probe": ("probe",),
+    "run": ("run", "fix"),
 }
 AREA_TITLES = {
     "platform": "Platform",
@@ -51,6 +52,7 @@ AREA_TITLES = {
     "packages": "Packages",
     "environment": "Environment",
     "probe": "Probe",
+    "run": "Run",
 }
 _SEVERITY_STYLE = {
     Severity.CRITICAL: "bold red",
@@ -166,8 +168,9 @@ def _finding_block(rank: int, f: Finding) -> list[str]:
 
 
 def _areas(report: Report) -> list[str]:
-    extra = sorted({c.category for c in report.checks} - set(AREAS))
-    return [*AREAS, *extra]
+    extra = sorted({c.category for c in report.checks} - set(AREAS) - {run_text.AREA})
+    measured = [run_text.AREA] if run_text.present(report.facts) else []
+    return [*AREAS, *measured, *extra]
 
 
 def _area_block(
@@ -197,6 +200,8 @@ def _area_block(
     lines = [f"[{mark}] [bold]{title}[/bold]  {escape(detail)}"]
     if area == "probe":
         lines += probe_text.detail_lines(facts.get("probe"), ascii_only=sym["ok"] != "✓")
+    if area == run_text.AREA:
+        lines += run_text.detail_lines(facts)
     for section, reason in failed.items():
         lines.append(
             f"    [yellow]{sym['unknown']}[/yellow] {section} facts unavailable: {escape(reason)}"
@@ -395,4 +400,5 @@ _DESCRIBE: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "packages": _packages,
     "environment": _environment,
     "probe": probe_text.headline,
+    "run": run_text.headline,
 }
