@@ -154,6 +154,12 @@ def _visibly_stateful(op: dict[str, Any]) -> bool:
     return bool(op.get("random_augmentation") or op.get("host_calls"))
 
 
+def _demonstration(pipeline: dict[str, Any]) -> bool:
+    """A pipeline only looked at (`next(iter(ds))`, `for x in ds.take(1)`) and never
+    consumed, returned nor handed on: a tutorial's demonstration, not training input."""
+    return bool(pipeline.get("demonstration"))
+
+
 def _serial(value: Optional[dict[str, Any]]) -> bool:
     """num_parallel_calls absent, or known to be None or 1."""
     if value is None:
@@ -193,6 +199,8 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     rewrites = release is not None and release >= MAP_PARALLELIZATION_SINCE
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
+        if _demonstration(pipeline):
+            return []
         return [
             _hit(
                 pipeline,
@@ -251,7 +259,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     out_of_sight: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if not pipeline.get("operations"):
+        if not pipeline.get("operations") or _demonstration(pipeline):
             return []
         built = pipeline.get("built_by")
         built_text = f" (built by {built})" if built else ""
@@ -278,6 +286,8 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
                 f"{pipeline.get('path')}:{pipeline.get('line')}: {pipeline['finished_elsewhere']}"
             )
             return []
+        if "demonstration" in pipeline and not pipeline.get("used_by"):
+            return []  # nothing in sight consumes it: the consumer decides
         last = pipeline.get("last_operation") or "batch"
         hit = _hit(
             pipeline,
@@ -349,7 +359,9 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
     """
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        found = []
+        found: list[Hit] = []
+        if _demonstration(pipeline):
+            return found
         for op in pipeline.get("operations") or []:
             host = op.get("host_calls") or []
             why = _host_cost({str(h.get("kind")) for h in host})
