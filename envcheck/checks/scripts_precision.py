@@ -190,8 +190,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     files, unknown, cap = found
     hits: list[Hit] = []
     for f in files:
-        if f.get("autocast"):
-            continue
+        if f.get("autocast") or f.get("toy_model"):
+            continue  # a few small nn.Linear: nothing for tensor cores to speed up
         gate = f.get("amp_gate")
         if not isinstance(gate, dict):
             hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
@@ -239,7 +239,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     training. Scripts that already use autocast are not flagged (their matmuls run in
     half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
     cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
-    defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models.
+    defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
+    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones. A
+    model built out of sight whose kind nothing names is unknown.
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
@@ -250,6 +252,14 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     hits: list[Hit] = []
     for f in files:
         if f.get("autocast") or f.get("tf32") is True or f.get("conv_layers"):
+            continue
+        if f.get("toy_model"):
+            continue  # a few small nn.Linear: TF32 buys nothing
+        if "matmul_layers" in f and not f.get("matmul_layers"):
+            unknown.append(
+                f"{f.get('path')}: the model is built out of this file (no layers or known "
+                "architecture in sight): whether matmuls or convolutions dominate is not known"
+            )
             continue
         gate = f.get("amp_gate")
         if isinstance(gate, dict) and gate.get("default") is None:
