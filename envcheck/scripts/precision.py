@@ -237,10 +237,12 @@ class _Reader:
         elif name.startswith("transformers.") and ("Model" in short or "For" in short):
             self.matmul.append(short)
             self.linear_weights = None
-        elif not name.startswith(("torch.", "torchvision.", "timm.")):
-            if _architecture(_callee(node) or "") == "matmul":
-                self.matmul.append(_callee(node) or short)
-                self.linear_weights = None
+        elif (
+            not name.startswith(("torch.", "torchvision.", "timm."))
+            and _architecture(_callee(node) or "") == "matmul"
+        ):
+            self.matmul.append(_callee(node) or short)
+            self.linear_weights = None
 
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
         if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
