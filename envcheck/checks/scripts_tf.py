@@ -520,6 +520,22 @@ def _keras_major(facts: Facts) -> Union[int, Outcome]:
     return 2 if tf[1].release[:2] < (2, 16) else 3
 
 
+# Arguments and methods Keras 3 removed from Model (keras.io/guides/migrating_to_keras_3:
+# fit_generator is gone, and workers / use_multiprocessing / max_queue_size moved to
+# PyDataset): a script that uses them is written for, and only runs on, Keras 2.
+KERAS2_METHODS = {"fit_generator", "evaluate_generator", "predict_generator"}
+KERAS2_ARGUMENTS = {"workers", "use_multiprocessing", "max_queue_size"}
+
+
+def _keras2_files(calls: list[dict[str, Any]]) -> set[str]:
+    """The files whose Keras calls only Keras 2 accepts."""
+    return {
+        str(c.get("path"))
+        for c in calls
+        if c.get("kind") in KERAS2_METHODS or set(c.get("args") or {}) & KERAS2_ARGUMENTS
+    }
+
+
 @check(
     id="EC517",
     name="keras-generator-default-workers",
@@ -552,8 +568,14 @@ def keras_generator_default_workers(facts: Facts) -> Outcome:
         return Outcome.passed("no Keras fit fed by a Python generator or Sequence")
     major = _keras_major(facts)
     if isinstance(major, Outcome):
-        return major
-    if major >= 3:
+        # the training machine's Keras is not known here: a script that only runs on
+        # Keras 2 says so itself (fit_generator, workers= passed to fit)
+        every = _keras(facts, WORKER_METHODS)
+        keras2 = _keras2_files(every if isinstance(every, list) else items)
+        fed = [i for i in fed if i.get("path") in keras2]
+        if not fed:
+            return major
+    elif major >= 3:
         return Outcome.unknown(
             f"Keras {major}: fit() takes no workers; set them on PyDataset(workers=..., "
             "use_multiprocessing=...)"
@@ -862,6 +884,9 @@ def keras_generator_not_thread_safe(facts: Facts) -> Outcome:
         generator = call.get("generator") or {}
         if generator.get("thread_safe"):
             return None
+        if generator.get("out_of_sight"):
+            name = generator.get("name")
+            return f"the generator {name}() is not in this file: its thread safety is not known"
         if generator.get("decorators"):
             decorators = ", ".join(f"@{d}" for d in generator["decorators"])
             return f"the generator is decorated with {decorators}: its thread safety is not known"
