@@ -96,6 +96,8 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
     dataset = loader.get("dataset") or {}
     if dataset.get("class") == "TensorDataset":
         return f"the dataset is a TensorDataset ({dataset.get('text')})"
+    if dataset.get("class") == "pre-tokenised":
+        return f"the dataset is text tokenised up front ({dataset.get('text')})"
     return None
 
 
@@ -137,8 +139,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     code (a CUDA device reaching the model or data, Accelerate, Lightning, DDP), else
     from the training machine (`--target`, `[target]`, or the machine `doctor` runs on);
     when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`
-    is not flagged: its batches are slices of tensors already in memory, and workers add
-    little (the probe measures whether a loader keeps up).
+    or text tokenised up front (`DataLoader(tokenized["train"])` after
+    `raw.map(tokenize_function)`) is not flagged: its batches come from memory, and
+    workers add little (the probe measures whether a loader keeps up); nor is a loader
+    built to read a single batch, `next(iter(DataLoader(...)))`.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -160,9 +164,11 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
         in_memory = in_memory_dataset(loader)
         if in_memory:
             return Clear(
-                f"{how}, but {in_memory}: batches are slices of tensors already in "
-                "memory, so workers would add little (envcheck probe measures it)"
+                f"{how}, but {in_memory}: batches are taken from data already in memory, "
+                "so workers would add little (envcheck probe measures it)"
             )
+        if loader.get("one_batch"):
+            return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
         return loader_hit(loader, how=how, workers=workers)
 
     return per_loader(facts, test, "every DataLoader uses worker processes")
@@ -189,6 +195,9 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     synchronous; from pinned memory they are faster and, with `non_blocking=True`, overlap
     with the previous step's compute (PyTorch's memory-pinning notes).
 
+    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`), or
+    one over text tokenised up front, whose batches of token ids are a few KB.
+
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
     """
@@ -204,6 +213,10 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return how
         if gpu.trains is None:
             return f"{how}; {gpu.reason}"
+        if loader.get("one_batch"):
+            return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
+        if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
+            return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
         return loader_hit(loader, how=how)
 
     return per_loader(facts, test, "every CUDA DataLoader pins memory")
