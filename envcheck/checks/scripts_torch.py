@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Union
 
 from envcheck.checks.facts_helpers import requested_section
+from envcheck.checks.gpu_facts import devices
 from envcheck.checks.scripts_gpu import Clear, Verdict, judge_each, trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
@@ -283,6 +284,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
         "https://github.com/pytorch/pytorch/pull/46867 (PyTorch's own warning: 'This "
         "DataLoader will create N worker processes in total. Our suggested max number of "
         "worker in current system is M')",
+        "https://pytorch.org/docs/stable/elastic/run.html (torchrun starts nproc-per-node "
+        "processes on each node; each builds its own DataLoader)",
+        "Lightning's own check: max(1, cpus // world_size - 1) workers per process "
+        "(lightning/pytorch/trainer/connectors/data_connector.py)",
     ),
 )
 def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
@@ -292,6 +297,13 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     container limited to a few CPUs, where `os.cpu_count()` still counts the host's cores.
     PyTorch warns about it itself (pytorch/pytorch#46867): the workers time-slice the same
     cores, and each adds memory.
+
+    `num_workers` is per process: a data-parallel script (torchrun and
+    `init_process_group`, `mp.spawn(nprocs=...)`, a Lightning Trainer on several devices,
+    `LOCAL_WORLD_SIZE` read from the environment) starts that many workers in each of its
+    processes on the node, one per GPU unless the source says how many. The rule judges
+    workers x processes per node against the training machine's usable CPUs; when the
+    processes are one per GPU and the machine's GPUs are not known, it is unknown.
 
     **Best practice.** Size workers from the usable CPUs:
     `len(os.sched_getaffinity(0))` minus one, divided among the processes on the node.
@@ -305,26 +317,65 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     if not isinstance(usable, int):
         cpus_unknown = usable.reason if isinstance(usable, Missing) else "usable CPUs not known"
     workers = suggested_workers(facts)
+    gpus = devices(facts)
 
-    def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
+    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
         known, value, how = argument(loader, "num_workers", 0)
         if not known:
             return how
-        if value in (0, 1, None):
+        processes = processes_per_node(file_facts, loader, gpus)
+        if isinstance(processes, str):
+            return f"{how}; {processes}" if value not in (0, None) else None
+        count, launched = processes
+        if value in (0, None) or (value == 1 and count == 1):
             return None  # no more workers than any machine has
         if not isinstance(usable, int):
             return f"{how}; the training machine's CPUs are not known ({cpus_unknown})"
         if value == CPU_COUNT:
-            if isinstance(logical, int) and logical > usable:
-                how += f" = {logical} logical CPUs"
-                return loader_hit(loader, how=how, usable=usable, workers=workers)
-            return None
+            if not (isinstance(logical, int) and logical > usable):
+                return None
+            how += f" = {logical} logical CPUs"
+            value = logical
+        if count > 1:
+            total = value * count
+            if total <= usable:
+                return None
+            share = usable // count
+            return loader_hit(
+                loader,
+                how=f"{how}: {value} worker(s) in each of {count} processes per node "
+                f"({launched}), {total} in all",
+                usable=usable,
+                workers=f"{max(share - 1, 1) if share else 0}   # {usable} CPUs shared by "
+                f"{count} processes",
+            )
         if isinstance(value, int) and value > usable:
             return loader_hit(loader, how=how, usable=usable, workers=workers)
         return None
 
     limit = f"{usable} " if isinstance(usable, int) else "the usable CPUs' "
     return per_loader(facts, test, f"no DataLoader asks for more than {limit}workers")
+
+
+def processes_per_node(
+    file_facts: dict[str, Any],
+    loader: dict[str, Any],
+    gpus: Union[list[dict[str, Any]], Missing],
+) -> Union[tuple[int, str], str]:
+    """(processes on the node, how the script starts them) for a loader's file: from the
+    static audit's `processes_per_node`, or a live loader's `processes` (envcheck.inspect()
+    inside a DDP process); one per GPU counts the training machine's GPUs. A str when the
+    count cannot be known: why."""
+    found = loader.get("processes") or file_facts.get("processes_per_node")
+    if not isinstance(found, dict):
+        return 1, "one process"
+    how = str(found.get("how"))
+    count = found.get("count")
+    if isinstance(count, int) and count > 0:
+        return count, how
+    if isinstance(gpus, Missing):
+        return f"{how}, and the training machine's GPUs are not known ({gpus.reason})"
+    return max(1, len(gpus)), how
 
 
 @check(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from envcheck.scripts import device, precision
+from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.index import FileIndex
 from envcheck.scripts.keras import KerasObserver
@@ -121,6 +121,7 @@ class Walker(ast.NodeVisitor):
         for observer in OBSERVERS:
             observer.finish(self)
         self.facts.update(precision.read(self))
+        self.facts["processes_per_node"] = processes.read(self)
         self.facts["torch"] = any(
             v.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "accelerate", "timm")
             for v in self.aliases.values()
