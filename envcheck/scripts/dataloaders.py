@@ -111,7 +111,8 @@ def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
     if not isinstance(node, ast.Name):
         return None
     where: ast.AST = walker.functions[-1] if walker.functions else walker.module
-    names, seen = [node.id], set()
+    names: list[str] = [node.id]
+    seen: set[str] = set()
     while names:
         name = names.pop()
         if name in seen or len(seen) > 8:

@@ -61,8 +61,8 @@ def _visit(walker: Walker, node: ast.AST, scope: Scope, found: list[dict[str, An
             taken = resolve(node.test, scope)
             taken_body = bool(taken.value) if taken.known else None
         if taken_body is not None:
-            for child in node.body if taken_body else node.orelse:
-                _visit(walker, child, scope, found)
+            for statement in node.body if taken_body else node.orelse:
+                _visit(walker, statement, scope, found)
         return
     if isinstance(node, ast.Call):
         seen = _call(walker, node, scope)
