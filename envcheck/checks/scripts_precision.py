@@ -281,7 +281,14 @@ TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"
 
 
 def _keras_training(file_facts: dict[str, Any]) -> bool:
-    return bool(file_facts.get("keras_fit")) and bool(file_facts.get("keras_layers"))
+    """Keras `fit` on a model with real compute: Keras layers in sight, or a model of the
+    project whose name says its architecture (`YoloV3(...)`, `create_yolov3_model()`)."""
+    model = (
+        file_facts.get("keras_layers")
+        or file_facts.get("conv_layers")
+        or (file_facts.get("matmul_layers") and not file_facts.get("toy_model"))
+    )
+    return bool(file_facts.get("keras_fit")) and bool(model)
 
 
 @check(
@@ -313,7 +320,8 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
 def keras_no_mixed_precision(facts: Facts) -> Outcome:
     """
     **Anti-pattern.** A script that builds Keras convolution, dense, recurrent or
-    attention layers (or a `keras.applications` model) and trains them with `fit`,
+    attention layers (or a `keras.applications` model, or a model of the project whose
+    name says its architecture, such as `YoloV3(...)`) and trains them with `fit`,
     without a mixed-precision policy, on GPUs of compute capability 7.0 or newer. Keras
     computes in float32 by default, so the tensor cores that run float16/bfloat16
     matmuls and convolutions sit unused; the TensorFlow mixed precision guide quotes
