@@ -86,10 +86,8 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     tokenised = _tokenised(walker, node)
     if tokenised is not None:
         return {"class": "pre-tokenised", "qualname": None, "text": _clip(tokenised)}
-    for _ in range(4):
-        if not isinstance(node, ast.Name):
-            break
-        node = walker.scope().lookup(node.id)
+    function = walker.functions[-1] if walker.functions else None
+    node = _built_by(walker, node, function, 0)
     if not isinstance(node, ast.Call):
         return None
     name = walker.qualname(node.func) or ""
@@ -97,6 +95,64 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if not short:
         return None
     return {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
+
+
+def _built_by(
+    walker: Walker, node: Optional[ast.expr], function: Optional[ast.AST], depth: int
+) -> Optional[ast.expr]:
+    """The call that builds a dataset: through assignments, a parameter of the loader's
+    function from the calls to it (`prepare(dataset, ...)` called with `get_data()`), and
+    the return value of a function of the file (`get_data()` returning a TensorDataset)."""
+    if depth > 6 or node is None:
+        return None
+    if isinstance(node, ast.Name):
+        assigned = walker.scope_of(function).lookup(node.id)
+        if assigned is not None:
+            return _built_by(walker, assigned, function, depth + 1)
+        return _from_callers(walker, node.id, function, depth)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        own = walker.index().functions.get(node.func.id)
+        if own is not None:
+            returned = [
+                r.value for r in ast.walk(own) if isinstance(r, ast.Return) and r.value is not None
+            ]
+            if len(returned) == 1:
+                return _built_by(walker, returned[0], own, depth + 1)
+    return node
+
+
+def _from_callers(
+    walker: Walker, parameter: str, function: Optional[ast.AST], depth: int
+) -> Optional[ast.expr]:
+    """What every call to `function` in the file passes as `parameter`, when they agree."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if parameter not in params:
+        return None
+    position = params.index(parameter)
+    index = walker.index()
+    built: list[ast.expr] = []
+    for caller in [None, *index.function_nodes]:
+        body = walker.module.body if caller is None else caller.body
+        for statement in body:
+            if caller is None and isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+                continue
+            for call in ast.walk(statement):
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Name)
+                    and call.func.id == function.name
+                ):
+                    continue
+                given = call.args[position] if position < len(call.args) else None
+                given = next((k.value for k in call.keywords if k.arg == parameter), given)
+                found = _built_by(walker, given, caller, depth + 1)
+                if found is None:
+                    return None
+                built.append(found)
+    texts = {ast.dump(b) for b in built}
+    return built[0] if len(texts) == 1 else None
 
 
 TOKENISING = ("tokeniz", "tokenis")
