@@ -220,8 +220,64 @@ class Walker(ast.NodeVisitor):
             return self.module_scope
         key = id(function)
         if key not in self._scopes:
-            self._scopes[key] = self.module_scope.inside(function)
+            scope = self.module_scope.inside(function)
+            self._scopes[key] = scope
+            init = self._constructor(function)
+            if init is not None:
+                scope.attributes = self._init_attributes(init)
         return self._scopes[key]
+
+    def _constructor(self, method: ast.AST) -> Optional[ast.FunctionDef]:
+        """The __init__ of the class `method` belongs to, if the file defines one."""
+        for cls in self.index().class_nodes:
+            if any(statement is method for statement in cls.body):
+                for statement in cls.body:
+                    if isinstance(statement, ast.FunctionDef) and statement.name == "__init__":
+                        return statement
+        return None
+
+    def _init_attributes(self, init: ast.FunctionDef) -> dict[str, tuple[ast.expr, Scope]]:
+        """`self.x = value` assignments of an __init__ (those made once), each with the
+        __init__'s scope, in which a parameter stands for its default unless the file
+        constructs the class with that argument (`Model(workers=8)`)."""
+        scope = self.module_scope.inside(init)
+        positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
+        with_default = positional[len(positional) - len(init.args.defaults) :]
+        defaults = dict(zip(with_default, init.args.defaults, strict=True))
+        for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True):
+            if default is not None:
+                defaults[arg.arg] = default
+        cls = next(c for c in self.index().class_nodes if init in c.body)
+        for node in ast.walk(self.module):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == cls.name
+            ):
+                for keyword in node.keywords:
+                    defaults.pop(keyword.arg or "", None)
+                for name in positional[1 : 1 + len(node.args)]:  # after self
+                    defaults.pop(name, None)
+                if any(k.arg is None for k in node.keywords) or any(
+                    isinstance(a, ast.Starred) for a in node.args
+                ):
+                    defaults.clear()  # *args or **kwargs: not known which
+        scope.defaults = defaults
+        found: dict[str, tuple[ast.expr, Scope]] = {}
+        twice: set[str] = set()
+        for node in ast.walk(init):
+            if not isinstance(node, ast.Assign):
+                continue
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    if target.attr in found:
+                        twice.add(target.attr)
+                    found[target.attr] = (node.value, scope)
+        return {k: v for k, v in found.items() if k not in twice}
 
 
 def _import_aliases(module: ast.Module) -> dict[str, str]:
