@@ -105,6 +105,9 @@ class Walker(ast.NodeVisitor):
         self.functions: list[ast.AST] = []
         self._scopes: dict[int, Scope] = {}
         self._index: Optional[FileIndex] = None
+        self._attributes: dict[int, dict[str, tuple[ast.expr, Scope]]] = {}
+        self._calls: Optional[dict[str, list[ast.Call]]] = None
+        self._inits: Optional[dict[int, ast.FunctionDef]] = None
         self.in_main_guard = False
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -224,17 +227,36 @@ class Walker(ast.NodeVisitor):
             self._scopes[key] = scope
             init = self._constructor(function)
             if init is not None:
-                scope.attributes = self._init_attributes(init)
+                if id(init) not in self._attributes:
+                    self._attributes[id(init)] = self._init_attributes(init)
+                scope.attributes = self._attributes[id(init)]
         return self._scopes[key]
+
+    def _calls_by_name(self) -> dict[str, list[ast.Call]]:
+        """The file's calls of plain names (`Model(...)`), by name, gathered once."""
+        if self._calls is None:
+            self._calls = {}
+            for node in ast.walk(self.module):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    self._calls.setdefault(node.func.id, []).append(node)
+        return self._calls
 
     def _constructor(self, method: ast.AST) -> Optional[ast.FunctionDef]:
         """The __init__ of the class `method` belongs to, if the file defines one."""
-        for cls in self.index().class_nodes:
-            if any(statement is method for statement in cls.body):
-                for statement in cls.body:
-                    if isinstance(statement, ast.FunctionDef) and statement.name == "__init__":
-                        return statement
-        return None
+        if self._inits is None:
+            self._inits = {}
+            for cls in self.index().class_nodes:
+                init = next(
+                    (
+                        s
+                        for s in cls.body
+                        if isinstance(s, ast.FunctionDef) and s.name == "__init__"
+                    ),
+                    None,
+                )
+                if init is not None:
+                    self._inits.update({id(s): init for s in cls.body})
+        return self._inits.get(id(method))
 
     def _init_attributes(self, init: ast.FunctionDef) -> dict[str, tuple[ast.expr, Scope]]:
         """`self.x = value` assignments of an __init__ (those made once), each with the
@@ -248,27 +270,22 @@ class Walker(ast.NodeVisitor):
             if default is not None:
                 defaults[arg.arg] = default
         cls = next(c for c in self.index().class_nodes if init in c.body)
-        for node in ast.walk(self.module):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == cls.name
+        for node in self._calls_by_name().get(cls.name, []):
+            for keyword in node.keywords:
+                defaults.pop(keyword.arg or "", None)
+            for name in positional[1 : 1 + len(node.args)]:  # after self
+                defaults.pop(name, None)
+            if any(k.arg is None for k in node.keywords) or any(
+                isinstance(a, ast.Starred) for a in node.args
             ):
-                for keyword in node.keywords:
-                    defaults.pop(keyword.arg or "", None)
-                for name in positional[1 : 1 + len(node.args)]:  # after self
-                    defaults.pop(name, None)
-                if any(k.arg is None for k in node.keywords) or any(
-                    isinstance(a, ast.Starred) for a in node.args
-                ):
-                    defaults.clear()  # *args or **kwargs: not known which
+                defaults.clear()  # *args or **kwargs: not known which
         scope.defaults = defaults
         found: dict[str, tuple[ast.expr, Scope]] = {}
         twice: set[str] = set()
-        for node in ast.walk(init):
-            if not isinstance(node, ast.Assign):
+        for assignment in ast.walk(init):
+            if not isinstance(assignment, ast.Assign):
                 continue
-            for target in node.targets:
+            for target in assignment.targets:
                 if (
                     isinstance(target, ast.Attribute)
                     and isinstance(target.value, ast.Name)
@@ -276,7 +293,7 @@ class Walker(ast.NodeVisitor):
                 ):
                     if target.attr in found:
                         twice.add(target.attr)
-                    found[target.attr] = (node.value, scope)
+                    found[target.attr] = (assignment.value, scope)
         return {k: v for k, v in found.items() if k not in twice}
 
 

@@ -164,7 +164,9 @@ def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
     token ids). The map call's text, or None."""
     while isinstance(node, ast.Subscript):
         node = node.value
-    if not isinstance(node, ast.Name):
+    if not isinstance(node, ast.Name) or not any(
+        word in line.lower() for line in walker.lines for word in TOKENISING
+    ):
         return None
     where: ast.AST = walker.functions[-1] if walker.functions else walker.module
     names: list[str] = [node.id]

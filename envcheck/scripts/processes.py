@@ -37,10 +37,23 @@ LAUNCHER_HELPERS = ("init_distributed_mode",)  # detr, dino, deit: torchrun's va
 LAUNCHER_VARIABLES = ("LOCAL_WORLD_SIZE", "LOCAL_RANK")
 LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
 PER_GPU = "one process per GPU"
+# Words one of the calls above needs in the source (a cheap test before the walk).
+WORDS = (
+    "spawn",
+    "start_processes",
+    "init_process_group",
+    "DistributedDataParallel",
+    *LAUNCHER_HELPERS,
+    *LAUNCHER_VARIABLES,
+    "Trainer",
+    "Fabric",
+)
 
 
 def read(walker: Walker) -> Optional[dict[str, Any]]:
     """The file's processes per node (see the module docstring), or None for one."""
+    if not any(word in line for line in walker.lines for word in WORDS):
+        return None  # nothing that starts processes: skip the walk
     found: list[dict[str, Any]] = []
     _visit(walker, walker.module, walker.module_scope, found)
     if not found:
