@@ -114,7 +114,6 @@ MATMUL_WORDS = (
     "bart",
     "roberta",
     "vit",
-    "attention",
 )
 # A model made only of nn.Linear layers with fewer weights than this is a toy: there is
 # nothing for tensor cores to speed up (nn.Linear(20, 1) of the DDP tutorial).
