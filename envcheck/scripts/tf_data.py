@@ -5,6 +5,11 @@
 and from functions (or methods) that return one into their callers, so that each is
 judged where it reaches its consumer (`fit`, a `for` loop). Every observation is a plain
 JSON dict with `path`, `line`, `column`, `code` and `function`; nothing here judges.
+
+Size: one dataflow reader. Sources (tf.data, Keras directory loaders, Dataset subclasses,
+loaders out of sight), the operations chained on them and their consumers (fit, loops,
+callers, demonstrations) update the same per-body state as the statements are read;
+split across modules they would share that private state.
 """
 
 from __future__ import annotations
