@@ -41,13 +41,15 @@ import functools
 import inspect as pyinspect
 import linecache
 import multiprocessing
+import os
 import re
 import sys
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from envcheck import service
 from envcheck.errors import UsageError
 from envcheck.model import Finding
+from envcheck.probe.node import node_shape
 from envcheck.scripts.values import LIVE
 
 TORCH_RULES = ("EC501", "EC502", "EC503", "EC504", "EC505")
@@ -241,6 +243,9 @@ def _torch_loader(
         "args": args,
         "opaque_kwargs": [],
     }
+    processes = ddp_processes(os.environ, _distributed_initialised())
+    if processes is not None:
+        item["processes"] = processes  # EC504 counts num_workers once per process
     file_facts = {
         "path": caller["path"],
         "source": LIVE,
@@ -249,6 +254,34 @@ def _torch_loader(
         "start_method": method or multiprocessing.get_start_method(allow_none=True),
     }
     return item, file_facts
+
+
+def ddp_processes(environ: Mapping[str, str], initialised: bool) -> Optional[dict[str, Any]]:
+    """The training processes on this node when this one is one of several (a DDP run),
+    shaped as the static audit's `processes_per_node`; None for a single process.
+    torchrun's LOCAL_WORLD_SIZE (or Slurm's tasks per node) gives the count; WORLD_SIZE
+    alone, or an initialised torch.distributed, means one process per GPU."""
+    shape = node_shape({}, environ, 1)
+    if shape.source.startswith(("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE")):
+        if shape.processes <= 1:
+            return None
+        return {"count": shape.processes, "per_gpu": False, "how": shape.source, "line": None}
+    if environ.get("WORLD_SIZE", "").strip() == "1":
+        return None
+    if "WORLD_SIZE" in environ or initialised:
+        why = f"WORLD_SIZE={environ['WORLD_SIZE']}" if "WORLD_SIZE" in environ else None
+        how = why or "torch.distributed is initialised"
+        return {"count": None, "per_gpu": True, "how": f"{how}: one process per GPU", "line": None}
+    return None
+
+
+def _distributed_initialised() -> bool:
+    """Whether torch.distributed is initialised in this process (never imports torch)."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        return bool(dist is not None and dist.is_available() and dist.is_initialized())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _arg(value: Any) -> dict[str, Any]:

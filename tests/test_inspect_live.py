@@ -60,6 +60,12 @@ out["zero_on_cpu"] = rows(envcheck.inspect(zero, uses_cuda=False))
 many = DataLoader(data, batch_size=4, num_workers=usable + 2, persistent_workers=True)
 out["many"] = rows(envcheck.inspect(many))  # CALL:many
 out["many_item"] = observe(many)["loaders"][0]
+one = DataLoader(data, batch_size=4, num_workers=1, persistent_workers=True)
+out["one_alone"] = rows(envcheck.inspect(one, uses_cuda=True))
+os.environ["LOCAL_WORLD_SIZE"] = str(usable + 1)  # as torchrun sets it in each process
+out["one_in_ddp"] = rows(envcheck.inspect(one, uses_cuda=True))  # CALL:ddp
+out["ddp_item"] = observe(one)["loaders"][0]
+del os.environ["LOCAL_WORLD_SIZE"]
 out["default_cuda"] = observe(zero)["file_facts"][0]["uses_cuda"]
 out["cuda_available"] = torch.cuda.is_available()
 try:
@@ -241,6 +247,19 @@ def test_workers_above_the_usable_cpus_are_ec504(torch_run: tuple[dict[str, Any]
         "source": "live object",
     }
     assert out["many_item"]["kind"] == "torch.DataLoader"
+
+
+@pytest.mark.slow
+@requires_frameworks
+def test_workers_count_once_per_ddp_process(torch_run: tuple[dict[str, Any], Path]) -> None:
+    """Issue 16: inside a DDP process (LOCAL_WORLD_SIZE set) one worker per process is
+    usable + 1 workers on the node: EC504, saying so; alone, the same loader is fine."""
+    out, script = torch_run
+    assert "EC504" not in ids(out["one_alone"])
+    ec504 = [r for r in out["one_in_ddp"] if r["id"] == "EC504"]
+    assert ec504 and ec504[0]["line"] == line_of(script, "ddp")
+    assert "processes per node (LOCAL_WORLD_SIZE=" in ec504[0]["message"]
+    assert out["ddp_item"]["processes"]["per_gpu"] is False
 
 
 @pytest.mark.slow

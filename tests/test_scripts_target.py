@@ -23,7 +23,7 @@ SCRIPT = (
     "    device = 'cuda'\n"
     "    loader = DataLoader(ds, batch_size=64, num_workers=16, pin_memory=True,\n"
     "                        persistent_workers=True)\n"
-    "    model = torch.nn.Linear(8, 2).to(device)\n"
+    "    model = torch.nn.Linear(4096, 4096).to(device)\n"
     "    for x, y in loader:\n"
     "        model(x.to(device)).sum().backward()\n"
     "if __name__ == '__main__':\n"

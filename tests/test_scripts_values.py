@@ -216,3 +216,42 @@ PRECISION = [
 def test_precision_facts(tmp_path: Path, source: str, expected: dict[str, Any]) -> None:
     facts = analyse(tmp_path, source).facts
     assert {k: facts[k] for k in expected} == expected
+
+
+MODULE_WITH_WORKERS = """
+import torch
+
+
+class Model:
+    def __init__(self, data_path, workers: int = 4, batch_size=256):
+        self.workers = workers
+        self.batch_size = batch_size
+
+    def train_dataloader(self):
+        return torch.utils.data.DataLoader(
+            self.dataset, batch_size=self.batch_size, num_workers=self.workers
+        )
+"""
+
+
+def test_self_attribute_from_the_constructors_default(tmp_path: Path) -> None:
+    # Lightning's ImageNet example: num_workers=self.workers, `workers: int = 4` in __init__
+    report = analyse(tmp_path, MODULE_WITH_WORKERS)
+    assert loader_args(report) == [{"batch_size": 256, "num_workers": 4}]
+    source = report.loaders[0]["args"]["num_workers"]["source"]
+    assert "self.workers = workers in __init__" in source
+
+
+def test_self_attribute_default_kept_when_the_file_passes_other_arguments(tmp_path: Path) -> None:
+    report = analyse(tmp_path, MODULE_WITH_WORKERS + "\nmodel = Model('data', batch_size=64)\n")
+    assert loader_args(report) == [{"batch_size": None, "num_workers": 4}]
+
+
+@pytest.mark.parametrize(
+    "construct", ["Model('data', workers=8)", "Model('data', 8)", "Model(**settings)"]
+)
+def test_self_attribute_unknown_when_the_file_passes_the_argument(
+    tmp_path: Path, construct: str
+) -> None:
+    report = analyse(tmp_path, MODULE_WITH_WORKERS + f"\nmodel = {construct}\n")
+    assert report.loaders[0]["args"]["num_workers"]["known"] is False

@@ -190,8 +190,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     files, unknown, cap = found
     hits: list[Hit] = []
     for f in files:
-        if f.get("autocast"):
-            continue
+        if f.get("autocast") or f.get("toy_model"):
+            continue  # a few small nn.Linear: nothing for tensor cores to speed up
         gate = f.get("amp_gate")
         if not isinstance(gate, dict):
             hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
@@ -239,7 +239,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     training. Scripts that already use autocast are not flagged (their matmuls run in
     half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
     cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
-    defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models.
+    defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
+    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones. A
+    model built out of sight whose kind nothing names is unknown.
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
@@ -250,6 +252,14 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     hits: list[Hit] = []
     for f in files:
         if f.get("autocast") or f.get("tf32") is True or f.get("conv_layers"):
+            continue
+        if f.get("toy_model"):
+            continue  # a few small nn.Linear: TF32 buys nothing
+        if "matmul_layers" in f and not f.get("matmul_layers"):
+            unknown.append(
+                f"{f.get('path')}: the model is built out of this file (no layers or known "
+                "architecture in sight): whether matmuls or convolutions dominate is not known"
+            )
             continue
         gate = f.get("amp_gate")
         if isinstance(gate, dict) and gate.get("default") is None:
@@ -271,7 +281,14 @@ TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"
 
 
 def _keras_training(file_facts: dict[str, Any]) -> bool:
-    return bool(file_facts.get("keras_fit")) and bool(file_facts.get("keras_layers"))
+    """Keras `fit` on a model with real compute: Keras layers in sight, or a model of the
+    project whose name says its architecture (`YoloV3(...)`, `create_yolov3_model()`)."""
+    model = (
+        file_facts.get("keras_layers")
+        or file_facts.get("conv_layers")
+        or (file_facts.get("matmul_layers") and not file_facts.get("toy_model"))
+    )
+    return bool(file_facts.get("keras_fit")) and bool(model)
 
 
 @check(
@@ -303,7 +320,8 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
 def keras_no_mixed_precision(facts: Facts) -> Outcome:
     """
     **Anti-pattern.** A script that builds Keras convolution, dense, recurrent or
-    attention layers (or a `keras.applications` model) and trains them with `fit`,
+    attention layers (or a `keras.applications` model, or a model of the project whose
+    name says its architecture, such as `YoloV3(...)`) and trains them with `fit`,
     without a mixed-precision policy, on GPUs of compute capability 7.0 or newer. Keras
     computes in float32 by default, so the tensor cores that run float16/bfloat16
     matmuls and convolutions sit unused; the TensorFlow mixed precision guide quotes

@@ -1,6 +1,9 @@
 """tf.data and Keras input pipelines in training scripts (EC511-EC521), read statically
 from the files named with `--script` (envcheck/scripts/tf_data.py, keras.py). Without
-`--script` they are skipped."""
+`--script` they are skipped.
+
+Size: eleven rules whose docstrings are their reference documentation; one family stays
+in one module."""
 
 from __future__ import annotations
 
@@ -154,6 +157,12 @@ def _visibly_stateful(op: dict[str, Any]) -> bool:
     return bool(op.get("random_augmentation") or op.get("host_calls"))
 
 
+def _demonstration(pipeline: dict[str, Any]) -> bool:
+    """A pipeline only looked at (`next(iter(ds))`, `for x in ds.take(1)`) and never
+    consumed, returned nor handed on: a tutorial's demonstration, not training input."""
+    return bool(pipeline.get("demonstration"))
+
+
 def _serial(value: Optional[dict[str, Any]]) -> bool:
     """num_parallel_calls absent, or known to be None or 1."""
     if value is None:
@@ -193,6 +202,8 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     rewrites = release is not None and release >= MAP_PARALLELIZATION_SINCE
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
+        if _demonstration(pipeline):
+            return []
         return [
             _hit(
                 pipeline,
@@ -251,7 +262,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     out_of_sight: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if not pipeline.get("operations"):
+        if not pipeline.get("operations") or _demonstration(pipeline):
             return []
         built = pipeline.get("built_by")
         built_text = f" (built by {built})" if built else ""
@@ -278,6 +289,8 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
                 f"{pipeline.get('path')}:{pipeline.get('line')}: {pipeline['finished_elsewhere']}"
             )
             return []
+        if "demonstration" in pipeline and not pipeline.get("used_by"):
+            return []  # nothing in sight consumes it: the consumer decides
         last = pipeline.get("last_operation") or "batch"
         hit = _hit(
             pipeline,
@@ -349,7 +362,9 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
     """
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        found = []
+        found: list[Hit] = []
+        if _demonstration(pipeline):
+            return found
         for op in pipeline.get("operations") or []:
             host = op.get("host_calls") or []
             why = _host_cost({str(h.get("kind")) for h in host})
@@ -508,6 +523,22 @@ def _keras_major(facts: Facts) -> Union[int, Outcome]:
     return 2 if tf[1].release[:2] < (2, 16) else 3
 
 
+# Arguments and methods Keras 3 removed from Model (keras.io/guides/migrating_to_keras_3:
+# fit_generator is gone, and workers / use_multiprocessing / max_queue_size moved to
+# PyDataset): a script that uses them is written for, and only runs on, Keras 2.
+KERAS2_METHODS = {"fit_generator", "evaluate_generator", "predict_generator"}
+KERAS2_ARGUMENTS = {"workers", "use_multiprocessing", "max_queue_size"}
+
+
+def _keras2_files(calls: list[dict[str, Any]]) -> set[str]:
+    """The files whose Keras calls only Keras 2 accepts."""
+    return {
+        str(c.get("path"))
+        for c in calls
+        if c.get("kind") in KERAS2_METHODS or set(c.get("args") or {}) & KERAS2_ARGUMENTS
+    }
+
+
 @check(
     id="EC517",
     name="keras-generator-default-workers",
@@ -540,8 +571,14 @@ def keras_generator_default_workers(facts: Facts) -> Outcome:
         return Outcome.passed("no Keras fit fed by a Python generator or Sequence")
     major = _keras_major(facts)
     if isinstance(major, Outcome):
-        return major
-    if major >= 3:
+        # the training machine's Keras is not known here: a script that only runs on
+        # Keras 2 says so itself (fit_generator, workers= passed to fit)
+        every = _keras(facts, WORKER_METHODS)
+        keras2 = _keras2_files(every if isinstance(every, list) else items)
+        fed = [i for i in fed if i.get("path") in keras2]
+        if not fed:
+            return major
+    elif major >= 3:
         return Outcome.unknown(
             f"Keras {major}: fit() takes no workers; set them on PyDataset(workers=..., "
             "use_multiprocessing=...)"
@@ -850,6 +887,9 @@ def keras_generator_not_thread_safe(facts: Facts) -> Outcome:
         generator = call.get("generator") or {}
         if generator.get("thread_safe"):
             return None
+        if generator.get("out_of_sight"):
+            name = generator.get("name")
+            return f"the generator {name}() is not in this file: its thread safety is not known"
         if generator.get("decorators"):
             decorators = ", ".join(f"@{d}" for d in generator["decorators"])
             return f"the generator is decorated with {decorators}: its thread safety is not known"

@@ -4,6 +4,9 @@
 Each finding points at the file, line and column of the call and quotes it. A value
 the source does not determine (a command-line option without a default, a config
 object) makes the rule *unknown* for that loader, never a guess.
+
+Size: seven rules whose docstrings are their reference documentation; one family stays in
+one module.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Union
 
 from envcheck.checks.facts_helpers import requested_section
+from envcheck.checks.gpu_facts import devices
 from envcheck.checks.scripts_gpu import Clear, Verdict, judge_each, trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
@@ -96,6 +100,8 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
     dataset = loader.get("dataset") or {}
     if dataset.get("class") == "TensorDataset":
         return f"the dataset is a TensorDataset ({dataset.get('text')})"
+    if dataset.get("class") == "pre-tokenised":
+        return f"the dataset is text tokenised up front ({dataset.get('text')})"
     return None
 
 
@@ -137,8 +143,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     code (a CUDA device reaching the model or data, Accelerate, Lightning, DDP), else
     from the training machine (`--target`, `[target]`, or the machine `doctor` runs on);
     when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`
-    is not flagged: its batches are slices of tensors already in memory, and workers add
-    little (the probe measures whether a loader keeps up).
+    or text tokenised up front (`DataLoader(tokenized["train"])` after
+    `raw.map(tokenize_function)`) is not flagged: its batches come from memory, and
+    workers add little (the probe measures whether a loader keeps up); nor is a loader
+    built to read a single batch, `next(iter(DataLoader(...)))`.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -160,9 +168,11 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
         in_memory = in_memory_dataset(loader)
         if in_memory:
             return Clear(
-                f"{how}, but {in_memory}: batches are slices of tensors already in "
-                "memory, so workers would add little (envcheck probe measures it)"
+                f"{how}, but {in_memory}: batches are taken from data already in memory, "
+                "so workers would add little (envcheck probe measures it)"
             )
+        if loader.get("one_batch"):
+            return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
         return loader_hit(loader, how=how, workers=workers)
 
     return per_loader(facts, test, "every DataLoader uses worker processes")
@@ -189,6 +199,9 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     synchronous; from pinned memory they are faster and, with `non_blocking=True`, overlap
     with the previous step's compute (PyTorch's memory-pinning notes).
 
+    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`), or
+    one over text tokenised up front, whose batches of token ids are a few KB.
+
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
     """
@@ -204,6 +217,10 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return how
         if gpu.trains is None:
             return f"{how}; {gpu.reason}"
+        if loader.get("one_batch"):
+            return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
+        if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
+            return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
         return loader_hit(loader, how=how)
 
     return per_loader(facts, test, "every CUDA DataLoader pins memory")
@@ -270,6 +287,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
         "https://github.com/pytorch/pytorch/pull/46867 (PyTorch's own warning: 'This "
         "DataLoader will create N worker processes in total. Our suggested max number of "
         "worker in current system is M')",
+        "https://pytorch.org/docs/stable/elastic/run.html (torchrun starts nproc-per-node "
+        "processes on each node; each builds its own DataLoader)",
+        "Lightning's own check: max(1, cpus // world_size - 1) workers per process "
+        "(lightning/pytorch/trainer/connectors/data_connector.py)",
     ),
 )
 def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
@@ -279,6 +300,13 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     container limited to a few CPUs, where `os.cpu_count()` still counts the host's cores.
     PyTorch warns about it itself (pytorch/pytorch#46867): the workers time-slice the same
     cores, and each adds memory.
+
+    `num_workers` is per process: a data-parallel script (torchrun and
+    `init_process_group`, `mp.spawn(nprocs=...)`, a Lightning Trainer on several devices,
+    `LOCAL_WORLD_SIZE` read from the environment) starts that many workers in each of its
+    processes on the node, one per GPU unless the source says how many. The rule judges
+    workers x processes per node against the training machine's usable CPUs; when the
+    processes are one per GPU and the machine's GPUs are not known, it is unknown.
 
     **Best practice.** Size workers from the usable CPUs:
     `len(os.sched_getaffinity(0))` minus one, divided among the processes on the node.
@@ -292,26 +320,65 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     if not isinstance(usable, int):
         cpus_unknown = usable.reason if isinstance(usable, Missing) else "usable CPUs not known"
     workers = suggested_workers(facts)
+    gpus = devices(facts)
 
-    def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
+    def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
         known, value, how = argument(loader, "num_workers", 0)
         if not known:
             return how
-        if value in (0, 1, None):
+        processes = processes_per_node(file_facts, loader, gpus)
+        if isinstance(processes, str):
+            return f"{how}; {processes}" if value not in (0, None) else None
+        count, launched = processes
+        if value in (0, None) or (value == 1 and count == 1):
             return None  # no more workers than any machine has
         if not isinstance(usable, int):
             return f"{how}; the training machine's CPUs are not known ({cpus_unknown})"
         if value == CPU_COUNT:
-            if isinstance(logical, int) and logical > usable:
-                how += f" = {logical} logical CPUs"
-                return loader_hit(loader, how=how, usable=usable, workers=workers)
-            return None
+            if not (isinstance(logical, int) and logical > usable):
+                return None
+            how += f" = {logical} logical CPUs"
+            value = logical
+        if count > 1:
+            total = value * count
+            if total <= usable:
+                return None
+            share = usable // count
+            return loader_hit(
+                loader,
+                how=f"{how}: {value} worker(s) in each of {count} processes per node "
+                f"({launched}), {total} in all",
+                usable=usable,
+                workers=f"{max(share - 1, 1) if share else 0}   # {usable} CPUs shared by "
+                f"{count} processes",
+            )
         if isinstance(value, int) and value > usable:
             return loader_hit(loader, how=how, usable=usable, workers=workers)
         return None
 
     limit = f"{usable} " if isinstance(usable, int) else "the usable CPUs' "
     return per_loader(facts, test, f"no DataLoader asks for more than {limit}workers")
+
+
+def processes_per_node(
+    file_facts: dict[str, Any],
+    loader: dict[str, Any],
+    gpus: Union[list[dict[str, Any]], Missing],
+) -> Union[tuple[int, str], str]:
+    """(processes on the node, how the script starts them) for a loader's file: from the
+    static audit's `processes_per_node`, or a live loader's `processes` (envcheck.inspect()
+    inside a DDP process); one per GPU counts the training machine's GPUs. A str when the
+    count cannot be known: why."""
+    found = loader.get("processes") or file_facts.get("processes_per_node")
+    if not isinstance(found, dict):
+        return 1, "one process"
+    how = str(found.get("how"))
+    count = found.get("count")
+    if isinstance(count, int) and count > 0:
+        return count, how
+    if isinstance(gpus, Missing):
+        return f"{how}, and the training machine's GPUs are not known ({gpus.reason})"
+    return max(1, len(gpus)), how
 
 
 @check(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from envcheck import safefile
-from envcheck.scripts import device, precision
+from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.index import FileIndex
 from envcheck.scripts.keras import KerasObserver
@@ -110,6 +110,9 @@ class Walker(ast.NodeVisitor):
         self.functions: list[ast.AST] = []
         self._scopes: dict[int, Scope] = {}
         self._index: Optional[FileIndex] = None
+        self._attributes: dict[int, dict[str, tuple[ast.expr, Scope]]] = {}
+        self._calls: Optional[dict[str, list[ast.Call]]] = None
+        self._inits: Optional[dict[int, ast.FunctionDef]] = None
         self.in_main_guard = False
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -126,6 +129,7 @@ class Walker(ast.NodeVisitor):
         for observer in OBSERVERS:
             observer.finish(self)
         self.facts.update(precision.read(self))
+        self.facts["processes_per_node"] = processes.read(self)
         self.facts["torch"] = any(
             v.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "accelerate", "timm")
             for v in self.aliases.values()
@@ -224,8 +228,78 @@ class Walker(ast.NodeVisitor):
             return self.module_scope
         key = id(function)
         if key not in self._scopes:
-            self._scopes[key] = self.module_scope.inside(function)
+            scope = self.module_scope.inside(function)
+            self._scopes[key] = scope
+            init = self._constructor(function)
+            if init is not None:
+                if id(init) not in self._attributes:
+                    self._attributes[id(init)] = self._init_attributes(init)
+                scope.attributes = self._attributes[id(init)]
         return self._scopes[key]
+
+    def _calls_by_name(self) -> dict[str, list[ast.Call]]:
+        """The file's calls of plain names (`Model(...)`), by name, gathered once."""
+        if self._calls is None:
+            self._calls = {}
+            for node in ast.walk(self.module):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    self._calls.setdefault(node.func.id, []).append(node)
+        return self._calls
+
+    def _constructor(self, method: ast.AST) -> Optional[ast.FunctionDef]:
+        """The __init__ of the class `method` belongs to, if the file defines one."""
+        if self._inits is None:
+            self._inits = {}
+            for cls in self.index().class_nodes:
+                init = next(
+                    (
+                        s
+                        for s in cls.body
+                        if isinstance(s, ast.FunctionDef) and s.name == "__init__"
+                    ),
+                    None,
+                )
+                if init is not None:
+                    self._inits.update({id(s): init for s in cls.body})
+        return self._inits.get(id(method))
+
+    def _init_attributes(self, init: ast.FunctionDef) -> dict[str, tuple[ast.expr, Scope]]:
+        """`self.x = value` assignments of an __init__ (those made once), each with the
+        __init__'s scope, in which a parameter stands for its default unless the file
+        constructs the class with that argument (`Model(workers=8)`)."""
+        scope = self.module_scope.inside(init)
+        positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
+        with_default = positional[len(positional) - len(init.args.defaults) :]
+        defaults = dict(zip(with_default, init.args.defaults, strict=True))
+        for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True):
+            if default is not None:
+                defaults[arg.arg] = default
+        cls = next(c for c in self.index().class_nodes if init in c.body)
+        for node in self._calls_by_name().get(cls.name, []):
+            for keyword in node.keywords:
+                defaults.pop(keyword.arg or "", None)
+            for name in positional[1 : 1 + len(node.args)]:  # after self
+                defaults.pop(name, None)
+            if any(k.arg is None for k in node.keywords) or any(
+                isinstance(a, ast.Starred) for a in node.args
+            ):
+                defaults.clear()  # *args or **kwargs: not known which
+        scope.defaults = defaults
+        found: dict[str, tuple[ast.expr, Scope]] = {}
+        twice: set[str] = set()
+        for assignment in ast.walk(init):
+            if not isinstance(assignment, ast.Assign):
+                continue
+            for target in assignment.targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    if target.attr in found:
+                        twice.add(target.attr)
+                    found[target.attr] = (assignment.value, scope)
+        return {k: v for k, v in found.items() if k not in twice}
 
 
 def _import_aliases(module: ast.Module) -> dict[str, str]:

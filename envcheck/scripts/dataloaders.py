@@ -30,6 +30,7 @@ class DataLoaderObserver:
 
     def finish(self, walker: Walker) -> None:
         _mark_rebuilt(walker.module, walker.report.loaders)
+        _mark_one_batch(walker.module, walker.report.loaders)
 
 
 def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
@@ -82,10 +83,11 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     for keyword in call.keywords:
         if keyword.arg == "dataset":
             node = keyword.value
-    for _ in range(4):
-        if not isinstance(node, ast.Name):
-            break
-        node = walker.scope().lookup(node.id)
+    tokenised = _tokenised(walker, node)
+    if tokenised is not None:
+        return {"class": "pre-tokenised", "qualname": None, "text": _clip(tokenised)}
+    function = walker.functions[-1] if walker.functions else None
+    node = _built_by(walker, node, function, 0)
     if not isinstance(node, ast.Call):
         return None
     name = walker.qualname(node.func) or ""
@@ -93,6 +95,145 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if not short:
         return None
     return {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
+
+
+def _built_by(
+    walker: Walker, node: Optional[ast.expr], function: Optional[ast.AST], depth: int
+) -> Optional[ast.expr]:
+    """The call that builds a dataset: through assignments, a parameter of the loader's
+    function from the calls to it (`prepare(dataset, ...)` called with `get_data()`), and
+    the return value of a function of the file (`get_data()` returning a TensorDataset)."""
+    if depth > 6 or node is None:
+        return None
+    if isinstance(node, ast.Name):
+        assigned = walker.scope_of(function).lookup(node.id)
+        if assigned is not None:
+            return _built_by(walker, assigned, function, depth + 1)
+        return _from_callers(walker, node.id, function, depth)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        own = walker.index().functions.get(node.func.id)
+        if own is not None:
+            returned = [
+                r.value for r in ast.walk(own) if isinstance(r, ast.Return) and r.value is not None
+            ]
+            if len(returned) == 1:
+                return _built_by(walker, returned[0], own, depth + 1)
+    return node
+
+
+def _from_callers(
+    walker: Walker, parameter: str, function: Optional[ast.AST], depth: int
+) -> Optional[ast.expr]:
+    """What every call to `function` in the file passes as `parameter`, when they agree."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if parameter not in params:
+        return None
+    position = params.index(parameter)
+    index = walker.index()
+    built: list[ast.expr] = []
+    for caller in [None, *index.function_nodes]:
+        body = walker.module.body if caller is None else caller.body
+        for statement in body:
+            if caller is None and isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+                continue
+            for call in ast.walk(statement):
+                if not (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Name)
+                    and call.func.id == function.name
+                ):
+                    continue
+                given = call.args[position] if position < len(call.args) else None
+                given = next((k.value for k in call.keywords if k.arg == parameter), given)
+                found = _built_by(walker, given, caller, depth + 1)
+                if found is None:
+                    return None
+                built.append(found)
+    texts = {ast.dump(b) for b in built}
+    return built[0] if len(texts) == 1 else None
+
+
+TOKENISING = ("tokeniz", "tokenis")
+
+
+def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
+    """`DataLoader(tokenized["train"])` where `tokenized = raw.map(tokenize_function,
+    ...)`: a text dataset tokenised up front (Hugging Face datasets keep it in memory as
+    token ids). The map call's text, or None."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if not isinstance(node, ast.Name) or not any(
+        word in line.lower() for line in walker.lines for word in TOKENISING
+    ):
+        return None
+    where: ast.AST = walker.functions[-1] if walker.functions else walker.module
+    names: list[str] = [node.id]
+    seen: set[str] = set()
+    while names:
+        name = names.pop()
+        if name in seen or len(seen) > 8:
+            continue
+        seen.add(name)
+        for statement in ast.walk(where):
+            if not (
+                isinstance(statement, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
+            ):
+                continue
+            for inner in ast.walk(statement.value):
+                if isinstance(inner, ast.Name):
+                    names.append(inner.id)
+                if (
+                    isinstance(inner, ast.Call)
+                    and isinstance(inner.func, ast.Attribute)
+                    and inner.func.attr == "map"
+                    and inner.args
+                    and _tokenises(walker, inner.args[0])
+                ):
+                    return ast.unparse(inner.func) + f"({ast.unparse(inner.args[0])}, ...)"
+    return None
+
+
+def _tokenises(walker: Walker, function: ast.expr) -> bool:
+    """A map function that tokenises: named so, or a function of the file calling a
+    tokenizer."""
+    text = ast.unparse(function).lower()
+    if any(word in text for word in TOKENISING):
+        return True
+    if isinstance(function, ast.Name):
+        defined = walker.index().functions.get(function.id)
+        if defined is not None:
+            return any(
+                isinstance(n, ast.Call) and "tokeniz" in ast.unparse(n.func).lower()
+                for n in ast.walk(defined)
+            )
+    return False
+
+
+def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`one_batch`: the loader is built only to read one batch, `next(iter(DataLoader(...)))`
+    (a sample for a plot or a callback), so its workers and pinning would buy nothing."""
+    if not loaders:
+        return
+    places = set()
+    for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "next"
+            and node.args
+            and isinstance(node.args[0], ast.Call)
+            and isinstance(node.args[0].func, ast.Name)
+            and node.args[0].func.id == "iter"
+            and node.args[0].args
+            and isinstance(node.args[0].args[0], ast.Call)
+        ):
+            inner = node.args[0].args[0]
+            places.add((inner.lineno, inner.col_offset + 1))
+    for loader in loaders:
+        loader["one_batch"] = (loader["line"], loader["column"]) in places
 
 
 def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:

@@ -121,6 +121,8 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
         )
         if kind == "generator" and definition is not None:
             observation["generator"] = _generator(definition)
+        elif kind == "generator":
+            observation["generator"] = {"name": _callee_name(first), "out_of_sight": True}
         walker.report.keras_calls.append(observation)
         if attr in ("fit", "fit_generator") and not walker.facts.get("keras_fit"):
             walker.facts["keras_fit"] = {
@@ -189,7 +191,8 @@ def _policy_name(node: ast.expr, walker: Walker) -> Any:
 
 
 def _input(walker: Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Optional[ast.AST]]:
-    """ "generator" (a call to a function of this file that yields), "sequence" (an
+    """ "generator" (a call to a function of this file that yields, or to an imported
+    one named `*generator*`), "sequence" (an
     instance of a keras Sequence/PyDataset subclass of this file), or None; with the
     function or class that defines it."""
     if isinstance(node, ast.Name):
@@ -202,7 +205,22 @@ def _input(walker: Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Opt
         return "generator", index.functions[node.func.id]
     if node.func.id in index.derived_from(SEQUENCE_BASES):
         return "sequence", index.classes.get(node.func.id)
+    name = walker.qualname(node.func) or node.func.id
+    if (
+        node.func.id not in index.functions
+        and "generator" in node.func.id.lower()
+        and not name.startswith(("keras.", "tensorflow.", "numpy."))
+    ):
+        # image_segmentation_generator(...) imported from the project: a Python
+        # generator out of sight (its thread safety is not known)
+        return "generator", None
     return None, None
+
+
+def _callee_name(node: Optional[ast.expr]) -> Optional[str]:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id
+    return ast.unparse(node) if node is not None else None
 
 
 THREAD_SAFE_WORDS = ("threadsafe", "thread_safe", "synchronized")

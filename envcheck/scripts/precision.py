@@ -10,7 +10,14 @@
   else None`, `enabled=args.amp`): `{"text", "option", "default"}` — the flag and its
   default, e.g. option "--amp", default False: AMP is off unless --amp is passed;
 - `conv_layers`: the model has convolutions: `nn.Conv*`, `torchvision.models.*` (not the
-  transformers among them), `timm.create_model` of a convolutional architecture.
+  transformers among them), `timm.create_model` of a convolutional architecture, or a
+  model of the project built out of sight whose name says it (`ResNet18()`, `SSD300()`,
+  `modeling.__dict__["deeplabv3plus_mobilenet"]`);
+- `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
+  `nn.Transformer*`, a Hugging Face model, `RNNModel()`, `TransformerModel()`), with
+  `toy_model` True when the only ones are a few small `nn.Linear` of constant size
+  (nothing for tensor cores to speed up). Neither conv nor matmul: the model is built out
+  of sight and the rules that depend on its kind say unknown.
 """
 
 from __future__ import annotations
@@ -40,6 +47,77 @@ MIXED_VALUES = ("fp16", "bf16", "16", "bf16-mixed", "16-mixed", "16-true", "bf16
 # Architectures among torchvision/timm models that are transformers, not convolutional.
 TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
 # Their matmuls, not convolutions, dominate: TF32 matters there.
+# Layers whose matmuls dominate the model's compute.
+MATMUL_LAYERS = {
+    f"torch.nn.{n}"
+    for n in (
+        "Linear",
+        "Bilinear",
+        "LSTM",
+        "GRU",
+        "RNN",
+        "LSTMCell",
+        "GRUCell",
+        "RNNCell",
+        "Transformer",
+        "TransformerEncoder",
+        "TransformerDecoder",
+        "TransformerEncoderLayer",
+        "TransformerDecoderLayer",
+        "MultiheadAttention",
+    )
+} | {"torch.nn.functional.linear"}
+# Words that name an architecture in a model's class or factory name (`ResNet18`,
+# `create_yolov3_model`, `RNNModel`): matched at the start of a name or of a `_` part.
+CONV_WORDS = (
+    "resnet",
+    "resnext",
+    "wide_resnet",
+    "vgg",
+    "conv",
+    "cnn",
+    "unet",
+    "deeplab",
+    "ssd",
+    "yolo",
+    "darknet",
+    "efficientnet",
+    "mobilenet",
+    "densenet",
+    "inception",
+    "alexnet",
+    "googlenet",
+    "regnet",
+    "shufflenet",
+    "squeezenet",
+    "fcn",
+    "retinanet",
+    "fasterrcnn",
+    "maskrcnn",
+    "dcgan",
+    "espcn",
+    "lenet",
+    "senet",
+    "dpn",
+    "preactresnet",
+)
+MATMUL_WORDS = (
+    "rnn",
+    "lstm",
+    "gru",
+    "transformer",
+    "bert",
+    "gpt",
+    "mlp",
+    "llama",
+    "t5",
+    "bart",
+    "roberta",
+    "vit",
+)
+# A model made only of nn.Linear layers with fewer weights than this is a toy: there is
+# nothing for tensor cores to speed up (nn.Linear(20, 1) of the DDP tutorial).
+TOY_WEIGHTS = 10_000
 # Functions that build a model by architecture name.
 MODEL_FACTORIES = {"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"}
 
@@ -60,6 +138,8 @@ class _Reader:
         self.ungated: Optional[str] = None
         self.gates: list[tuple[Gate, Scope]] = []
         self.conv = False
+        self.matmul: list[str] = []  # what shows matmul-bound layers
+        self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
 
     def visit(self, node: ast.AST, gates: list[ast.expr], scope: Scope) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -136,7 +216,32 @@ class _Reader:
             self._use(f".{func.attr}()", gates, scope)
         if self._convolutional(node, name, scope):
             self.conv = True
+        self._matmul(node, name, scope)
         return False
+
+    def _matmul(self, node: ast.Call, name: str, scope: Scope) -> None:
+        short = name.rsplit(".", 1)[-1]
+        if name in MATMUL_LAYERS:
+            self.matmul.append(short)
+            sizes = [resolve(a, scope) for a in node.args[:2]]
+            if (
+                short == "Linear"
+                and len(sizes) == 2
+                and all(v.known and isinstance(v.value, int) for v in sizes)
+                and self.linear_weights is not None
+            ):
+                self.linear_weights += int(sizes[0].value) * int(sizes[1].value)
+            else:
+                self.linear_weights = None
+        elif name.startswith("transformers.") and ("Model" in short or "For" in short):
+            self.matmul.append(short)
+            self.linear_weights = None
+        elif (
+            not name.startswith(("torch.", "torchvision.", "timm."))
+            and _architecture(_callee(node) or "") == "matmul"
+        ):
+            self.matmul.append(_callee(node) or short)
+            self.linear_weights = None
 
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
         if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
@@ -149,16 +254,31 @@ class _Reader:
             architecture = str(value.value) if value.known else None
         elif isinstance(node.func, ast.Subscript):  # models.__dict__[args.arch](...)
             owner = self.walker.qualname(node.func.value) or ""
+            value = resolve(node.func.slice, scope)
             if owner == "torchvision.models.__dict__":
-                value = resolve(node.func.slice, scope)
                 architecture = str(value.value) if value.known else None
+            elif owner.endswith(".__dict__") and value.known:  # modeling.__dict__[opts.model]
+                return _architecture(str(value.value)) == "conv"
         if architecture is None:
-            return False
+            # a model class or factory of the project, out of sight: `ResNet18()`
+            callee = _callee(node)
+            return (
+                callee is not None
+                and not name.startswith(("torch.", "torchvision."))
+                and (_architecture(callee) == "conv")
+            )
         return not architecture.lower().startswith(TRANSFORMERS)
 
     def facts(self) -> dict[str, Any]:
         found: dict[str, Any] = {"autocast": self.ungated is not None, "amp_gate": None}
         found["conv_layers"] = self.conv
+        found["matmul_layers"] = sorted(set(self.matmul))
+        found["toy_model"] = bool(
+            self.matmul
+            and set(self.matmul) == {"Linear"}
+            and self.linear_weights is not None
+            and self.linear_weights < TOY_WEIGHTS
+        )
         if self.ungated is not None or not self.gates:
             return found
         gates = [self._gate(expr, scope) for expr, scope in self.gates]
@@ -190,6 +310,27 @@ class _Reader:
         if value.known and not isinstance(default, bool):
             default = str(default).lower() in MIXED_VALUES or default is True
         return {"text": text, "option": option, "default": default}
+
+
+def _callee(node: ast.Call) -> Optional[str]:
+    """The called name: `ResNet18` for ResNet18() and models.ResNet18()."""
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return None
+
+
+def _architecture(name: str) -> Optional[str]:
+    """'conv' or 'matmul' when a model's class or factory name says which, else None."""
+    parts = [p for p in name.lower().split("_") if p]
+    for part in parts:
+        if part.startswith(CONV_WORDS):
+            return "conv"
+    for part in parts:
+        if part.startswith(MATMUL_WORDS):
+            return "matmul"
+    return None
 
 
 def _as_list(node: Any) -> list[ast.AST]:

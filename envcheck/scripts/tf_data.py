@@ -5,6 +5,11 @@
 and from functions (or methods) that return one into their callers, so that each is
 judged where it reaches its consumer (`fit`, a `for` loop). Every observation is a plain
 JSON dict with `path`, `line`, `column`, `code` and `function`; nothing here judges.
+
+Size: one dataflow reader. Sources (tf.data, Keras directory loaders, Dataset subclasses,
+loaders out of sight), the operations chained on them and their consumers (fit, loops,
+callers, demonstrations) update the same per-body state as the statements are read;
+split across modules they would share that private state.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ if TYPE_CHECKING:
 
 # Where a tf.data pipeline starts (qualified names, after import aliases).
 SOURCE_PREFIXES = ("tensorflow.data.Dataset.",)
+INSPECTORS = {"iter", "next", "list"}  # builtins that look at a few elements
+DATASET_CLASSES = {"tensorflow.data.Dataset"}  # a subclass of this file is a source
 SOURCES = {
     "tensorflow.data.TFRecordDataset",
     "tensorflow.data.TextLineDataset",
@@ -32,7 +39,36 @@ SOURCES = {
     "keras.utils.text_dataset_from_directory",
     "keras.preprocessing.image_dataset_from_directory",
 }
+# Sources that end with their own prefetch: Keras' *_dataset_from_directory utilities
+# batch and then call dataset.prefetch(tf.data.AUTOTUNE) before returning (keras
+# utils/image_dataset_utils.py, text_dataset_utils.py).
+PREFETCHED_SOURCES = ("_dataset_from_directory",)
 FILE_READERS = {"TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"}
+# tf.data transformations: a variable assigned from a call out of sight (a loader in
+# another module) and then extended only with these, one of them distinctive, is a
+# pipeline whose source is out of sight.
+DATASET_OPS = {
+    "apply",
+    "batch",
+    "cache",
+    "concatenate",
+    "filter",
+    "flat_map",
+    "interleave",
+    "map",
+    "padded_batch",
+    "prefetch",
+    "ragged_batch",
+    "rebatch",
+    "repeat",
+    "shard",
+    "shuffle",
+    "skip",
+    "take",
+    "unbatch",
+    "with_options",
+}
+DISTINCTIVE_OPS = {"batch", "cache", "interleave", "padded_batch", "prefetch", "shuffle", "unbatch"}
 # Operations that group elements into batches.
 BATCHING = {"batch", "padded_batch", "ragged_batch", "bucket_by_sequence_length"}
 # Operations that may follow the final prefetch without undoing its overlap.
@@ -112,6 +148,8 @@ class _Pipelines:
         self.factories = factories if factories is not None else {}
         self.used = used if used is not None else set()  # factories some caller reads
         self.live: dict[str, dict[str, Any]] = {}  # variable -> its pipeline so far
+        self.pending: dict[str, ast.Call] = {}  # variable -> the unknown call it holds
+        self.inspected: set[str] = set()  # variables read by iter(), next(), list()
         self.records: list[dict[str, Any]] = []
 
     def read(self, body: list[ast.stmt]) -> None:
@@ -164,6 +202,8 @@ class _Pipelines:
                 target if (isinstance(statement, ast.Assign) and call is statement.value) else None
             )
             self._chain(call, assigned, returned and call is getattr(statement, "value", None))
+            if assigned is not None and assigned not in self.live:
+                self.pending.setdefault(assigned, call)
         self._uses(statement)
         # Plain statements nested in blocks (if/for/with/try) are read in order too.
         for field in ("body", "orelse", "finalbody"):
@@ -185,6 +225,11 @@ class _Pipelines:
             if name is not None and (name in SOURCES or name.startswith(SOURCE_PREFIXES)):
                 base = self._new(node, name)
                 break
+            if isinstance(node.func, ast.Name) and node.func.id in self.files.derived_from(
+                DATASET_CLASSES
+            ):  # class ArtificialDataset(tf.data.Dataset) whose __new__ builds one
+                base = self._new(node, node.func.id)
+                break
             factory = self._factory(node)
             if factory is not None and self.factories[factory] is not self._own_return():
                 base = self._from_factory(node, factory)
@@ -194,20 +239,44 @@ class _Pipelines:
             ops.append(node)
             node = node.func.value
         else:
+            if isinstance(node, ast.Name) and node.id not in self.live and ops:
+                self._out_of_sight(node.id, ops)
             if isinstance(node, ast.Name) and node.id in self.live and ops:
                 previous = self.live[node.id]
                 previous["derived"] = True
-                base = {**previous, "ops": list(previous["ops"]), "derived": False}
+                # a new pipeline: its own consumer, not the one its parent had so far
+                base = {
+                    **previous,
+                    "ops": list(previous["ops"]),
+                    "derived": False,
+                    "used_by": None,
+                    "handed_to": None,
+                    "returned": False,
+                }
                 self.records.append(base)
         if base is None:
             return
         for op in reversed(ops):
             base["ops"].append(self._op(op))
+        base["chain"] = call  # the whole expression, as a caller may hand it on
         base["variable"] = target or base.get("variable")
         if returned:
             base["returned"] = True
         if target is not None:
             self.live[target] = base
+
+    def _out_of_sight(self, variable: str, ops: list[ast.Call]) -> None:
+        """`ds = loader.load(...)` then `ds = ds.shuffle(512).batch(8).prefetch(1)`: the
+        variable holds a pipeline built out of sight, from the call that assigned it."""
+        names = {op.func.attr for op in ops if isinstance(op.func, ast.Attribute)}
+        call = self.pending.get(variable)
+        if call is None or not names <= DATASET_OPS:
+            return
+        if not names & DISTINCTIVE_OPS:  # not `df.map(f)` on a pandas Series
+            return
+        record = self._new(call, ast.unparse(call.func))
+        record["variable"] = variable
+        self.live[variable] = record
 
     def _own_return(self) -> Optional[dict[str, Any]]:
         name = getattr(self.function, "name", None)
@@ -242,6 +311,7 @@ class _Pipelines:
             "returned": False,
             "used_by": None,
             "files": self._files(node, name),
+            "prefetched_source": name.endswith(PREFETCHED_SOURCES),
         }
         self.records.append(record)
         return record
@@ -301,6 +371,9 @@ class _Pipelines:
             todo.append(func.body)
         elif isinstance(func, ast.Name) and func.id in self.files.functions:
             todo.append(self.files.functions[func.id])
+            wrapper = self._py_function_decorator(self.files.functions[func.id])
+            if wrapper is not None:  # @map_decorator that runs it in tf.py_function
+                host.append(wrapper)
         visited: set[int] = set()
         while todo:
             root = todo.pop()
@@ -334,6 +407,23 @@ class _Pipelines:
                             todo.append(target.body)
         return {"host_calls": host, "random_augmentation": random}
 
+    def _py_function_decorator(self, function: ast.AST) -> Optional[dict[str, Any]]:
+        """The py_function call of a decorator of this file that wraps `function` in
+        tf.py_function (the tf.data guide's `@map_decorator`), as a host call; else None."""
+        for decorator in getattr(function, "decorator_list", []):
+            if not (isinstance(decorator, ast.Name) and decorator.id in self.files.functions):
+                continue
+            for node in ast.walk(self.files.functions[decorator.id]):
+                if isinstance(node, ast.Call) and self._host_kind(node) == "py_function":
+                    return {
+                        "line": node.lineno,
+                        "call": ast.unparse(node.func),
+                        "code": code_at(self.walker.lines, node.lineno),
+                        "kind": "py_function",
+                        "decorator": decorator.id,
+                    }
+        return None
+
     def _host_kind(self, node: ast.Call) -> Optional[str]:
         name = self.walker.qualname(node.func) or ""
         if name in PY_FUNCTIONS:
@@ -355,6 +445,11 @@ class _Pipelines:
         function of this file (which may finish the pipeline)."""
         if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Name):
             self._mark(statement.iter.id, "for loop")
+        if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Call):
+            for record in self._built_by(statement.iter):
+                # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
+                if not (record["ops"] and record["ops"][-1]["op"] == "take"):
+                    record["used_by"] = record["used_by"] or "for loop"
         if (
             isinstance(statement, ast.Return)
             and isinstance(statement.value, ast.Name)
@@ -364,6 +459,10 @@ class _Pipelines:
         for node in header_nodes(statement):
             if not isinstance(node, ast.Call):
                 continue
+            if isinstance(node.func, ast.Name) and node.func.id in INSPECTORS:
+                self.inspected.update(
+                    a.id for a in node.args if isinstance(a, ast.Name) and a.id in self.live
+                )
             args = [*node.args, *(k.value for k in node.keywords)]
             callee = node.func.attr if isinstance(node.func, ast.Attribute) else None
             own = isinstance(node.func, ast.Name) and node.func.id in self.files.functions
@@ -373,10 +472,22 @@ class _Pipelines:
                         self._mark(arg.id, callee)
                     elif own:
                         self.live[arg.id]["handed_to"] = ast.unparse(node.func)
-                elif own and isinstance(arg, ast.Call):
-                    for record in self.records:
-                        if record["node"] is arg or _chain_root(arg) is record["node"]:
+                elif isinstance(arg, ast.Call):
+                    for record in self._built_by(arg):
+                        if callee in ("fit", "evaluate", "predict", *GENERATOR_METHODS):
+                            record["used_by"] = record["used_by"] or callee
+                        elif own:
                             record["handed_to"] = ast.unparse(node.func)
+
+    def _built_by(self, expression: ast.Call) -> list[dict[str, Any]]:
+        """The pipelines an expression builds (`make_dataset(p)`, `ds.map(f).batch(8)`)."""
+        return [
+            record
+            for record in self.records
+            if record["node"] is expression
+            or record.get("chain") is expression
+            or _chain_root(expression) is record["node"]
+        ]
 
     def _mark(self, variable: str, use: str) -> None:
         record = self.live.get(variable)
@@ -391,6 +502,8 @@ class _Pipelines:
         ends_with_prefetch = prefetch_at is not None and all(
             n in AFTER_PREFETCH_OK for n in names[prefetch_at + 1 :]
         )
+        if prefetch_at is None and record.get("prefetched_source"):
+            ends_with_prefetch = all(n in AFTER_PREFETCH_OK for n in names)
         function = getattr(self.function, "name", None)
         finished_elsewhere = None
         if record.get("handed_to"):
@@ -442,6 +555,13 @@ class _Pipelines:
             "last_operation": names[-1] if names else record["source"],
             "ends_with_prefetch": ends_with_prefetch,
             "used_by": record["used_by"],
+            # reaches a consumer: fit/a loop here, or code this file hands it to
+            # only looked at: an unnamed `ds.take(1)` or a variable read by next(iter(ds)),
+            # never consumed, returned nor handed on (a tutorial's demonstration)
+            "demonstration": not (
+                record["used_by"] or record.get("handed_to") or record["returned"]
+            )
+            and (record["variable"] is None or record["variable"] in self.inspected),
             "finished_elsewhere": finished_elsewhere,
             "prefetch_before_batch": prefetch_before_batch,
             "built_by": record.get("built_by"),

@@ -18,6 +18,10 @@ is the recommended way to log, and are left out, as are those under `if step == 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
 `torch.utils.data.Dataset` subclass. Every observation is a plain JSON dict with `path`,
 `line`, `column`, `code` and `function`; nothing here judges.
+
+Size: finding the training-step loop (through wrappers, helpers, closures and called
+epoch functions) and classifying each statement in it share one walk of the file's
+functions; splitting them would walk twice or pass the walk's state between modules.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from envcheck.scripts.index import FileIndex, code_at, derived, own_nodes
+from envcheck.scripts.values import resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import FileReport, Walker
@@ -107,7 +112,10 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         else:
             inner = function
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    if any(walker.qualname(c.func) in walker.loader_classes for c in calls):
+    if loops and (
+        any(walker.qualname(c.func) in walker.loader_classes for c in calls)
+        or any(_trains([c]) for c in calls)
+    ):
         loaders = _Loaders(walker, files, assignments, calls, returns)
         seen: set[int] = set()
         for loop, function in sorted(loops, key=lambda x: (x[0].lineno, x[0].col_offset)):
@@ -115,11 +123,15 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             if isinstance(loop, (ast.For, ast.AsyncFor)):
                 loader = loaders.iterated(loop.iter)
             loader = loader or loaders.stepped(loop)
-            if loader is None:
-                continue
             body = [n for statement in loop.body for n in [statement, *own_nodes(statement)]]
             helpers = _helpers(body, loaders, files)
-            if not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
+            if loader is None:
+                # batches from elsewhere (a loader passed in from another module, slices
+                # of a tensor): a step loop when the step itself is in its body
+                loader = _steps_itself(loop, helpers)
+                if loader is None:
+                    continue
+            elif not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers)
             report.torch_calls.extend(_one_per_line(step.read()))
@@ -332,6 +344,38 @@ def _trains(body: list[ast.AST]) -> bool:
     )
 
 
+def _steps_itself(loop: Loop, helpers: list[Function]) -> Optional[str]:
+    """What a loop over no known DataLoader iterates, when it is a training step loop all
+    the same: the backward pass in its own body (not in a loop nested in it), or in a
+    helper it calls that has no loop of its own (an epoch loop calling train() is not a
+    step loop). None otherwise."""
+    own = [n for statement in loop.body for n in _outside_loops(statement)]
+    simple = [h for h in helpers if not any(isinstance(n, LOOPS) for n in own_nodes(h))]
+    called = {c.func.id for c in own if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    called |= {
+        c.func.attr for c in own if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+    }
+    direct = [h for h in simple if h.name in called]
+    if not _trains(own) and not any(_trains(list(own_nodes(h))) for h in direct):
+        return None
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return _short(loop.iter)
+    return f"while {_short(loop.test)}"
+
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _outside_loops(node: ast.AST) -> list[ast.AST]:
+    """`node` and the nodes under it, not descending into nested loops or functions."""
+    found: list[ast.AST] = [node]
+    if isinstance(node, (*LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return found
+    for child in ast.iter_child_nodes(node):
+        found += _outside_loops(child)
+    return found
+
+
 def _periodic(test: ast.expr) -> bool:
     """`if step % 100 == 0:`, `if (i + 1) % args.log_every == 0:` (not `"%d" % x`)."""
     return any(
@@ -339,6 +383,22 @@ def _periodic(test: ast.expr) -> bool:
         and isinstance(n.op, ast.Mod)
         and not (isinstance(n.left, ast.Constant) and isinstance(n.left.value, str))
         for n in ast.walk(test)
+    )
+
+
+EXITS = {"sys.exit", "exit", "quit", "os._exit"}
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """A block that ends the run: its last statement raises or calls sys.exit() (the
+    `if not math.isfinite(loss.item()): print(...); sys.exit(1)` error path)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.Raise):
+        return True
+    return (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and _dotted(last.value.func) in EXITS
     )
 
 
@@ -399,7 +459,11 @@ class _StepLoop:
         if isinstance(statement, ast.If):
             seldom = periodic or _periodic(statement.test) or _once(statement.test)
             self._expression(statement.test, inner, seldom)
-            self._block(statement.body, inner, seldom)
+            if self._off_by_default(statement.test):  # `if args.synchronize_step:`
+                self._block(statement.orelse, inner, periodic)
+                return
+            # a branch that ends the run (`sys.exit(1)`, `raise`) is the error path
+            self._block(statement.body, inner, seldom or _leaves(statement.body))
             self._block(statement.orelse, inner, periodic)
             return
         if isinstance(statement, (ast.For, ast.AsyncFor)):
@@ -430,6 +494,11 @@ class _StepLoop:
                 self._block(case.body, inner, periodic)
             return
         self._expression(statement, inner, periodic)
+
+    def _off_by_default(self, test: ast.expr) -> bool:
+        """A condition the source settles as false in a default run: an opt-in flag."""
+        value = resolve(test, self.walker.scope_of(self.function))
+        return value.known and value.value is False
 
     def _per_element(self, loop: ForLoop) -> bool:
         """An inner loop over the elements of something (samples of the batch), not over

@@ -58,6 +58,10 @@ class Scope:
         body = _body(function) if function is not None else []
         self.local_names = _simple_assignments(body) if function is not None else {}
         self.local_updates = _dict_updates(body) if function is not None else {}
+        # `self.x` in a method: what the class's __init__ assigns it, read in the
+        # __init__'s scope, whose parameters stand for their defaults (set by the walker)
+        self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
+        self.defaults: dict[str, ast.expr] = {}
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
@@ -74,6 +78,8 @@ class Scope:
     def lookup(self, name: str) -> Optional[ast.expr]:
         if name in self.local_names:
             return self.local_names[name]
+        if name in self.defaults:
+            return self.defaults[name]
         return self.module_names.get(name)
 
     def updates(self, name: str) -> list[ast.expr]:
@@ -107,6 +113,16 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
             return Value(False, None, text, f"{node.id} is not a simple assignment here")
         found = resolve(assigned, scope, depth + 1)
         return Value(found.known, found.value, text, found.source or f"{node.id} = ...")
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and node.attr in scope.attributes
+    ):
+        expr, init = scope.attributes[node.attr]
+        found = resolve(expr, init, depth + 1)
+        source = f"self.{node.attr} = {ast.unparse(expr)} in __init__ ({found.source})"
+        return Value(found.known, found.value, text, source)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         default = scope.argparse.get(node.attr)
         if default is not None:

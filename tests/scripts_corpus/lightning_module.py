@@ -7,7 +7,7 @@ class Classifier(L.LightningModule):
     def __init__(self, dataset):
         super().__init__()
         self.dataset = dataset
-        self.net = torch.nn.Linear(10, 2)
+        self.net = torch.nn.Linear(4096, 1000)
 
     def train_dataloader(self):
         return DataLoader(self.dataset, batch_size=32, num_workers=0, pin_memory=True)

@@ -1,0 +1,155 @@
+"""How many training processes a script runs per node, read from the source.
+
+Data-parallel training runs one process per GPU, and each process starts its own
+DataLoader workers on the node's cores (issue 16): `num_workers=4` in an 8-GPU DDP
+script is 32 workers. `read` returns the file fact `processes_per_node`, None for a
+single process, else `{"count", "per_gpu", "how", "line"}`:
+
+- `torch.multiprocessing.spawn(fn, nprocs=N)`: N when the source settles it, one per GPU
+  when N comes from `torch.cuda.device_count()`;
+- `torch.distributed.init_process_group`, `DistributedDataParallel`, a helper named
+  `init_distributed_mode`, or the launcher's variables read from the environment
+  (`LOCAL_WORLD_SIZE`, `LOCAL_RANK`): a launcher (torchrun) starts them, one per GPU;
+- a Lightning `Trainer`/`Fabric` with `devices` above 1 (that many), or -1 / "auto"
+  with a GPU or automatic accelerator (one per GPU: Lightning's default on a GPU node).
+
+Only what a default run does counts: a call under a condition the source settles as
+false (`if args.multiprocessing_distributed:`, off by default) or does not settle at all
+(`if args.distributed:`) may well run as one process, and is left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any, Optional
+
+from envcheck.scripts.values import Scope, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+SPAWN = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}
+LAUNCHED = {
+    "torch.distributed.init_process_group": "init_process_group",
+    "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
+}
+LAUNCHER_HELPERS = ("init_distributed_mode",)  # detr, dino, deit: torchrun's variables
+LAUNCHER_VARIABLES = ("LOCAL_WORLD_SIZE", "LOCAL_RANK")
+LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
+PER_GPU = "one process per GPU"
+# Words one of the calls above needs in the source (a cheap test before the walk).
+WORDS = (
+    "spawn",
+    "start_processes",
+    "init_process_group",
+    "DistributedDataParallel",
+    *LAUNCHER_HELPERS,
+    *LAUNCHER_VARIABLES,
+    "Trainer",
+    "Fabric",
+)
+
+
+def read(walker: Walker) -> Optional[dict[str, Any]]:
+    """The file's processes per node (see the module docstring), or None for one."""
+    if not any(word in line for line in walker.lines for word in WORDS):
+        return None  # nothing that starts processes: skip the walk
+    found: list[dict[str, Any]] = []
+    _visit(walker, walker.module, walker.module_scope, found)
+    if not found:
+        return None
+    counted = [f for f in found if f["count"] is not None]
+    return counted[0] if counted else found[0]
+
+
+def _visit(walker: Walker, node: ast.AST, scope: Scope, found: list[dict[str, Any]]) -> None:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        scope = walker.scope_of(node)
+    if isinstance(node, ast.If):
+        # only the branch a default run takes: `if args.distributed:` the source does
+        # not settle may well be a single process (the ImageNet example's default)
+        if _main_guard(node.test):
+            taken_body: Optional[bool] = True  # the script is run, not imported
+        else:
+            taken = resolve(node.test, scope)
+            taken_body = bool(taken.value) if taken.known else None
+        if taken_body is not None:
+            for statement in node.body if taken_body else node.orelse:
+                _visit(walker, statement, scope, found)
+        return
+    if isinstance(node, ast.Call):
+        seen = _call(walker, node, scope)
+        if seen is not None:
+            found.append(seen)
+    if isinstance(node, ast.Constant) and node.value in LAUNCHER_VARIABLES:
+        found.append(_entry(None, f"reads {node.value} (set by torchrun: {PER_GPU})", node))
+    for child in ast.iter_child_nodes(node):
+        _visit(walker, child, scope, found)
+
+
+def _main_guard(test: ast.expr) -> bool:
+    """`__name__ == "__main__"`."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _entry(count: Optional[int], how: str, node: ast.AST) -> dict[str, Any]:
+    return {
+        "count": count,
+        "per_gpu": count is None,
+        "how": how,
+        "line": getattr(node, "lineno", None),
+    }
+
+
+def _call(walker: Walker, node: ast.Call, scope: Scope) -> Optional[dict[str, Any]]:
+    name = walker.qualname(node.func) or ""
+    short = name.rsplit(".", 1)[-1]
+    if name in SPAWN:
+        nprocs = _keyword(node, "nprocs")
+        if nprocs is None and len(node.args) >= 3:
+            nprocs = node.args[2]
+        if nprocs is None:
+            return _entry(1, f"{short}() without nprocs (one process)", node)
+        value = resolve(nprocs, scope)
+        text = ast.unparse(nprocs)
+        if value.known and isinstance(value.value, int) and value.value > 0:
+            return _entry(value.value, f"{short}(nprocs={text})", node)
+        return _entry(None, f"{short}(nprocs={text}): {PER_GPU}", node)
+    if name in LAUNCHED:
+        return _entry(None, f"{LAUNCHED[name]} (started by a launcher: {PER_GPU})", node)
+    if short in LAUNCHER_HELPERS:
+        return _entry(None, f"{short}() (started by a launcher: {PER_GPU})", node)
+    if name.startswith(LIGHTNING_ROOTS) and short in ("Trainer", "Fabric"):
+        return _lightning(node, short, scope)
+    return None
+
+
+def _lightning(node: ast.Call, short: str, scope: Scope) -> Optional[dict[str, Any]]:
+    if any(k.arg is None for k in node.keywords):
+        return None  # Trainer(**settings): devices not known from the source
+    devices = _keyword(node, "devices")
+    accelerator = _keyword(node, "accelerator")
+    kind = resolve(accelerator, scope) if accelerator is not None else None
+    if kind is not None and (not kind.known or str(kind.value).lower() == "cpu"):
+        return None  # on the CPU, or not known to use the GPUs
+    value = resolve(devices, scope) if devices is not None else None
+    text = ast.unparse(devices) if devices is not None else "auto (the default)"
+    if value is None or (value.known and value.value in (-1, "-1", "auto")):
+        return _entry(None, f"{short}(devices={text}): {PER_GPU}", node)
+    if value.known and isinstance(value.value, int) and value.value > 1:
+        return _entry(value.value, f"{short}(devices={text})", node)
+    return None
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
