@@ -56,8 +56,15 @@ def headline(facts: Mapping[str, Any]) -> str:
         f"{run.get('framework')} on {device} · {run.get('steps')} steps after "
         f"{run.get('warmup_steps')} warm-up · median step {_ms(times.get('median'))} "
         f"(p10 {_ms(times.get('p10'))}, p90 {_ms(times.get('p90'))}) · "
-        f"{run.get('steps_per_s')} steps/s"
+        f"{_rate(run.get('steps_per_s'))} steps/s"
     )
+
+
+def _rate(value: Any) -> str:
+    """Three significant figures: 1,700 / 41.2 / 0.853."""
+    if not isinstance(value, (int, float)):
+        return "?"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def detail_lines(facts: Mapping[str, Any]) -> list[str]:
