@@ -74,8 +74,12 @@ def test_generated_images_are_real_jpegs_and_validate(tmp_path: Path) -> None:
     check = images.validate(files, labels, lambda data: pil.open(io.BytesIO(data)).load(), 10.0)
     assert check["corrupt"] == 1 and files[3] in check["corrupt_examples"]
     assert len(check["files"]) == 29 and check["decode_s"] > 0
-    sample, sample_labels, total = images.list_image_folder(str(tmp_path), limit=10)
-    assert total == 30 and len(sample) == 10 and all(0 <= x < 3 for x in sample_labels)
+    sample, sample_labels, total, complete = images.list_image_folder(str(tmp_path), limit=10)
+    assert total == 30 and complete and len(sample) == 10
+    assert all(0 <= x < 3 for x in sample_labels)
+    # a bounded walk: stopped after a few entries, sampled from what it saw
+    cut, _, seen, whole = images.list_image_folder(str(tmp_path), limit=10, max_entries=5)
+    assert not whole and 0 < seen < 30 and len(cut) == min(10, seen)
     assert np is not None
 
 

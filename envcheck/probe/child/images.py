@@ -19,6 +19,10 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 # Read at most this much of one file: a FIFO or a huge sparse file named *.jpg must not
 # block the probe or exhaust its memory. Photos, even 50-megapixel PNGs, stay below it.
 MAX_FILE_BYTES = 64 * 2**20
+# The walk of a user's folder stops after this many entries or seconds and samples from
+# what it saw: enough to draw `sample_files` from, and bounded on multi-million-file trees.
+MAX_WALK_ENTRIES = 200_000
+MAX_WALK_S = 10.0
 
 # Generated files: ImageNet-like JPEGs. ImageNet's training images average about
 # 400x350 pixels and 110 KB; 500x375 is its most common size.
@@ -27,25 +31,48 @@ GENERATED_DISTINCT = 24  # distinct pictures; the files are byte copies (same de
 GENERATED_QUALITY = 90
 
 
-def list_image_folder(root: str, limit: int, seed: int = 0) -> Tuple[List[str], List[int], int]:
+def list_image_folder(
+    root: str,
+    limit: int,
+    seed: int = 0,
+    max_entries: int = MAX_WALK_ENTRIES,
+    max_seconds: float = MAX_WALK_S,
+) -> Tuple[List[str], List[int], int, bool]:
     """A random sample (at most `limit`) of image files under root and their class indices.
 
-    Returns (files, labels, total image files seen). Walks the tree once; unreadable
-    subfolders are skipped.
+    Returns (files, labels, image files seen, whether the whole tree was walked). The walk
+    is bounded (a multi-million-file tree must not stall the probe): it stops after
+    `max_entries` directory entries or `max_seconds`, and the sample (reservoir sampling,
+    so memory stays at `limit`) is then drawn from what was seen. Unreadable subfolders
+    are skipped.
     """
-    found: List[Tuple[str, str]] = []
+    rng = random.Random(seed)
+    sample: List[Tuple[str, str]] = []
+    seen = entries = 0
+    deadline = time.monotonic() + max_seconds
+    complete = True
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         rel = os.path.relpath(dirpath, root)
         label_name = "." if rel == "." else rel.split(os.sep)[0]
+        entries += len(dirnames) + len(filenames)
         for name in sorted(filenames):
-            if name.lower().endswith(IMAGE_EXTENSIONS):
-                found.append((os.path.join(dirpath, name), label_name))
-    classes = sorted({label for _, label in found})
+            if not name.lower().endswith(IMAGE_EXTENSIONS):
+                continue
+            seen += 1
+            item = (os.path.join(dirpath, name), label_name)
+            if len(sample) < limit:
+                sample.append(item)
+            else:
+                slot = rng.randrange(seen)
+                if slot < limit:
+                    sample[slot] = item
+        if entries >= max_entries or time.monotonic() > deadline:
+            complete = False
+            break
+    classes = sorted({label for _, label in sample})
     index = {name: i for i, name in enumerate(classes)}
-    rng = random.Random(seed)
-    sample = found if len(found) <= limit else rng.sample(found, limit)
-    return [p for p, _ in sample], [index[label] for _, label in sample], len(found)
+    return [p for p, _ in sample], [index[label] for _, label in sample], seen, complete
 
 
 def generate_dataset(

@@ -311,8 +311,10 @@ class Probe:
         s = self.settings
         deadline = time.monotonic() + seconds
         if s.get("data"):
-            files, labels, total = images.list_image_folder(s["data"], s["sample_files"])
+            files, labels, total, complete = images.list_image_folder(s["data"], s["sample_files"])
             source = {"source": "user", "path": s["data"], "files_total": total}
+            if not complete:
+                source["files_total_complete"] = False  # the walk stopped; a lower bound
             if not files:
                 raise ProbeFailure("data", "no JPEG or PNG files under {}".format(s["data"]))
         else:
