@@ -21,9 +21,16 @@ The scripts themselves are other projects' code and are not committed to this re
 names them, in tests/real_scripts/files/ (ignored by git) or in a folder named by
 ENVCHECK_REAL_SCRIPTS. tests/test_real_scripts.py skips the audit without them.
 
+`--corpus holdout` scores the held-out set instead: tests/real_scripts/holdout/
+(SOURCES.toml, expected.toml), files from tests/real_scripts/holdout/files/ or the folder
+ENVCHECK_REAL_SCRIPTS_HOLDOUT names. Those files come from projects the analyser was never
+tuned on, and their verdicts were committed before the audit was first run on them (a
+blind test): their numbers say how the audit does on code nobody here has seen.
+
 Run on demand, never in the test suite:
 
-    .venv/bin/python benchmarks/script_audit_accuracy.py [--runs 5] [--json FILE] [--print-gaps]
+    .venv/bin/python benchmarks/script_audit_accuracy.py [--corpus main|holdout] [--runs 5]
+        [--json FILE] [--print-gaps]
 
 tests/test_real_scripts.py imports the loading and matching functions from here.
 """
@@ -51,6 +58,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "real_scripts"  # SOURCES.toml and expected.toml
 # The scripts (and their licence texts, LICENSES/): never committed, see above.
 FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS") or CORPUS / "files")
+HOLDOUT = CORPUS / "holdout"  # the blind held-out set: SOURCES.toml and expected.toml
+HOLDOUT_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_HOLDOUT") or HOLDOUT / "files")
+CORPORA = {"main": (CORPUS, FILES), "holdout": (HOLDOUT, HOLDOUT_FILES)}
 TARGET = ROOT / "tests" / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
 
@@ -276,7 +286,7 @@ def gap_order(gap: tuple[str, int, str]) -> tuple[int, str, str]:
     return (gap[1], gap[0], gap[2])
 
 
-def gaps_toml(result: Score, expected: Mapping[str, Any]) -> str:
+def gaps_toml(result: Score, expected: Mapping[str, Any], corpus: Path = FILES) -> str:
     """A [known_gaps] table for expected.toml from this run, keeping the recorded whys."""
     old = {
         (i.file, i.rule, i.line, kind): i.why
@@ -285,7 +295,7 @@ def gaps_toml(result: Score, expected: Mapping[str, Any]) -> str:
     }
     whys = {(e.file, e.rule, e.line, "missed"): e.why for e in result.fn}
     avoid = {(a.file, a.rule, a.line): a.why for a in avoided_findings(expected)}
-    spans = corpus_spans({r.file for r in result.fp})
+    spans = corpus_spans({r.file for r in result.fp}, corpus)
     lines = ["[known_gaps]"]
     for name, gaps in sorted(current_gaps(result).items()):
         lines.append(f"{json.dumps(name)} = [")
@@ -353,6 +363,12 @@ def as_json(result: Score, wall: float, files: int, argv: Sequence[str]) -> dict
 
 def main(args: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--corpus",
+        choices=sorted(CORPORA),
+        default="main",
+        help="main: the corpus the analyser was tuned on; holdout: the blind held-out set",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")
     parser.add_argument(
         "--no-target", action="store_true", help="do not pass --target even when offered"
@@ -363,17 +379,22 @@ def main(args: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--print-gaps",
         action="store_true",
-        help="print a [known_gaps] table for tests/real_scripts/expected.toml from this run",
+        help="print a [known_gaps] table for the corpus's expected.toml from this run",
     )
     opts = parser.parse_args(args)
-    expected = load_toml(CORPUS / "expected.toml")
-    files = corpus_files()
+    folder, scripts = CORPORA[opts.corpus]
+    expected = load_toml(folder / "expected.toml")
+    files = corpus_files(scripts)
+    if not files:
+        print(f"no corpus scripts in {scripts} (see SOURCES.toml there)", file=sys.stderr)
+        return 2
     runs = [audit(files, None if opts.no_target else TARGET) for _ in range(max(1, opts.runs))]
     run = runs[0]
     wall = statistics.median(r.wall_s for r in runs)
-    result = score(expected_findings(expected), run.findings, corpus_spans(f.name for f in files))
+    spans = corpus_spans((f.name for f in files), scripts)
+    result = score(expected_findings(expected), run.findings, spans)
     if opts.print_gaps:
-        print(gaps_toml(result, expected), end="")
+        print(gaps_toml(result, expected, scripts), end="")
         return 0
     print(render(result, wall, len(files), run.argv))
     if not run.target_used:
@@ -386,6 +407,7 @@ def main(args: Sequence[str] | None = None) -> int:
         data = as_json(result, wall, len(files), run.argv)
         data["runs"] = [round(r.wall_s, 3) for r in runs]
         data["target_used"] = run.target_used
+        data["corpus"] = opts.corpus
         opts.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return 0
 
