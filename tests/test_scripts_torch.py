@@ -434,6 +434,55 @@ LOOP_SNIPPETS = [
         "        assert torch.isfinite(loss)\n",
         [("host_sync", 9, "assert torch.isfinite(loss)")],
     ),
+    (
+        # one statement over several lines is one place: one finding, not one per line
+        "import sys\n"
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for i, (x, y) in enumerate(loader):\n"
+        "    loss_a, loss_b = net(x)\n"
+        "    (loss_a + loss_b).backward()\n"
+        "    sys.stdout.write(\n"
+        '        "[a %f] [b %f]"\n'
+        "        % (\n"
+        "            loss_a.item(),\n"
+        "            loss_b.item(),\n"
+        "        )\n"
+        "    )\n",
+        [("host_sync", 10, ".item()")],
+    ),
+    (
+        # periodic through a variable: `flag = i % n == 0` then `if flag:`
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for i, (x, y) in enumerate(loader):\n"
+        "    regularize = i % 16 == 0\n"
+        "    loss = net(x)\n"
+        "    loss.backward()\n"
+        "    if regularize:\n"
+        "        print(loss.item())\n"
+        "    total = loss.item()\n",
+        [("host_sync", 9, ".item()")],
+    ),
+    (
+        # math.isnan / np.isnan and str.format on a tensor (a clipped gradient norm)
+        "import math\n"
+        "import numpy as np\n"
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for x, y in loader:\n"
+        "    loss = net(x)\n"
+        "    loss.backward()\n"
+        "    norm = torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)\n"
+        "    overflow = math.isnan(norm) or np.isinf(norm)\n"
+        '    log("norm {:.6f}".format(norm))\n'
+        "    step = 1\n"
+        "    bad = math.isnan(step)\n",
+        [
+            ("host_sync", 9, "math.isnan(norm)"),
+            ("host_sync", 10, "'norm {:.6f}'.format(norm)"),
+        ],
+    ),
 ]
 
 

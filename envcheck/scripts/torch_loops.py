@@ -134,7 +134,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             elif not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers)
-            report.torch_calls.extend(_one_per_line(step.read()))
+            report.torch_calls.extend(_one_per_place(step.read()))
     report.torch_calls.extend(_dataset_cuda(walker))
 
 
@@ -296,11 +296,12 @@ class _Loaders:
                 self.names.add(keyword.arg)
 
 
-def _one_per_line(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One observation per kind and line: `print(f"{loss} {loss.item()}")` is one place."""
+def _one_per_place(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One observation per kind and statement: `print(f"{loss} {loss.item()}")`, or a
+    `write("..." % (a.item(), b.item()))` spread over five lines, is one place."""
     kept: dict[tuple[str, int], dict[str, Any]] = {}
     for record in records:
-        key = (record["kind"], record["line"])
+        key = (record["kind"], record.pop("place", None) or record["line"])
         first = kept.get(key)
         if first is None:
             kept[key] = record
@@ -444,6 +445,7 @@ class _StepLoop:
         nodes = [*body, *(n for h in helpers or [] for n in own_nodes(h))]
         self.tensors = _tensor_names(nodes)
         self.found: list[dict[str, Any]] = []
+        self.place = 0  # first line of the statement being read: one finding per place
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.loop.body, [], periodic=False)
@@ -517,6 +519,11 @@ class _StepLoop:
     def _expression(self, root: ast.AST, inner: list[ForLoop], periodic: bool) -> None:
         if periodic:
             return
+        outer, self.place = self.place, getattr(root, "lineno", 0)
+        self._nodes(root, inner)
+        self.place = outer
+
+    def _nodes(self, root: ast.AST, inner: list[ForLoop]) -> None:
         if isinstance(root, ast.Assert) and self._tensor_test(root.test):
             if id(root) not in self.seen:
                 self.seen.add(id(root))
@@ -649,6 +656,7 @@ class _StepLoop:
             "loader": self.loader,
             "loop_line": self.loop.lineno,
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
+            "place": self.place,
         }
 
 
