@@ -479,7 +479,7 @@ LOOP_SNIPPETS = [
         "    step = 1\n"
         "    bad = math.isnan(step)\n",
         [
-            ("host_sync", 9, "math.isnan(norm)"),
+            ("host_sync", 9, "math.isnan(norm), np.isinf(norm)"),
             ("host_sync", 10, "'norm {:.6f}'.format(norm)"),
         ],
     ),

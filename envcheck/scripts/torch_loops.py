@@ -40,6 +40,12 @@ Loop = Union[ast.For, ast.AsyncFor, ast.While]
 ForLoop = Union[ast.For, ast.AsyncFor]
 
 SYNC_METHODS = ("item", "cpu", "tolist")
+# Python or NumPy tests of one value: on a tensor they read it on the host first
+VALUE_TESTS = {
+    f"{root}.{name}" for root in ("math", "numpy") for name in ("isnan", "isinf", "isfinite")
+}
+# calls that return a tensor on the model's device (not a Python number)
+TENSOR_RETURNS = ("clip_grad_norm_", "clip_grad_norm")
 CONVERSIONS = ("float", "int", "bool")
 # Wrappers of a loader in a `for` header: `enumerate(loader)`, `tqdm(loader)`, ...
 WRAPPERS = {"enumerate", "iter"}
@@ -444,6 +450,13 @@ class _StepLoop:
         self.followed: set[str] = set()
         nodes = [*body, *(n for h in helpers or [] for n in own_nodes(h))]
         self.tensors = _tensor_names(nodes)
+        self.flags = {  # names holding a periodic or once-only condition
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign) and (_periodic(n.value) or _once(n.value))
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         self.found: list[dict[str, Any]] = []
         self.place = 0  # first line of the statement being read: one finding per place
 
@@ -459,7 +472,12 @@ class _StepLoop:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
         if isinstance(statement, ast.If):
-            seldom = periodic or _periodic(statement.test) or _once(statement.test)
+            seldom = (
+                periodic
+                or _periodic(statement.test)
+                or _once(statement.test)
+                or self._periodic_flag(statement.test)
+            )
             self._expression(statement.test, inner, seldom)
             if self._off_by_default(statement.test):  # `if args.synchronize_step:`
                 self._block(statement.orelse, inner, periodic)
@@ -496,6 +514,11 @@ class _StepLoop:
                 self._block(case.body, inner, periodic)
             return
         self._expression(statement, inner, periodic)
+
+    def _periodic_flag(self, test: ast.expr) -> bool:
+        """`if regularize:` where `regularize = i % n == 0` (or `== 0`) in the step."""
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        return bool(names & self.flags)
 
     def _off_by_default(self, test: ast.expr) -> bool:
         """A condition the source settles as false in a default run: an opt-in flag."""
@@ -587,6 +610,8 @@ class _StepLoop:
         func = call.func
         if self.walker.qualname(func) == "torch.cuda.synchronize":
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
+        if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
+            return self._record(call, "host_sync", _short(call), "tests a tensor's value")
         if isinstance(func, ast.Attribute):
             if _sync_method(call) and not _numpy_chain(func.value, self.walker):
                 if _sync_below(func.value):
@@ -790,9 +815,17 @@ def _tensor_names(nodes: list[ast.AST]) -> set[str]:
                 continue
             if _converted(value):
                 numbers.add(target.id)
+            elif isinstance(value, ast.Call) and _last_name(value.func) in TENSOR_RETURNS:
+                tensors.add(target.id)  # norm = clip_grad_norm_(...): a 0-d device tensor
             elif _mentions_tensor(value, tensors):
                 tensors.add(target.id)
     return tensors - numbers
+
+
+def _last_name(func: ast.expr) -> Optional[str]:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def _converted(value: ast.expr) -> bool:
