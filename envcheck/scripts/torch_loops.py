@@ -410,7 +410,8 @@ def _leaves(body: list[ast.stmt]) -> bool:
 
 
 def _once(test: ast.expr) -> bool:
-    """`if step == 0:`, `if epoch == 0 and i == 0:`: a counter compared with a number."""
+    """`if step == 0:`, `if epoch == 0 and i == 0:`: a counter compared with a number (not
+    `rank == 0`, the main process, which runs every step)."""
     return any(
         isinstance(n, ast.Compare)
         and len(n.ops) == 1
@@ -421,8 +422,14 @@ def _once(test: ast.expr) -> bool:
             and not isinstance(side.value, bool)
             for side in (n.left, n.comparators[0])
         )
+        and not any(_process_index(side) for side in (n.left, n.comparators[0]))
         for n in ast.walk(test)
     )
+
+
+def _process_index(node: ast.expr) -> bool:
+    """`rank`, `args.local_rank`, `dist.get_rank()`: which process, not which step."""
+    return "rank" in ast.unparse(node).lower()
 
 
 # -- one training step loop ----------------------------------------------------------------
