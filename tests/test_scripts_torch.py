@@ -568,3 +568,25 @@ def test_precision_handed_to_the_projects_trainer_is_a_gate(tmp_path: Path) -> N
     )
     assert results["EC507"].status.value == "unknown"
     assert "self.use_fp16" in results["EC507"].reason
+
+
+def test_loaders_built_in_another_module_make_the_loader_rules_unknown(tmp_path: Path) -> None:
+    """`self.train_loader = make_data_loader(args)`, then `for i, b in enumerate(tqdm(...))`:
+    the DataLoader settings are out of sight, so the loader rules say unknown, not pass."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from tqdm import tqdm\n"
+        "from dataloaders import make_data_loader\n"
+        "class Trainer:\n"
+        "    def __init__(self, args):\n"
+        "        self.train_loader = make_data_loader(args, num_workers=args.workers)\n"
+        "    def train(self):\n"
+        "        bar = tqdm(self.train_loader)\n"
+        "        for i, (x, y) in enumerate(bar):\n"
+        "            loss = self.model(x.cuda()).sum()\n"
+        "            loss.backward()\n"
+    )
+    results = audit(tmp_path / "train.py", rules=("EC501", "EC503", "EC504"))
+    for result in results.values():
+        assert result.status.value == "unknown", result.reason
+        assert "self.train_loader, built out of this file" in result.reason

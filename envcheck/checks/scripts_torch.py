@@ -44,16 +44,30 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
     if isinstance(section, Outcome):
         return section
     loaders = [x for x in section.get("loaders") or [] if x.get("kind") == "torch.DataLoader"]
+    files = section.get("file_facts") or []
+    # training loops over loaders another module builds: their settings are not in sight
+    elsewhere = [
+        f"{f.get('path')}: the training loop iterates {', '.join(f['loaders_elsewhere'])}, "
+        "built out of this file: its DataLoader settings are not known"
+        for f in files
+        if f.get("loaders_elsewhere")
+        and not any(x.get("path") == f.get("path") for x in loaders)
+    ]
     if not loaders:
+        if elsewhere:
+            return Outcome.unknown("; ".join(elsewhere))
         return Outcome.passed("no torch DataLoader in the audited scripts")
-    by_path = {f.get("path"): f for f in section.get("file_facts") or []}
-    return judge_each(
+    by_path = {f.get("path"): f for f in files}
+    outcome = judge_each(
         loaders,
         lambda loader: test(loader, by_path.get(loader.get("path"), {})),
         where,
         none_found,
         "DataLoader(s)",
     )
+    if outcome.status.value == "pass" and elsewhere:
+        return Outcome.unknown("; ".join(elsewhere))
+    return outcome
 
 
 def where(loader: dict[str, Any]) -> str:

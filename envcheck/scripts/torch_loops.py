@@ -137,6 +137,11 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
                 loader = _steps_itself(loop, helpers)
                 if loader is None:
                     continue
+                elsewhere = _loader_elsewhere(loop, assignments)
+                if elsewhere:  # its DataLoader settings are out of sight
+                    found = walker.facts.setdefault("loaders_elsewhere", [])
+                    if elsewhere not in found:
+                        found.append(elsewhere)
             elif not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers)
@@ -371,6 +376,31 @@ def _steps_itself(loop: Loop, helpers: list[Function]) -> Optional[str]:
 
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _loader_elsewhere(loop: Loop, assignments: list[tuple[ast.expr, ast.expr]]) -> Optional[str]:
+    """The text of a loader a training loop iterates that the file does not build
+    (`for batch in tqdm(self.train_loader)`, `tbar = tqdm(self.train_loader)`): its
+    DataLoader settings are out of sight. None when the loop iterates no such name."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return None
+    sources: list[ast.expr] = [loop.iter]
+    for name in {n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)}:
+        before = [  # the name's last assignment before the loop
+            v
+            for t, v in assignments
+            if isinstance(t, ast.Name) and t.id == name and v.lineno < loop.lineno
+        ]
+        sources += sorted(before, key=lambda v: v.lineno)[-1:]
+    for source in sources:
+        for node in ast.walk(source):
+            if isinstance(node, (ast.Name, ast.Attribute)) and "loader" in _last(node).lower():
+                return ast.unparse(node)
+    return None
+
+
+def _last(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
 def _outside_loops(node: ast.AST) -> list[ast.AST]:
