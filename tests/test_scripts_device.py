@@ -189,6 +189,15 @@ SHAPES = [
         4,
     ),
     (
+        "a trainer built from a config, no device in sight",
+        "import hydra\n"
+        "trainer = hydra.utils.instantiate(config=cfg.trainer)\n"
+        "trainer.fit(model, data)\n",
+        "unknown",
+        "trains (`trainer.fit(model, data)`) but names no device",
+        3,
+    ),
+    (
         "a Keras script",
         "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.fit(x, y)\n",
         "unknown",

@@ -195,9 +195,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     Mixed precision counts however it is switched on: `torch.autocast` or a GradScaler
     (called, or through `functools.partial` or a variable), Accelerate's
     `mixed_precision`, Lightning's `precision="16-mixed"`, `TrainingArguments(fp16=True)`,
-    `model.half()`. Behind a command-line flag that defaults to off (`--amp`,
-    `action="store_true"`), the finding says AMP is off unless the flag is passed; behind
-    a condition the source does not settle, the rule is unknown for that file.
+    `model.half()`, apex `amp.initialize`, a precision setting handed to the project's
+    own classes (`MixedPrecisionTrainer(use_fp16=...)`). Behind a command-line flag that
+    defaults to off (`--amp`, `action="store_true"`), the finding says AMP is off unless
+    the flag is passed; behind a condition the source does not settle, the rule is
+    unknown for that file.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.

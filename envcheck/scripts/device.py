@@ -376,6 +376,14 @@ class _Reader:
                 "runs a PyTorch training loop and never moves the model or data to a GPU",
                 None,
             )
+        at = self.walker.facts.get("train_at")
+        if isinstance(at, dict) and at.get("code"):
+            return _answer(
+                "unknown",
+                f"trains (`{at['code']}`) but names no device: the code that builds the "
+                "trainer or model (out of this file) chooses it",
+                at.get("line"),
+            )
         return _answer(
             "unknown",
             "the file neither trains nor names a device (it may be imported by code that "
