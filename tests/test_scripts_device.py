@@ -168,6 +168,36 @@ SHAPES = [
         3,
     ),
     (
+        "DDP imported from its defining module, on a device the project's helper returns",
+        "import torch\n"
+        "from torch.nn.parallel.distributed import DistributedDataParallel as DDP\n"
+        "from . import dist_util\n"
+        "if torch.cuda.is_available():\n"
+        "    model = DDP(model, device_ids=[dist_util.dev()])\n" + LOOP,
+        "yes",
+        "DistributedDataParallel",
+        5,
+    ),
+    (
+        "data moved to a device the project's helper returns, nothing else",
+        "import torch\nfrom . import dist_util\n"
+        "for x, y in loader:\n"
+        "    loss = model(x.to(dist_util.dev())).sum()\n"
+        "    loss.backward()\n",
+        "unknown",
+        "x.to(dist_util.dev())",
+        4,
+    ),
+    (
+        "a trainer built from a config, no device in sight",
+        "import hydra\n"
+        "trainer = hydra.utils.instantiate(config=cfg.trainer)\n"
+        "trainer.fit(model, data)\n",
+        "unknown",
+        "trains (`trainer.fit(model, data)`) but names no device",
+        3,
+    ),
+    (
         "a Keras script",
         "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.fit(x, y)\n",
         "unknown",

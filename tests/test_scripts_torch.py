@@ -434,6 +434,56 @@ LOOP_SNIPPETS = [
         "        assert torch.isfinite(loss)\n",
         [("host_sync", 9, "assert torch.isfinite(loss)")],
     ),
+    (
+        # one statement over several lines is one place: one finding, not one per line
+        "import sys\n"
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for i, (x, y) in enumerate(loader):\n"
+        "    loss_a, loss_b = net(x)\n"
+        "    (loss_a + loss_b).backward()\n"
+        "    sys.stdout.write(\n"
+        '        "[a %f] [b %f]"\n'
+        "        % (\n"
+        "            loss_a.item(),\n"
+        "            loss_b.item(),\n"
+        "        )\n"
+        "    )\n",
+        [("host_sync", 10, ".item()")],
+    ),
+    (
+        # periodic through a variable: `flag = i % n == 0` then `if flag:`
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for i, (x, y) in enumerate(loader):\n"
+        "    regularize = i % 16 == 0\n"
+        "    loss = net(x)\n"
+        "    loss.backward()\n"
+        "    if regularize:\n"
+        "        print(loss.item())\n"
+        "    total = loss.item()\n",
+        [("host_sync", 9, ".item()")],
+    ),
+    (
+        # math.isnan / np.isnan and str.format on a tensor (a clipped gradient norm)
+        "import math\n"
+        "import numpy as np\n"
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for x, y in loader:\n"
+        "    loss = net(x)\n"
+        "    loss.backward()\n"
+        "    norm = torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)\n"
+        "    overflow = math.isnan(norm) or np.isinf(norm)\n"
+        "    if rank == 0:  # the main process, every step\n"
+        '        log("norm {:.6f}".format(norm))\n'
+        "    step = 1\n"
+        "    bad = math.isnan(step)\n",
+        [
+            ("host_sync", 9, "math.isnan(norm), np.isinf(norm)"),
+            ("host_sync", 11, "'norm {:.6f}'.format(norm)"),
+        ],
+    ),
 ]
 
 
@@ -445,3 +495,98 @@ def test_step_loop_observations(
     report = analyze_file(tmp_path / "loop.py", "loop.py")
     assert report.error is None
     assert [(c["kind"], c["line"], c["call"]) for c in report.torch_calls] == expected
+
+
+GPU_RULES = ("EC506", "EC507", "EC509")
+STEP = (
+    "for x, y in loader:\n"
+    "    loss = criterion(model(x.cuda()), y.cuda())\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+)
+
+
+def statuses(tmp_path: Path, source: str) -> dict[str, Any]:
+    (tmp_path / "train.py").write_text(source)
+    return audit(tmp_path / "train.py", rules=GPU_RULES)
+
+
+def test_star_imported_pytorch_gets_one_gpu_answer_for_every_rule(tmp_path: Path) -> None:
+    """PyTorch behind `from modeling import *`: EC506 and EC507 judge the file EC509
+    judges, instead of passing with "no GPU training script"."""
+    results = statuses(
+        tmp_path,
+        "from modeling import *\n"
+        "model = DeepLab(num_classes=21).cuda()\n" + STEP + "    total += loss.item()\n",
+    )
+    assert {i: r.status.value for i, r in results.items()} == {
+        "EC506": "fail",
+        "EC507": "fail",
+        "EC509": "fail",
+    }
+
+
+def test_model_out_of_sight_makes_cudnn_rule_unknown(tmp_path: Path) -> None:
+    results = statuses(
+        tmp_path, "import torch\nfrom model import Net\nmodel = Net().cuda()\n" + STEP
+    )
+    assert results["EC506"].status.value == "unknown"
+    assert "built out of this file" in results["EC506"].reason
+
+
+def test_apex_amp_behind_a_flag_is_mixed_precision_off_by_default(tmp_path: Path) -> None:
+    results = statuses(
+        tmp_path,
+        "import argparse\nimport torch\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--fp16", action="store_true")\n'
+        "args = parser.parse_args()\n"
+        "model = ResNet50().cuda()\n"
+        "if args.fp16:\n"
+        "    from apex import amp\n"
+        '    model, optimizer = amp.initialize(model, optimizer, opt_level="O1")\n' + STEP,
+    )
+    [finding] = results["EC507"].findings
+    assert "AMP is off unless --fp16 is passed" in finding.message
+
+
+def test_precision_handed_to_the_projects_trainer_is_a_gate(tmp_path: Path) -> None:
+    """`MixedPrecisionTrainer(use_fp16=self.use_fp16)`, set by the caller: unknown."""
+    results = statuses(
+        tmp_path,
+        "import torch\nfrom .fp16 import MixedPrecisionTrainer\n"
+        "class Loop:\n"
+        "    def __init__(self, model, use_fp16=False):\n"
+        "        self.use_fp16 = use_fp16\n"
+        "        self.model = ResNet50().cuda()\n"
+        "        self.mp = MixedPrecisionTrainer(model=self.model, use_fp16=self.use_fp16)\n"
+        "    def run(self, loader):\n"
+        "        for x, y in loader:\n"
+        "            loss = self.model(x.cuda()).sum()\n"
+        "            self.mp.backward(loss)\n"
+        "            loss.backward()\n",
+    )
+    assert results["EC507"].status.value == "unknown"
+    assert "self.use_fp16" in results["EC507"].reason
+
+
+def test_loaders_built_in_another_module_make_the_loader_rules_unknown(tmp_path: Path) -> None:
+    """`self.train_loader = make_data_loader(args)`, then `for i, b in enumerate(tqdm(...))`:
+    the DataLoader settings are out of sight, so the loader rules say unknown, not pass."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n"
+        "from tqdm import tqdm\n"
+        "from dataloaders import make_data_loader\n"
+        "class Trainer:\n"
+        "    def __init__(self, args):\n"
+        "        self.train_loader = make_data_loader(args, num_workers=args.workers)\n"
+        "    def train(self):\n"
+        "        bar = tqdm(self.train_loader)\n"
+        "        for i, (x, y) in enumerate(bar):\n"
+        "            loss = self.model(x.cuda()).sum()\n"
+        "            loss.backward()\n"
+    )
+    results = audit(tmp_path / "train.py", rules=("EC501", "EC503", "EC504"))
+    for result in results.values():
+        assert result.status.value == "unknown", result.reason
+        assert "self.train_loader, built out of this file" in result.reason

@@ -43,6 +43,22 @@ def _torch(file_facts: dict[str, Any]) -> bool:
     return file_facts.get("torch") is not False and file_facts.get("trains") is not False
 
 
+OUT_OF_SIGHT = (
+    "the model is built out of this file (no layers or known architecture in sight): "
+    "whether matmuls or convolutions dominate is not known"
+)
+
+
+def _out_of_sight(file_facts: dict[str, Any]) -> bool:
+    """A model whose kind nothing in the file names (neither convolutions nor matmul
+    layers in sight): the rules that depend on its kind cannot decide."""
+    return (
+        "matmul_layers" in file_facts
+        and not file_facts.get("matmul_layers")
+        and not file_facts.get("conv_layers")
+    )
+
+
 def _judged(hits: list[Hit], unknown: list[str], reason: str, clean: str) -> Outcome:
     if hits:
         return Outcome.failed(*hits, reason=reason)
@@ -121,15 +137,17 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     tuning guide).
 
     Input shapes that change every step (variable image sizes, NLP sequences) would re-run
-    the tuning each time; leave it off there.
+    the tuning each time; leave it off there. A model built out of sight whose kind
+    nothing names is unknown.
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
-    found = _gpu_files(facts, lambda f: _torch(f) and bool(f.get("conv_layers")))
+    found = _gpu_files(facts, lambda f: _torch(f) and f.get("cudnn_benchmark") is not True)
     if isinstance(found, Outcome):
         return found
     files, unknown = found
-    hits = [_file_hit(f) for f in files if f.get("cudnn_benchmark") is not True]
+    hits = [_file_hit(f) for f in files if f.get("conv_layers")]
+    unknown += [f"{f.get('path')}: {OUT_OF_SIGHT}" for f in files if _out_of_sight(f)]
     return _judged(
         hits,
         unknown,
@@ -177,9 +195,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     Mixed precision counts however it is switched on: `torch.autocast` or a GradScaler
     (called, or through `functools.partial` or a variable), Accelerate's
     `mixed_precision`, Lightning's `precision="16-mixed"`, `TrainingArguments(fp16=True)`,
-    `model.half()`. Behind a command-line flag that defaults to off (`--amp`,
-    `action="store_true"`), the finding says AMP is off unless the flag is passed; behind
-    a condition the source does not settle, the rule is unknown for that file.
+    `model.half()`, apex `amp.initialize`, a precision setting handed to the project's
+    own classes (`MixedPrecisionTrainer(use_fp16=...)`). Behind a command-line flag that
+    defaults to off (`--amp`, `action="store_true"`), the finding says AMP is off unless
+    the flag is passed; behind a condition the source does not settle, the rule is
+    unknown for that file.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -255,11 +275,8 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             continue
         if f.get("toy_model"):
             continue  # a few small nn.Linear: TF32 buys nothing
-        if "matmul_layers" in f and not f.get("matmul_layers"):
-            unknown.append(
-                f"{f.get('path')}: the model is built out of this file (no layers or known "
-                "architecture in sight): whether matmuls or convolutions dominate is not known"
-            )
+        if _out_of_sight(f):
+            unknown.append(f"{f.get('path')}: {OUT_OF_SIGHT}")
             continue
         gate = f.get("amp_gate")
         if isinstance(gate, dict) and gate.get("default") is None:

@@ -44,16 +44,29 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
     if isinstance(section, Outcome):
         return section
     loaders = [x for x in section.get("loaders") or [] if x.get("kind") == "torch.DataLoader"]
+    files = section.get("file_facts") or []
+    # training loops over loaders another module builds: their settings are not in sight
+    elsewhere = [
+        f"{f.get('path')}: the training loop iterates {', '.join(f['loaders_elsewhere'])}, "
+        "built out of this file: its DataLoader settings are not known"
+        for f in files
+        if f.get("loaders_elsewhere") and not any(x.get("path") == f.get("path") for x in loaders)
+    ]
     if not loaders:
+        if elsewhere:
+            return Outcome.unknown("; ".join(elsewhere))
         return Outcome.passed("no torch DataLoader in the audited scripts")
-    by_path = {f.get("path"): f for f in section.get("file_facts") or []}
-    return judge_each(
+    by_path = {f.get("path"): f for f in files}
+    outcome = judge_each(
         loaders,
         lambda loader: test(loader, by_path.get(loader.get("path"), {})),
         where,
         none_found,
         "DataLoader(s)",
     )
+    if outcome.status.value == "pass" and elsewhere:
+        return Outcome.unknown("; ".join(elsewhere))
+    return outcome
 
 
 def where(loader: dict[str, Any]) -> str:
@@ -146,7 +159,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     or text tokenised up front (`DataLoader(tokenized["train"])` after
     `raw.map(tokenize_function)`) is not flagged: its batches come from memory, and
     workers add little (the probe measures whether a loader keeps up); nor is a loader
-    built to read a single batch, `next(iter(DataLoader(...)))`.
+    built to read a single batch, `next(iter(DataLoader(...)))`. A training loop over a
+    loader another module builds (`self.train_loader = make_data_loader(args)`) makes
+    this rule and EC502-EC505 unknown: its settings are out of sight.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -505,9 +520,12 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     unnecessary CPU-GPU synchronization"). The cost grows as the model gets smaller and
     the steps faster.
 
-    Calls under `if step % N == 0:` (periodic logging) or `if step == 0:` (once) and
-    code after the loop are not flagged, nor are evaluation loops (no `backward`),
-    which must bring predictions to the host.
+    `math.isnan(t)`, `np.isinf(t)` and formatting a tensor (`"{:.6f}".format(norm)`, `%`,
+    f-strings) count like `float(t)`; one statement is one finding, however many lines
+    it spans. Calls under `if step % N == 0:` (periodic logging, also through a variable:
+    `log_now = step % N == 0` then `if log_now:`) or `if step == 0:` (once) and code after
+    the loop are not flagged (`if rank == 0:` is the main process, every step, and is),
+    nor are evaluation loops (no `backward`), which must bring predictions to the host.
     `.numpy()` alone is not flagged: on a CUDA tensor it fails, so it only ever sees CPU
     tensors.
 

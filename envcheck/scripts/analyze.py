@@ -36,6 +36,8 @@ SETTINGS = {
     "torch.backends.cuda.matmul.allow_tf32",
     "torch.backends.cudnn.allow_tf32",
 }
+TORCH_ROOTS = {"torch", "lightning", "pytorch_lightning", "accelerate", "timm"}
+OTHER_FRAMEWORKS = {"tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer"}
 # The families of observations, in the order their `finish` runs (torch loops read the
 # loaders; the Keras facts come before the GPU answer that uses them).
 OBSERVERS: tuple[Observer, ...] = (
@@ -130,16 +132,27 @@ class Walker(ast.NodeVisitor):
             observer.finish(self)
         self.facts.update(precision.read(self))
         self.facts["processes_per_node"] = processes.read(self)
-        self.facts["torch"] = any(
-            v.split(".")[0] in ("torch", "lightning", "pytorch_lightning", "accelerate", "timm")
-            for v in self.aliases.values()
-        )
         self.facts["train_at"] = device.trains(self)
+        self.facts["torch"] = self._pytorch()
         self.facts["trains"] = self.facts["train_at"] is not None
         gpu = device.answer(self)
         self.facts["gpu"] = gpu
         self.facts["uses_cuda"] = gpu["trains"] == "yes"
         self.report.facts = self.facts
+
+    def _pytorch(self) -> bool:
+        """A PyTorch file: it imports PyTorch (or a library on it), or, with PyTorch out
+        of sight behind a star import (`from modeling.deeplab import *`), it trains with
+        `.backward()` and imports no other framework."""
+        roots = {v.split(".")[0] for v in self.aliases.values()}
+        if roots & TORCH_ROOTS:
+            return True
+        at = self.facts.get("train_at")
+        return (
+            not roots & OTHER_FRAMEWORKS
+            and isinstance(at, dict)
+            and ".backward(" in str(at.get("code"))
+        )
 
     # -- context -----------------------------------------------------------------------
 

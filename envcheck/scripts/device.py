@@ -40,6 +40,8 @@ LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning.pytorch.", "li
 DDP_NAMES = {
     "torch.distributed.init_process_group": "init_process_group (one process per GPU)",
     "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "DistributedDataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "DataParallel",
     "torch.nn.DataParallel": "DataParallel",
     "torch.nn.parallel.DataParallel": "DataParallel",
     "torch.cuda.set_device": "torch.cuda.set_device",
@@ -316,7 +318,7 @@ class _Reader:
                 return "cuda"
             if isinstance(node.func, ast.Attribute) and node.func.attr == "format":
                 return self._device(node.func.value, scope, depth + 1)
-            return None
+            return "opaque" if _device_getter(node) else None
         if isinstance(node, ast.JoinedStr):
             head = node.values[0] if node.values else None
             return self._device(head, scope, depth + 1) if isinstance(head, ast.Constant) else None
@@ -374,6 +376,14 @@ class _Reader:
                 "runs a PyTorch training loop and never moves the model or data to a GPU",
                 None,
             )
+        at = self.walker.facts.get("train_at")
+        if isinstance(at, dict) and at.get("code"):
+            return _answer(
+                "unknown",
+                f"trains (`{at['code']}`) but names no device: the code that builds the "
+                "trainer or model (out of this file) chooses it",
+                at.get("line"),
+            )
         return _answer(
             "unknown",
             "the file neither trains nor names a device (it may be imported by code that "
@@ -418,10 +428,18 @@ def _device_like(node: ast.expr) -> bool:
     if isinstance(node, ast.Attribute):
         return "device" in node.attr.lower()
     if isinstance(node, ast.Call):
-        return ast.unparse(node.func).endswith("device")
+        return ast.unparse(node.func).endswith("device") or _device_getter(node)
     if isinstance(node, ast.IfExp):
         return _device_like(node.body) or _device_like(node.orelse)
     return False
+
+
+def _device_getter(call: ast.Call) -> bool:
+    """A project's own device helper: `dist_util.dev()`, `get_device()`, `utils.device()`
+    (its value is decided elsewhere)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name.lower() in ("dev", "device", "get_device", "default_device")
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:

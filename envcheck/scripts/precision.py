@@ -5,7 +5,9 @@
 - `autocast`: True when mixed precision is on in a default run: `torch.autocast` or a
   GradScaler used (called, or referenced: `functools.partial(torch.autocast, ...)`,
   `ctx = torch.autocast`), Accelerate `mixed_precision="fp16"`, Lightning
-  `precision="16-mixed"`, `TrainingArguments(fp16=True)`, `model.half()`;
+  `precision="16-mixed"`, `TrainingArguments(fp16=True)`, `model.half()`, apex
+  `amp.initialize`, a precision setting handed to the project's own classes
+  (`MixedPrecisionTrainer(use_fp16=True)`);
 - `amp_gate`: when every use sits behind a condition (`if args.amp:`, `... if args.amp
   else None`, `enabled=args.amp`): `{"text", "option", "default"}` — the flag and its
   default, e.g. option "--amp", default False: AMP is off unless --amp is passed;
@@ -23,6 +25,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.values import Scope, resolve
@@ -38,7 +41,18 @@ AMP_NAMES = {
     "torch.cuda.amp.GradScaler",
     "torch.amp.GradScaler",
 }
+# NVIDIA apex AMP (before torch.autocast): `model, opt = amp.initialize(model, opt, ...)`
+APEX_AMP = {"apex.amp.initialize", "apex.amp.scale_loss"}
 HALF_METHODS = ("half", "bfloat16")
+# Precision settings handed to a project's own trainer or model class.
+PROJECT_KEYWORDS = ("precision", "fp16", "bf16", "use_fp16", "use_bf16", "amp", "use_amp")
+# `self.use_fp16 = use_fp16 in __init__`: a constructor parameter, set by the caller (its
+# default is not the run's value)
+CALLER_DECIDES = re.compile(r"self\.\w+ = [A-Za-z_]\w* in __init__")
+# Libraries whose `precision=`-like arguments mean something else (print precision, a
+# metric), and the calls read above with their own meaning.
+LIBRARIES = ("torch.", "numpy.", "torchmetrics.", "sklearn.", "tensorflow.", "keras.")
+HANDLED = ("Accelerator", "Trainer", "Fabric", "TrainingArguments", "Seq2SeqTrainingArguments")
 # Accelerator() without mixed_precision reads it from `accelerate launch` or its config.
 LAUNCH_CONFIG = "accelerate launch --mixed_precision or accelerate config"
 # Calls whose mixed precision comes from a configuration outside the source.
@@ -174,6 +188,8 @@ class _Reader:
         name = self.walker.qualname(node.func) or ""
         short = name.rsplit(".", 1)[-1]
         enabled = _keyword(node, "enabled")
+        if name in APEX_AMP:
+            self._use(f"apex {ast.unparse(node.func)}", gates, scope)
         if name in AMP_NAMES and enabled is not None:
             value = resolve(enabled, scope)
             if not (value.known and value.value is True):
@@ -211,6 +227,8 @@ class _Reader:
             # mixed precision is set outside the source
             where = "--fp16/--bf16 on the command line" if "Hf" in short else "the DeepSpeed config"
             self.gates.append((where, scope))
+        if not name.startswith(LIBRARIES) and short not in HANDLED:
+            self._project_setting(node, gates, scope)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in HALF_METHODS and not node.args:
             self._use(f".{func.attr}()", gates, scope)
@@ -218,6 +236,23 @@ class _Reader:
             self.conv = True
         self._matmul(node, name, scope)
         return False
+
+    def _project_setting(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
+        """A precision setting handed to the project's own code (`MixedPrecisionTrainer(
+        use_fp16=args.use_fp16)`, `DeepSpeech(precision=cfg.trainer.precision)`): mixed
+        precision when it says so, a gate when the source does not settle it."""
+        for keyword in node.keywords:
+            if keyword.arg not in PROJECT_KEYWORDS:
+                continue
+            value = resolve(keyword.value, scope)
+            if (
+                not value.known
+                or value.source.startswith("argparse ")
+                or CALLER_DECIDES.match(value.source)
+            ):
+                self.gates.append((keyword.value, scope))
+            elif value.value is True or str(value.value) in MIXED_VALUES:
+                self._use(f"{ast.unparse(node.func)}({keyword.arg}=...)", gates, scope)
 
     def _matmul(self, node: ast.Call, name: str, scope: Scope) -> None:
         short = name.rsplit(".", 1)[-1]

@@ -40,6 +40,12 @@ Loop = Union[ast.For, ast.AsyncFor, ast.While]
 ForLoop = Union[ast.For, ast.AsyncFor]
 
 SYNC_METHODS = ("item", "cpu", "tolist")
+# Python or NumPy tests of one value: on a tensor they read it on the host first
+VALUE_TESTS = {
+    f"{root}.{name}" for root in ("math", "numpy") for name in ("isnan", "isinf", "isfinite")
+}
+# calls that return a tensor on the model's device (not a Python number)
+TENSOR_RETURNS = ("clip_grad_norm_", "clip_grad_norm")
 CONVERSIONS = ("float", "int", "bool")
 # Wrappers of a loader in a `for` header: `enumerate(loader)`, `tqdm(loader)`, ...
 WRAPPERS = {"enumerate", "iter"}
@@ -131,10 +137,15 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
                 loader = _steps_itself(loop, helpers)
                 if loader is None:
                     continue
+                elsewhere = _loader_elsewhere(loop, assignments)
+                if elsewhere:  # its DataLoader settings are out of sight
+                    found = walker.facts.setdefault("loaders_elsewhere", [])
+                    if elsewhere not in found:
+                        found.append(elsewhere)
             elif not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers)
-            report.torch_calls.extend(_one_per_line(step.read()))
+            report.torch_calls.extend(_one_per_place(step.read()))
     report.torch_calls.extend(_dataset_cuda(walker))
 
 
@@ -296,11 +307,12 @@ class _Loaders:
                 self.names.add(keyword.arg)
 
 
-def _one_per_line(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One observation per kind and line: `print(f"{loss} {loss.item()}")` is one place."""
+def _one_per_place(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One observation per kind and statement: `print(f"{loss} {loss.item()}")`, or a
+    `write("..." % (a.item(), b.item()))` spread over five lines, is one place."""
     kept: dict[tuple[str, int], dict[str, Any]] = {}
     for record in records:
-        key = (record["kind"], record["line"])
+        key = (record["kind"], record.pop("place", None) or record["line"])
         first = kept.get(key)
         if first is None:
             kept[key] = record
@@ -366,6 +378,31 @@ def _steps_itself(loop: Loop, helpers: list[Function]) -> Optional[str]:
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
+def _loader_elsewhere(loop: Loop, assignments: list[tuple[ast.expr, ast.expr]]) -> Optional[str]:
+    """The text of a loader a training loop iterates that the file does not build
+    (`for batch in tqdm(self.train_loader)`, `tbar = tqdm(self.train_loader)`): its
+    DataLoader settings are out of sight. None when the loop iterates no such name."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return None
+    sources: list[ast.expr] = [loop.iter]
+    for name in {n.id for n in ast.walk(loop.iter) if isinstance(n, ast.Name)}:
+        before = [  # the name's last assignment before the loop
+            v
+            for t, v in assignments
+            if isinstance(t, ast.Name) and t.id == name and v.lineno < loop.lineno
+        ]
+        sources += sorted(before, key=lambda v: v.lineno)[-1:]
+    for source in sources:
+        for node in ast.walk(source):
+            if isinstance(node, (ast.Name, ast.Attribute)) and "loader" in _last(node).lower():
+                return ast.unparse(node)
+    return None
+
+
+def _last(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
 def _outside_loops(node: ast.AST) -> list[ast.AST]:
     """`node` and the nodes under it, not descending into nested loops or functions."""
     found: list[ast.AST] = [node]
@@ -403,7 +440,8 @@ def _leaves(body: list[ast.stmt]) -> bool:
 
 
 def _once(test: ast.expr) -> bool:
-    """`if step == 0:`, `if epoch == 0 and i == 0:`: a counter compared with a number."""
+    """`if step == 0:`, `if epoch == 0 and i == 0:`: a counter compared with a number (not
+    `rank == 0`, the main process, which runs every step)."""
     return any(
         isinstance(n, ast.Compare)
         and len(n.ops) == 1
@@ -414,8 +452,14 @@ def _once(test: ast.expr) -> bool:
             and not isinstance(side.value, bool)
             for side in (n.left, n.comparators[0])
         )
+        and not any(_process_index(side) for side in (n.left, n.comparators[0]))
         for n in ast.walk(test)
     )
+
+
+def _process_index(node: ast.expr) -> bool:
+    """`rank`, `args.local_rank`, `dist.get_rank()`: which process, not which step."""
+    return "rank" in ast.unparse(node).lower()
 
 
 # -- one training step loop ----------------------------------------------------------------
@@ -443,7 +487,15 @@ class _StepLoop:
         self.followed: set[str] = set()
         nodes = [*body, *(n for h in helpers or [] for n in own_nodes(h))]
         self.tensors = _tensor_names(nodes)
+        self.flags = {  # names holding a periodic or once-only condition
+            t.id
+            for n in nodes
+            if isinstance(n, ast.Assign) and (_periodic(n.value) or _once(n.value))
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         self.found: list[dict[str, Any]] = []
+        self.place = 0  # first line of the statement being read: one finding per place
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.loop.body, [], periodic=False)
@@ -457,7 +509,12 @@ class _StepLoop:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
         if isinstance(statement, ast.If):
-            seldom = periodic or _periodic(statement.test) or _once(statement.test)
+            seldom = (
+                periodic
+                or _periodic(statement.test)
+                or _once(statement.test)
+                or self._periodic_flag(statement.test)
+            )
             self._expression(statement.test, inner, seldom)
             if self._off_by_default(statement.test):  # `if args.synchronize_step:`
                 self._block(statement.orelse, inner, periodic)
@@ -495,6 +552,11 @@ class _StepLoop:
             return
         self._expression(statement, inner, periodic)
 
+    def _periodic_flag(self, test: ast.expr) -> bool:
+        """`if regularize:` where `regularize = i % n == 0` (or `== 0`) in the step."""
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        return bool(names & self.flags)
+
     def _off_by_default(self, test: ast.expr) -> bool:
         """A condition the source settles as false in a default run: an opt-in flag."""
         value = resolve(test, self.walker.scope_of(self.function))
@@ -517,6 +579,11 @@ class _StepLoop:
     def _expression(self, root: ast.AST, inner: list[ForLoop], periodic: bool) -> None:
         if periodic:
             return
+        outer, self.place = self.place, getattr(root, "lineno", 0)
+        self._nodes(root, inner)
+        self.place = outer
+
+    def _nodes(self, root: ast.AST, inner: list[ForLoop]) -> None:
         if isinstance(root, ast.Assert) and self._tensor_test(root.test):
             if id(root) not in self.seen:
                 self.seen.add(id(root))
@@ -580,6 +647,8 @@ class _StepLoop:
         func = call.func
         if self.walker.qualname(func) == "torch.cuda.synchronize":
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
+        if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
+            return self._record(call, "host_sync", _short(call), "tests a tensor's value")
         if isinstance(func, ast.Attribute):
             if _sync_method(call) and not _numpy_chain(func.value, self.walker):
                 if _sync_below(func.value):
@@ -649,6 +718,7 @@ class _StepLoop:
             "loader": self.loader,
             "loop_line": self.loop.lineno,
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
+            "place": self.place,
         }
 
 
@@ -782,9 +852,17 @@ def _tensor_names(nodes: list[ast.AST]) -> set[str]:
                 continue
             if _converted(value):
                 numbers.add(target.id)
+            elif isinstance(value, ast.Call) and _last_name(value.func) in TENSOR_RETURNS:
+                tensors.add(target.id)  # norm = clip_grad_norm_(...): a 0-d device tensor
             elif _mentions_tensor(value, tensors):
                 tensors.add(target.id)
     return tensors - numbers
+
+
+def _last_name(func: ast.expr) -> Optional[str]:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def _converted(value: ast.expr) -> bool:
