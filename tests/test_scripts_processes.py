@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import pytest
 
-from envcheck.checks.scripts_torch import processes_per_node
+from envcheck.checks.ec5xx_torch import processes_per_node
 from envcheck.live import ddp_processes
 from envcheck.scripts.analyze import analyze_file
 from envcheck.snapshot import Missing

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Union
 
+from envcheck.checks.ec5xx_torch import TUNING_GUIDE, scripts_section
 from envcheck.checks.gpu_facts import capability, devices
-from envcheck.checks.scripts_gpu import trains_on_gpu
-from envcheck.checks.scripts_torch import TUNING_GUIDE, scripts_section
+from envcheck.checks.script_facts import trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Basis, Impact, Location, Severity

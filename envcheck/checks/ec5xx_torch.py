@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Union
 
 from envcheck.checks.facts_helpers import requested_section
 from envcheck.checks.gpu_facts import devices
-from envcheck.checks.scripts_gpu import Clear, Verdict, judge_each, trains_on_gpu
+from envcheck.checks.script_facts import Clear, Verdict, judge_each, trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Optional, Union
 
+from envcheck.checks.ec5xx_torch import scripts_section, suggested_workers
 from envcheck.checks.facts_helpers import module_version, outcome_over
-from envcheck.checks.scripts_torch import scripts_section, suggested_workers
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity, Status
