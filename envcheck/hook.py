@@ -262,7 +262,7 @@ def exit_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-class _Forwarder:
+class Forwarder:
     """Pass SIGINT and SIGTERM on to the child while it runs; restore on exit.
 
     A Ctrl-C typed in a terminal already reaches the child (same process group, which
@@ -273,7 +273,7 @@ class _Forwarder:
         self.child = child
         self.previous: dict[int, Any] = {}
 
-    def __enter__(self) -> _Forwarder:
+    def __enter__(self) -> Forwarder:
         for sig in FORWARDED:
             self.previous[sig] = signal.signal(sig, self._forward)
         return self
@@ -328,7 +328,7 @@ def run_watched(
     import time
 
     child = launch(command)
-    with _Forwarder(child):
+    with Forwarder(child):
         start = time.monotonic()
         sampler.start()
         try:

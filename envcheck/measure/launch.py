@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,12 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Mapping, Optional, Sequence, Union
 
-from envcheck.hook import CommandNotRunnable, exit_status, stop_sampling
+from envcheck.hook import CommandNotRunnable, Forwarder, exit_status, stop_sampling
 
 AGENT_DIR = Path(__file__).resolve().parent / "agent"
 GRACE_S = 30.0
 POLL_S = 0.25
-FORWARDED = (signal.SIGINT, signal.SIGTERM)
 Output = Union[None, int, IO[Any]]
 
 
@@ -111,27 +109,6 @@ def window_done(out: Path) -> bool:
             if json.loads(path.read_text(encoding="utf-8")).get("state") == "done":
                 return True
     return False
-
-
-class Forwarder:
-    """SIGINT and SIGTERM sent to envcheck go on to the command while it runs."""
-
-    def __init__(self, child: subprocess.Popen[Any]) -> None:
-        self.child = child
-        self.previous: dict[int, Any] = {}
-
-    def __enter__(self) -> Forwarder:
-        for sig in FORWARDED:
-            self.previous[sig] = signal.signal(sig, self.forward)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
-    def forward(self, signum: int, _frame: Any) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.child.send_signal(signum)
 
 
 def start(
