@@ -12,7 +12,7 @@ from envcheck import service
 from envcheck.cli.app import app, guarded
 from envcheck.cli.common import emit_report
 from envcheck.cli.measured import interpreter_of, script_of
-from envcheck.cli.options import ConfigOpt, VerboseOpt, within
+from envcheck.cli.options import ConfigOpt, OutputOpt, VerboseOpt, within
 from envcheck.errors import UsageError
 from envcheck.measure.prove import DEFAULT_BUDGET_S, DEFAULT_PAIRS, DEFAULT_STEPS
 from envcheck.report import OutputFormat
@@ -97,12 +97,7 @@ def fix_command(
         OutputFormat,
         typer.Option("--format", "-f", help="Output format.", case_sensitive=False),
     ] = OutputFormat.TEXT,
-    output: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--output", "-o", help="Write the report here.", show_default=False, dir_okay=False
-        ),
-    ] = None,
+    output: OutputOpt = None,
     config_path: ConfigOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
