@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
-from envcheck.checks.facts_helpers import requested_section
+from envcheck.checks.facts_helpers import Clear, Verdict, outcome_over, requested_section
 from envcheck.checks.gpu_facts import devices
-from envcheck.checks.script_facts import Clear, Verdict, judge_each, trains_on_gpu
+from envcheck.checks.script_facts import trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity
@@ -57,7 +57,7 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
             return Outcome.unknown("; ".join(elsewhere))
         return Outcome.passed("no torch DataLoader in the audited scripts")
     by_path = {f.get("path"): f for f in files}
-    outcome = judge_each(
+    outcome = outcome_over(
         loaders,
         lambda loader: test(loader, by_path.get(loader.get("path"), {})),
         where,
@@ -473,7 +473,7 @@ def per_call(facts: Facts, kinds: tuple[str, ...], test: LoaderTest, none_found:
     if not calls:
         return Outcome.passed(none_found)
     by_path = {f.get("path"): f for f in section.get("file_facts") or []}
-    return judge_each(
+    return outcome_over(
         calls,
         lambda call: test(call, by_path.get(call.get("path"), {})),
         where,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 from packaging.version import InvalidVersion, Version
@@ -94,25 +95,46 @@ def requested_section(facts: Facts, name: str, flag: str) -> Union[dict[str, Any
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Clear:
+    """An item that passes for a reason of its own (not the rule's usual one)."""
+
+    reason: str
+
+
+Verdict = Optional[Union[Hit, str, Clear]]
+
+
 def outcome_over(
     items: Sequence[T],
-    test: Callable[[T], Optional[Hit] | str],
+    test: Callable[[T], Verdict],
     where: Callable[[T], str],
     none_found: str,
     what: str,
 ) -> Outcome:
-    """One rule over many items (GPUs, DataLoader calls): each Hit fails the rule, each
-    string is a reason the item cannot be judged (unknown when nothing fails)."""
+    """One rule over many items (GPUs, DataLoader calls): a Hit fails the rule, a string
+    is a reason the item cannot be judged (unknown when nothing fails), a Clear passes
+    with its own reason and None with `none_found`, so a pass never claims what was not
+    checked."""
     hits: list[Hit] = []
     unknown: list[str] = []
+    clear: list[str] = []
+    plain = 0
     for item in items:
         result = test(item)
         if isinstance(result, Hit):
             hits.append(result)
         elif isinstance(result, str):
             unknown.append(f"{where(item)}: {result}")
+        elif isinstance(result, Clear):
+            clear.append(f"{where(item)}: {result.reason}")
+        else:
+            plain += 1
     if hits:
         return Outcome.failed(*hits, reason=f"{len(hits)} of {len(items)} {what}")
     if unknown:
         return Outcome.unknown("; ".join(unknown))
-    return Outcome.passed(none_found)
+    if not clear:
+        return Outcome.passed(none_found)
+    head = f"{none_found} ({plain} of {len(items)} {what}); " if plain else ""
+    return Outcome.passed(head + "; ".join(clear))

@@ -9,10 +9,9 @@ target the answer stays unknown, with both reasons.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Optional
 
 from envcheck.checks.gpu_facts import nvidia_gpu_present
-from envcheck.engine.rule import Hit, Outcome
 from envcheck.scripts.values import LIVE
 from envcheck.snapshot import Facts, Missing
 
@@ -51,48 +50,3 @@ def trains_on_gpu(facts: Facts, file_facts: dict[str, Any]) -> GpuAnswer:
     if present:
         return GpuAnswer(True, f"{from_code}; the target machine has an NVIDIA GPU")
     return GpuAnswer(False, f"{from_code}; the target machine has no NVIDIA GPU")
-
-
-@dataclass(frozen=True)
-class Clear:
-    """An item that passes for a reason of its own (not the rule's usual one)."""
-
-    reason: str
-
-
-T = TypeVar("T")
-Verdict = Optional[Hit | str | Clear]
-
-
-def judge_each(
-    items: Sequence[T],
-    test: Callable[[T], Verdict],
-    where: Callable[[T], str],
-    none_found: str,
-    what: str,
-) -> Outcome:
-    """One rule over many items: a Hit fails, a str is unknown (when nothing fails), a
-    Clear passes with its own reason, None passes with `none_found` — so a pass never
-    claims what was not checked."""
-    hits: list[Hit] = []
-    unknown: list[str] = []
-    clear: list[str] = []
-    plain = 0
-    for item in items:
-        result = test(item)
-        if isinstance(result, Hit):
-            hits.append(result)
-        elif isinstance(result, str):
-            unknown.append(f"{where(item)}: {result}")
-        elif isinstance(result, Clear):
-            clear.append(f"{where(item)}: {result.reason}")
-        else:
-            plain += 1
-    if hits:
-        return Outcome.failed(*hits, reason=f"{len(hits)} of {len(items)} {what}")
-    if unknown:
-        return Outcome.unknown("; ".join(unknown))
-    if not clear:
-        return Outcome.passed(none_found)
-    head = f"{none_found} ({plain} of {len(items)} {what}); " if plain else ""
-    return Outcome.passed(head + "; ".join(clear))
