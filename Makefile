@@ -11,7 +11,7 @@ FWVENV ?= .venv-fw
 TORCH_VERSION ?= 2.13.0
 TF_VERSION ?= 2.21.*
 
-.PHONY: doctor test lint typecheck unit docs bench frameworks gpu-wheels clean
+.PHONY: doctor test lint typecheck unit corpus docs bench frameworks gpu-wheels clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,13 @@ lint: $(VENV)/.dev-installed
 typecheck: $(VENV)/.dev-installed
 	$(BIN)/mypy
 
-unit: $(VENV)/.dev-installed $(FWVENV)/.installed
-	ENVCHECK_FW_PYTHON=$(abspath $(FWVENV))/bin/python $(BIN)/python -m pytest
+# The released script corpus: training code inside PyPI releases, downloaded and
+# hash-checked (never committed); the script-audit tests assert its verdicts.
+corpus: | $(BIN)/python
+	$(BIN)/python tests/real_scripts/fetch_released.py
+
+unit: $(VENV)/.dev-installed $(FWVENV)/.installed corpus
+	ENVCHECK_REQUIRE_CORPUS=1 ENVCHECK_FW_PYTHON=$(abspath $(FWVENV))/bin/python $(BIN)/python -m pytest
 
 test: lint typecheck unit
 

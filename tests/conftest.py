@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Optional
 
 import pytest
@@ -111,3 +114,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         why = nvidia_gpu_absent()
         if why:
             pytest.skip(f"needs an NVIDIA GPU: {why}")
+
+
+def load_script_module(path: Path, name: str) -> ModuleType:
+    """Import a script that is not in a package (a benchmark, a corpus tool) by its path."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while building
+    spec.loader.exec_module(module)
+    return module

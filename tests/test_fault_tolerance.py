@@ -407,6 +407,24 @@ def test_a_scripts_folder_search_stops_at_its_time_budget(
     assert "stopped" in section["reasons"]["files"]
 
 
+def test_scripts_named_one_by_one_are_all_audited_past_the_time_budget(tmp_path: Path) -> None:
+    """The budget bounds folder searches only: a slow machine must not drop named files."""
+    from envcheck import interpreter
+    from envcheck.collectors import scripts
+    from envcheck.collectors.base import CollectContext
+
+    named = []
+    for i in range(12):
+        named.append(tmp_path / f"s{i:02d}.py")
+        named[-1].write_text("x = 1\n", encoding="utf-8")
+    ticks = iter(range(10_000))
+    clock = lambda: float(next(ticks)) * scripts.BUDGET_S / 4  # noqa: E731 - past it at once
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=tuple(named))
+    section = scripts.collect(ctx, clock=clock)["scripts"]
+    assert section["files"] == [str(p) for p in named]
+    assert "files" not in section["reasons"]
+
+
 def test_a_hanging_gpu_count_leaves_envcheck_run_watching_the_cpu(
     hung_nvml: FakeNVML, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,35 +16,23 @@ table for the current analyser).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import load_script_module
 
 from envcheck.rulebook import builtin_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "real_scripts"
 LICENCES = {"MIT", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0"}
-KINDS = {"missed", "false_alarm"}
-FILE_LEVEL_RULES = {"EC506", "EC507", "EC508", "EC522"}  # judged per file: line = 0
 
 
-def _benchmark() -> ModuleType:
-    path = ROOT / "benchmarks" / "script_audit_accuracy.py"
-    spec = importlib.util.spec_from_file_location("script_audit_accuracy", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _benchmark()
+bench = load_script_module(
+    ROOT / "benchmarks" / "script_audit_accuracy.py", "script_audit_accuracy"
+)
 
 
 @pytest.fixture(scope="module")
@@ -159,52 +147,11 @@ def test_notebooks_are_their_code_cells(sources: dict[str, Any], corpus: list[Pa
 # expected.toml ------------------------------------------------------------------------
 
 
-def _entries(expected: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    found = [
-        (name, part, entry)
-        for name, verdict in expected["files"].items()
-        for part in ("findings", "avoid")
-        for entry in verdict.get(part, [])
-    ]
-    found += [
-        (name, "known_gaps", entry)
-        for name, gaps in expected.get("known_gaps", {}).items()
-        for entry in gaps
-    ]
-    return found
-
-
 def test_expected_entries_are_well_formed(
     expected: dict[str, Any], spans: dict[str, list[tuple[int, int]]]
 ) -> None:
     ids = {r.id for r in builtin_registry() if r.id.startswith("EC5")}
-    for name, part, entry in _entries(expected):
-        where = f"{name} {part} {entry}"
-        assert entry["rule"] in ids, where
-        assert entry.get("why", "").strip(), f"{where}: say why"
-        line = entry["line"]
-        assert isinstance(line, int) and line >= 0, where
-        if part == "known_gaps":
-            assert entry["kind"] in KINDS, where
-        if line == 0:
-            assert entry["rule"] in FILE_LEVEL_RULES, f"{where}: line 0 is for file-level rules"
-        else:
-            assert any(a <= line <= b for a, b in spans[name]), f"{where}: not a statement"
-
-
-def test_an_expected_finding_is_not_also_avoided(expected: dict[str, Any]) -> None:
-    for name, verdict in expected["files"].items():
-        wanted = {(e["rule"], e["line"]) for e in verdict.get("findings", [])}
-        avoided = {(e["rule"], e["line"]) for e in verdict.get("avoid", [])}
-        assert not wanted & avoided, name
-
-
-def test_known_missed_gaps_name_expected_findings(expected: dict[str, Any]) -> None:
-    for name, gaps in expected.get("known_gaps", {}).items():
-        wanted = {(e["rule"], e["line"]) for e in expected["files"][name]["findings"]}
-        for gap in gaps:
-            if gap["kind"] == "missed":
-                assert (gap["rule"], gap["line"]) in wanted, f"{name}: {gap}"
+    assert not bench.verdict_problems(expected, ids, spans)
 
 
 def test_matching_tolerates_only_the_same_statement() -> None:
@@ -239,28 +186,10 @@ def run(corpus: list[Path]) -> Any:
     return audited
 
 
-def _gap_text(gaps: list[tuple[str, int, str]]) -> str:
-    return ", ".join(f"{rule}@{line} {kind}" for rule, line, kind in gaps) or "none"
-
-
 def test_no_avoided_false_alarm_beyond_the_known_ones(
     run: Any, expected: dict[str, Any], spans: dict[str, list[tuple[int, int]]]
 ) -> None:
-    known = {
-        (item.file, item.rule, item.line)
-        for gaps in bench.known_gaps(expected).values()
-        for item, kind in gaps
-        if kind == "false_alarm"
-    }
-    hits = [
-        f"{r.file}:{r.line} {r.rule} ({a.why})"
-        for a in bench.avoided_findings(expected)
-        for r in run.findings
-        if r.file == a.file
-        and r.rule == a.rule
-        and (a.line == 0 or bench.same_statement(spans[a.file], a.line, r.line))
-        and (r.file, r.rule, r.line) not in known
-    ]
+    hits = bench.avoided_hits(run.findings, expected, spans)
     assert not hits, "false alarms the corpus says to avoid:\n" + "\n".join(hits)
 
 
@@ -268,20 +197,7 @@ def test_findings_equal_expected_except_known_gaps(
     run: Any, expected: dict[str, Any], spans: dict[str, list[tuple[int, int]]]
 ) -> None:
     result = bench.score(bench.expected_findings(expected), run.findings, spans)
-    now = bench.current_gaps(result)
-    recorded = {
-        name: sorted(((i.rule, i.line, kind) for i, kind in gaps), key=bench.gap_order)
-        for name, gaps in bench.known_gaps(expected).items()
-    }
-    problems = []
-    for name in sorted(set(now) | set(recorded)):
-        new = [g for g in now.get(name, []) if g not in recorded.get(name, [])]
-        fixed = [g for g in recorded.get(name, []) if g not in now.get(name, [])]
-        if len(now.get(name, [])) != len(recorded.get(name, [])) or new or fixed:
-            problems.append(
-                f"{name}: new gaps: {_gap_text(new)}; fixed (remove from [known_gaps]): "
-                f"{_gap_text(fixed)}"
-            )
+    problems = bench.gap_drift(result, expected)
     assert not problems, (
         "the audit of tests/real_scripts differs from expected.toml (update [known_gaps] "
         "with `python benchmarks/script_audit_accuracy.py --print-gaps` once the change "
@@ -349,18 +265,7 @@ def test_holdout_verdicts_are_well_formed(
     assert set(holdout_expected["files"]) == set(holdout_sources)
     assert "known_gaps" not in holdout_expected, "a blind set records no known gaps"
     ids = {r.id for r in builtin_registry() if r.id.startswith("EC5")}
-    for name, part, entry in _entries(holdout_expected):
-        where = f"{name} {part} {entry}"
-        assert entry["rule"] in ids, where
-        assert entry.get("why", "").strip(), f"{where}: say why"
-        line = entry["line"]
-        assert isinstance(line, int) and line >= 0, where
-        if line == 0:
-            assert entry["rule"] in FILE_LEVEL_RULES, f"{where}: line 0 is for file-level rules"
-    for name, verdict in holdout_expected["files"].items():
-        wanted = {(e["rule"], e["line"]) for e in verdict.get("findings", [])}
-        avoided = {(e["rule"], e["line"]) for e in verdict.get("avoid", [])}
-        assert not wanted & avoided, name
+    assert not bench.verdict_problems(holdout_expected, ids)
     assert bench.expected_findings(holdout_expected), "no expected findings at all"
 
 
@@ -373,11 +278,8 @@ def test_holdout_files_are_the_sources(
         blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         assert blob == source["blob"], f"{name} differs from the bytes SOURCES.toml records"
     spans = bench.corpus_spans(holdout_sources, HOLDOUT_FILES)
-    for name, part, entry in _entries(holdout_expected):
-        line = entry["line"]
-        assert line == 0 or any(a <= line <= b for a, b in spans[name]), (
-            f"{name} {part} {entry}: not a statement"
-        )
+    ids = {r.id for r in builtin_registry() if r.id.startswith("EC5")}
+    assert not bench.verdict_problems(holdout_expected, ids, spans)
 
 
 def test_holdout_audit_is_scored_whole(

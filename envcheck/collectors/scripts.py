@@ -2,8 +2,10 @@
 
 Each file is parsed, never imported or run (envcheck/scripts/analyze.py). A file that
 does not parse, is not Python, or is too large is listed in `errors` with the reason and
-location, and the other files are still audited. The search is bounded in files and time
-so that pointing --script at a whole repository stays quick.
+location, and the other files are still audited. A folder search is bounded in files and
+time so that pointing --script at a whole repository stays quick; files named one by one
+are all audited (up to the file limit), however long that takes, so the same files give
+the same findings on a slow or busy machine.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
         "torch_calls": [],
         "reasons": {},
     }
-    for path, shown in _python_files(ctx.scripts, section, lambda: clock() > deadline):
-        if len(section["files"]) >= MAX_FILES or clock() > deadline:
+    for path, shown, searched in _python_files(ctx.scripts, section, lambda: clock() > deadline):
+        if len(section["files"]) >= MAX_FILES or (searched and clock() > deadline):
             section["reasons"]["files"] = (
                 f"stopped after {len(section['files'])} files (limit {MAX_FILES} files, "
                 f"{BUDGET_S:g} s)"
@@ -72,14 +74,15 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
 
 def _python_files(
     paths: tuple[Path, ...], section: dict[str, Any], late: Callable[[], bool]
-) -> Iterator[tuple[Path, str]]:
-    """(path, how to show it): explicit files as given, *.py found in folders, sorted.
+) -> Iterator[tuple[Path, str, bool]]:
+    """(path, how to show it, found by a folder search): explicit files as given, *.py
+    found in folders, sorted.
 
     A folder's walk stops after MAX_FILES + 1 files or when `late()` (`scripts /` must
     not walk the whole disk before the limits apply)."""
     for given in paths:
         if given.is_file():
-            yield given, str(given)
+            yield given, str(given), False
         elif given.is_dir():
             found = sorted(itertools.islice(_walk(given, late), MAX_FILES + 1))
             if late():
@@ -97,7 +100,7 @@ def _python_files(
                     }
                 )
             for path in found:
-                yield path, str(path)
+                yield path, str(path), True
         else:
             section["errors"].append(
                 {
