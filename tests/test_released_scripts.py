@@ -37,7 +37,7 @@ RELEASED: Path = bench.RELEASED
 FILES: Path = bench.RELEASED_FILES
 # What the packages declare; every one allows redistribution.
 LICENCES = {"MIT", "MIT-0", "BSD-3-Clause", "Apache-2.0", "GPL-3.0", "AGPL-3.0"}
-FIELDS = ("package", "version", "artifact", "url", "artifact_sha256", "member", "sha256")
+FIELDS = ("package", "version", "repo", "artifact", "url", "artifact_sha256", "member", "sha256")
 REQUIRED = os.environ.get("ENVCHECK_REQUIRE_CORPUS") == "1"
 
 
@@ -82,6 +82,7 @@ def test_sources_are_well_formed(sources: dict[str, Any]) -> None:
             assert isinstance(source.get(field), str), f"{name}: {field} missing"
         for field in ("artifact_sha256", "sha256"):
             assert re.fullmatch(r"[0-9a-f]{64}", source[field]), f"{name}: {field}"
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+", source["repo"]), f"{name}: repo is owner/name"
         assert source["url"].startswith("https://files.pythonhosted.org/packages/"), name
         assert source["url"].endswith("/" + source["artifact"]), name
         assert source["artifact"].endswith(("-none-any.whl", ".tar.gz")), name
