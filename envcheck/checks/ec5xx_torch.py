@@ -263,6 +263,9 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     re-creating the dataset (costly with the spawn start method, the default on Windows
     and macOS), so every epoch begins with a stall.
 
+    Nor is a loader whose sampler never runs out (an `InfiniteSampler`, or
+    `RandomSampler(..., num_samples=int(1e10))`): one pass that never ends.
+
     A DataLoader constructed anew each time (inside a loop, or in a function such as
     `validate()` called once per epoch) is not flagged: its workers end with it whatever
     the setting; build it once, outside, if its start-up cost matters.
@@ -277,6 +280,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
         known, value, how = argument(loader, "persistent_workers", False)
         if known and value:
             return None
+        if loader.get("endless"):
+            return Clear(f"{how}, but {loader['endless']}: the workers are never restarted")
         if loader.get("rebuilt"):
             return Clear(
                 f"{how}, but {loader['rebuilt']}: a new DataLoader each time, whose workers "

@@ -71,6 +71,7 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "in_main_guard": walker.in_main_guard,
             "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
             "dataset": _dataset(walker, node),
+            "endless": _endless(walker, node),
             "opaque_kwargs": opaque,
         }
     )
@@ -153,6 +154,35 @@ def _from_callers(
                 built.append(found)
     texts = {ast.dump(b) for b in built}
     return built[0] if len(texts) == 1 else None
+
+
+# A sampler drawing this many samples is one pass that never ends in practice
+# (minGPT: RandomSampler(ds, replacement=True, num_samples=int(1e10))).
+ENDLESS_SAMPLES = 10**9
+
+
+def _endless(walker: Walker, call: ast.Call) -> Optional[str]:
+    """Why the loader's sampler never runs out (an `Infinite*` sampler, or `num_samples`
+    of a billion or more), or None: such a loader is iterated once, its workers never
+    restarted."""
+    sampler = next((k.value for k in call.keywords if k.arg in ("sampler", "batch_sampler")), None)
+    if isinstance(sampler, ast.Name):
+        sampler = walker.scope().lookup(sampler.id) or sampler
+    if not isinstance(sampler, ast.Call):
+        return None
+    name = ast.unparse(sampler.func)
+    if "infinite" in name.lower():
+        return f"its sampler {name}(...) never runs out"
+    for keyword in sampler.keywords:
+        if keyword.arg == "num_samples":
+            value = resolve(keyword.value, walker.scope())
+            if (
+                value.known
+                and isinstance(value.value, (int, float))
+                and value.value >= ENDLESS_SAMPLES
+            ):
+                return f"its sampler draws {ast.unparse(keyword.value)} samples: one endless pass"
+    return None
 
 
 TOKENISING = ("tokeniz", "tokenis")
