@@ -155,3 +155,60 @@ def test_a_project_op_module_named_for_convolutions(tmp_path: Path) -> None:
 def test_mpi_and_horovod_ranks_are_one_process_per_gpu(tmp_path: Path, source: str) -> None:
     found = analyse(tmp_path, "import torch\n" + source).facts["processes_per_node"]
     assert found is not None and found["per_gpu"] is True and found["count"] is None
+
+
+def test_worker_settings_handed_to_a_maker_in_the_file(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "def make_loaders(ds, **kwargs):\n"
+        "    return DataLoader(ds, batch_size=8, **kwargs)\n"
+        "def main():\n"
+        "    kwargs = {'num_workers': 4, 'pin_memory': True}\n"
+        "    return make_loaders(ds, **kwargs)\n",
+    )
+    [loader] = report.loaders
+    assert loader["opaque_kwargs"] == []
+    assert loader["args"]["num_workers"]["value"] == 4
+    assert loader["args"]["pin_memory"]["value"] is True
+
+
+def test_callers_that_disagree_leave_the_makers_kwargs_opaque(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "def make_loader(ds, **kwargs):\n"
+        "    return DataLoader(ds, **kwargs)\n"
+        "a = make_loader(ds, num_workers=4)\n"
+        "b = make_loader(ds, num_workers=0)\n",
+    )
+    assert report.loaders[0]["opaque_kwargs"] == ["kwargs"]
+
+
+def test_a_maker_out_of_sight_is_judged_on_its_worker_count_only(tmp_path: Path) -> None:
+    """`make_data_loader(args, **kwargs)` (pytorch-deeplab-xception), `create_loader(...,
+    num_workers=args.workers)` (timm): EC504 judges the count; pinning and persistent
+    workers are the maker's, out of sight: unknown, never 'not given'."""
+    from test_scripts_torch import audit
+
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\n"
+        "from dataloaders import make_data_loader\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--workers', type=int, default=32)\n"
+        "parser.add_argument('--naflex', action='store_true')\n"
+        "args = parser.parse_args()\n"
+        "kwargs = {'num_workers': args.workers, 'pin_memory': True}\n"
+        "train_loader = make_data_loader(args, **kwargs)\n"
+        "if args.naflex:\n"
+        "    other = make_naflex_loader(args, num_workers=64)\n"
+        "options = dict(num_workers=args.workers)\n"
+        "model = ResNet50().cuda()\n"
+        "for x, y in train_loader:\n"
+        "    model(x.cuda()).sum().backward()\n"
+    )
+    results = audit(tmp_path / "train.py", rules=("EC502", "EC503", "EC504"))
+    [finding] = results["EC504"].findings
+    assert finding.location.line == 9 and "argparse --workers default" in finding.message
+    assert results["EC503"].status.value == "unknown"
+    assert "left to make_data_loader(), out of this file" in results["EC503"].reason

@@ -589,4 +589,13 @@ def test_loaders_built_in_another_module_make_the_loader_rules_unknown(tmp_path:
     results = audit(tmp_path / "train.py", rules=("EC501", "EC503", "EC504"))
     for result in results.values():
         assert result.status.value == "unknown", result.reason
+        # the worker count handed to the maker is not known (args.workers has no
+        # argparse default in sight)
+        assert "num_workers=args.workers" in result.reason
+    (tmp_path / "train.py").write_text(
+        (tmp_path / "train.py").read_text().replace(", num_workers=args.workers", "")
+    )
+    results = audit(tmp_path / "train.py", rules=("EC501", "EC503", "EC504"))
+    for result in results.values():
+        assert result.status.value == "unknown", result.reason
         assert "self.train_loader, built out of this file" in result.reason

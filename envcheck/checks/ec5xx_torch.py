@@ -77,6 +77,8 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     """(known, value, how) of a DataLoader argument; absent means its documented default,
     unless a `**kwargs` that could not be expanded may carry it."""
     arg = (loader.get("args") or {}).get(name)
+    if arg is None and loader.get("built_by"):
+        return False, None, f"{name} is left to {loader['built_by']}"
     if arg is None:
         if loader.get("opaque_kwargs"):
             opaque = ", ".join(f"**{o}" for o in loader["opaque_kwargs"])
@@ -161,7 +163,15 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     workers add little (the probe measures whether a loader keeps up); nor is a loader
     built to read a single batch, `next(iter(DataLoader(...)))`. A training loop over a
     loader another module builds (`self.train_loader = make_data_loader(args)`) makes
-    this rule and EC502-EC505 unknown: its settings are out of sight.
+    this rule and EC502-EC505 unknown: its settings are out of sight. A loader-making
+    function out of sight handed a worker count (`create_loader(ds,
+    num_workers=args.workers)`, `make_data_loader(args, **kwargs)` with `kwargs =
+    {"num_workers": ...}`) is judged on that count (EC501, EC504); what it does about
+    pinning and persistent workers is its own, so EC502 and EC503 say unknown there.
+    A value read from a config object of the file (`cfg.num_workers` with `class
+    DataConfig: num_workers: int = 4`, or `C.num_workers = 4` in a
+    `get_default_config()` that returns `C`) is judged at its default, as an argparse
+    option is.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -263,23 +273,25 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     re-creating the dataset (costly with the spawn start method, the default on Windows
     and macOS), so every epoch begins with a stall.
 
-    Nor is a loader whose sampler never runs out (an `InfiniteSampler`, or
-    `RandomSampler(..., num_samples=int(1e10))`): one pass that never ends.
-
     A DataLoader constructed anew each time (inside a loop, or in a function such as
     `validate()` called once per epoch) is not flagged: its workers end with it whatever
-    the setting; build it once, outside, if its start-up cost matters.
+    the setting; build it once, outside, if its start-up cost matters. Nor is a loader
+    whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
+    num_samples=int(1e10))`): one pass that never ends. A worker count the source does
+    not settle makes the rule unknown unless `persistent_workers=True` is given.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """
 
     def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
-        known, workers, workers_how = argument(loader, "num_workers", 0)
-        if not known or workers in (0, None):
+        workers_known, workers, workers_how = argument(loader, "num_workers", 0)
+        if workers_known and workers in (0, None):
             return None
         known, value, how = argument(loader, "persistent_workers", False)
         if known and value:
             return None
+        if not workers_known:
+            return f"{workers_how}; {how}"
         if loader.get("endless"):
             return Clear(f"{how}, but {loader['endless']}: the workers are never restarted")
         if loader.get("rebuilt"):

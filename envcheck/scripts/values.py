@@ -224,6 +224,20 @@ def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     return Value(True, result, text, "arithmetic on known values")
 
 
+def keyword_expressions(call: ast.Call, scope: Scope) -> dict[str, ast.expr]:
+    """The expressions of a call's keyword arguments, `**dict` expanded where the dict is
+    knowable (`kwargs = {'num_workers': args.workers}` ... `f(**kwargs)`): where each
+    value is written."""
+    found: dict[str, ast.expr] = {}
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            found[keyword.arg] = keyword.value
+            continue
+        for name, expr in (_dict_items(keyword.value, scope) or {}).items():
+            found.setdefault(name, expr)
+    return found
+
+
 def keyword_values(call: ast.Call, scope: Scope) -> tuple[dict[str, Value], list[str]]:
     """Keyword arguments of a call, `**dict` expanded where the dict is knowable.
 
