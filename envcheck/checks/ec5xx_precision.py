@@ -305,7 +305,8 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
         or file_facts.get("conv_layers")
         or (file_facts.get("matmul_layers") and not file_facts.get("toy_model"))
     )
-    return bool(file_facts.get("keras_fit")) and bool(model)
+    trains = file_facts.get("keras_fit") or file_facts.get("tf_custom_loop")
+    return bool(trains) and bool(model)
 
 
 @check(
@@ -338,12 +339,13 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     """
     **Anti-pattern.** A script that builds Keras convolution, dense, recurrent or
     attention layers (or a `keras.applications` model, or a model of the project whose
-    name says its architecture, such as `YoloV3(...)`) and trains them with `fit`,
-    without a mixed-precision policy, on GPUs of compute capability 7.0 or newer. Keras
-    computes in float32 by default, so the tensor cores that run float16/bfloat16
-    matmuls and convolutions sit unused; the TensorFlow mixed precision guide quotes
-    more than 3x on modern GPUs (a best case: models bound by their input pipeline or
-    memory gain less).
+    name says its architecture, such as `YoloV3(...)`) and trains them with `fit` or a
+    custom loop (`tf.GradientTape` and `optimizer.apply_gradients`, where the policy
+    applies the same way), without a mixed-precision policy, on GPUs of compute
+    capability 7.0 or newer. Keras computes in float32 by default, so the tensor cores
+    that run float16/bfloat16 matmuls and convolutions sit unused; the TensorFlow mixed
+    precision guide quotes more than 3x on modern GPUs (a best case: models bound by
+    their input pipeline or memory gain less).
 
     A policy the source sets to a value it does not show makes the rule unknown for
     that file. Mixed precision counts when set with `mixed_precision.set_global_policy`
@@ -369,7 +371,7 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
         if mixed is None:
             unknown.append(f"{f.get('path')}: the dtype policy is set to a value the source hides")
         elif not mixed:
-            fit: dict[str, Any] = f.get("keras_fit") or {}
+            fit: dict[str, Any] = f.get("keras_fit") or f.get("tf_custom_loop") or {}
             path = str(f.get("path"))
             hits.append(
                 Hit(

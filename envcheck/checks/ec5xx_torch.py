@@ -543,8 +543,17 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     `log_now = step % N == 0` then `if log_now:`) or `if step == 0:` (once) and code after
     the loop are not flagged (`if rank == 0:` is the main process, every step, and is),
     nor are evaluation loops (no `backward`), which must bring predictions to the host.
-    `.numpy()` alone is not flagged: on a CUDA tensor it fails, so it only ever sees CPU
-    tensors.
+    `.numpy()` alone is not flagged in PyTorch: on a CUDA tensor it fails, so it only
+    ever sees CPU tensors.
+
+    TensorFlow custom loops (`with tf.GradientTape() as tape:` ... `apply_gradients` in
+    a step function called per batch, or in the loop body) are read too: in an *eager*
+    step, `.numpy()`, `float(t)` and `%`/f-string/`.format` formatting of a tensor copy
+    it to the host every step. `tf.print` is not one (it is an op, run asynchronously),
+    and a step compiled with `@tf.function` is not read at all: it runs as a graph, where
+    `.numpy()` does not exist and formatting sees symbolic tensors, once, at tracing. A
+    loop a default run does not take (`if FLAGS.mode == "eager_tf":` with the flag's
+    default "fit") is left out.
 
     **Best practice.** Accumulate on the device (`running += loss.detach()`) and read
     the value every N steps: `if step % 100 == 0: print(running.item() / 100)`.

@@ -148,6 +148,8 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return _config_default(node, scope, depth)
     if isinstance(node, ast.BinOp):
         return _binop(node, scope, depth)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _compare(node, scope, depth)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -207,6 +209,34 @@ def _binop(node: ast.BinOp, scope: Scope, depth: int) -> Value:
     if result is None:
         return Value(False, None, text, "computed at run time")
     return Value(True, result, text, "arithmetic on known values")
+
+
+_COMPARISONS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _compare(node: ast.Compare, scope: Scope, depth: int) -> Value:
+    """`FLAGS.mode == 'eager_tf'` with both sides known (a flag at its default)."""
+    text = ast.unparse(node)
+    left = resolve(node.left, scope, depth + 1)
+    right = resolve(node.comparators[0], scope, depth + 1)
+    operator = _COMPARISONS.get(type(node.ops[0]))
+    if not (left.known and right.known) or operator is None:
+        return Value(False, None, text, "computed at run time")
+    try:
+        result = operator(left.value, right.value)
+    except TypeError:
+        return Value(False, None, text, "computed at run time")
+    source = left.source if left.source != "literal" else right.source
+    return Value(True, bool(result), text, source)
 
 
 def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
@@ -425,6 +455,13 @@ def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
     """dest -> (option string, default expression) for every `add_argument(..., default=...)`."""
     found: dict[str, tuple[str, ast.expr]] = {}
     for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.startswith("DEFINE_")
+        ):
+            _absl_flag(node, found)
+            continue
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -535,3 +572,12 @@ def _built_config(function: ast.AST) -> dict[str, tuple[str, ast.expr]]:
                 twice.add(target.attr)
             found[target.attr] = (target.value.id, statement.value)
     return {k: v for k, v in found.items() if k not in twice}
+
+
+def _absl_flag(node: ast.Call, found: dict[str, tuple[str, ast.expr]]) -> None:
+    """`flags.DEFINE_enum('mode', 'fit', [...], '...')`: FLAGS.mode defaults to 'fit'."""
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    name = node.args[0] if node.args else keywords.get("name")
+    default = node.args[1] if len(node.args) > 1 else keywords.get("default")
+    if isinstance(name, ast.Constant) and isinstance(name.value, str) and default is not None:
+        found.setdefault(name.value, (f"--{name.value} (absl flag)", default))
