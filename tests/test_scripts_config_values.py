@@ -212,3 +212,23 @@ def test_a_maker_out_of_sight_is_judged_on_its_worker_count_only(tmp_path: Path)
     assert finding.location.line == 9 and "argparse --workers default" in finding.message
     assert results["EC503"].status.value == "unknown"
     assert "left to make_data_loader(), out of this file" in results["EC503"].reason
+
+
+def test_a_data_module_that_neither_trains_nor_names_a_device_leaves_pinning_unknown(
+    tmp_path: Path,
+) -> None:
+    """guided-diffusion's image_datasets.py: the trainer elsewhere decides whether (and
+    with non_blocking) batches are copied to the GPU; EC501 is still judged."""
+    from test_scripts_torch import audit
+
+    (tmp_path / "data.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "def load_data(dataset, batch_size):\n"
+        "    loader = DataLoader(dataset, batch_size=batch_size, num_workers=1)\n"
+        "    while True:\n"
+        "        yield from loader\n"
+    )
+    results = audit(tmp_path / "data.py", rules=("EC501", "EC502"))
+    assert results["EC502"].status.value == "unknown"
+    assert "does not train" in results["EC502"].reason
+    assert results["EC501"].status.value == "pass"

@@ -69,6 +69,11 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
     return outcome
 
 
+# A loader returned by these is consumed by Lightning, which copies each batch to the
+# trainer's device itself (non_blocking on CUDA): the target machine decides.
+LIGHTNING_HOOKS = ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
+
+
 def where(loader: dict[str, Any]) -> str:
     return f"{loader.get('path')}:{loader.get('line')}"
 
@@ -225,7 +230,12 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     with the previous step's compute (PyTorch's memory-pinning notes).
 
     Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`), or
-    one over text tokenised up front, whose batches of token ids are a few KB.
+    one over text tokenised up front, whose batches of token ids are a few KB. A data
+    module that builds loaders but neither trains nor names a device makes the rule
+    unknown: whether (and how) its batches reach a GPU is decided by the training code
+    that consumes them, out of sight; the loaders of a Lightning data module's
+    `*_dataloader` hooks are judged, since Lightning copies their batches to the
+    trainer's device itself.
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -235,6 +245,17 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
         known, value, how = argument(loader, "pin_memory", False)
         if known and value:
             return None
+        answer = file_facts.get("gpu") or {}
+        if (
+            answer.get("trains") == "unknown"
+            and file_facts.get("trains") is False
+            and loader.get("function") not in LIGHTNING_HOOKS
+        ):
+            return (
+                f"{how}; {loader.get('path')} builds the loader but does not train: the code "
+                "that consumes its batches, out of this file, decides whether they are copied "
+                "to a GPU (and with non_blocking, which pinning serves)"
+            )
         gpu = trains_on_gpu(facts, file_facts)
         if gpu.trains is False:
             return Clear(f"{how}, not judged: {gpu.reason}")
