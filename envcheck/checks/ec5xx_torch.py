@@ -92,6 +92,8 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     how = f"{name}={arg.get('text')}"
     if arg.get("source") not in ("literal", None):
         how += f" ({arg.get('source')})"
+    if loader.get("built_by"):
+        how += f", handed to {loader['built_by']}"
     if not arg.get("known"):
         return False, None, f"{how}: value not determined from the source"
     return True, arg.get("value"), how
@@ -542,9 +544,14 @@ def call_hit(observation: dict[str, Any], **values: Any) -> Hit:
     message="{where}: `{code}` — {call} {what} in every step of the training loop over "
     "{loader} (line {loop_line}): the CPU waits for the GPU to finish, so the next step's "
     "work is not queued while this one runs",
-    fix="running_loss += loss.detach()   # stays on the GPU; read it every N steps: "
-    "if step % 100 == 0: print(running_loss.item() / 100); running_loss.zero_()",
-    evidence=(GUIDE_SYNC,),
+    fix="{fix}",
+    evidence=(
+        GUIDE_SYNC,
+        "https://www.tensorflow.org/guide/function (a tf.function step runs as a graph: "
+        "Python code in it, formatting included, runs once, at tracing)",
+        "https://www.tensorflow.org/api_docs/python/tf/print ('A TensorFlow operator that "
+        "prints the specified inputs': it runs in the graph, not as a host read)",
+    ),
 )
 def host_sync_every_step(facts: Facts) -> Outcome:
     """
@@ -592,9 +599,20 @@ def host_sync_every_step(facts: Facts) -> Outcome:
             what=call.get("what") or "reads a GPU value",
             loader=call.get("loader"),
             loop_line=call.get("loop_line"),
+            fix=TF_SYNC_FIX if call.get("framework") == "tensorflow" else TORCH_SYNC_FIX,
         )
 
     return per_call(facts, ("host_sync",), test, "no per-step synchronisation in training loops")
+
+
+TORCH_SYNC_FIX = (
+    "running_loss += loss.detach()   # stays on the GPU; read it every N steps: "
+    "if step % 100 == 0: print(running_loss.item() / 100); running_loss.zero_()"
+)
+TF_SYNC_FIX = (
+    "train_loss.update_state(loss)   # a tf.keras.metrics.Mean, on the device; log with "
+    "tf.print, read train_loss.result() every N steps, or compile the step with @tf.function"
+)
 
 
 @check(
