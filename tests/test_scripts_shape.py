@@ -30,7 +30,7 @@ def runtime_imports(path: Path) -> list[tuple[str, list[str]]]:
 
 def test_one_observer_per_family() -> None:
     families = {type(o).__module__.rsplit(".", 1)[-1] for o in analyze.OBSERVERS}
-    assert families == {"dataloaders", "keras", "tf_data", "torch_loops"}
+    assert families == {"dataloaders", "keras", "tf_data", "torch_loops", "tf_loops"}
     for observer in analyze.OBSERVERS:
         assert isinstance(observer, Observer)
 

@@ -197,9 +197,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     `mixed_precision`, Lightning's `precision="16-mixed"`, `TrainingArguments(fp16=True)`,
     `model.half()`, apex `amp.initialize`, a precision setting handed to the project's
     own classes (`MixedPrecisionTrainer(use_fp16=...)`). Behind a command-line flag that
-    defaults to off (`--amp`, `action="store_true"`), the finding says AMP is off unless
-    the flag is passed; behind a condition the source does not settle, the rule is
-    unknown for that file.
+    defaults to off (`--amp`, `action="store_true"`), the script offers mixed precision
+    and choosing it is a setting of the run: no finding, and the rule's reason says AMP
+    is off unless the flag is passed; behind a condition the source does not settle, the
+    rule is unknown for that file.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -209,6 +210,7 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         return found
     files, unknown, cap = found
     hits: list[Hit] = []
+    behind_flags: list[str] = []
     for f in files:
         if f.get("autocast") or f.get("toy_model"):
             continue  # a few small nn.Linear: nothing for tensor cores to speed up
@@ -216,24 +218,22 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         if not isinstance(gate, dict):
             hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
         elif gate.get("option") and not gate.get("default"):
+            # the script offers mixed precision: choosing it is the user's run setting
             option = gate["option"]
-            hits.append(
-                _file_hit(
-                    f,
-                    cap=cap,
-                    how=f"has mixed precision behind {option}, off by default: AMP is off "
-                    f"unless {option} is passed",
-                    fix=f"pass {option} when training on these GPUs (or make it the default)",
-                )
+            behind_flags.append(
+                f"{f.get('path')}: mixed precision is there behind {option}, off by "
+                f"default: AMP is off unless {option} is passed (pass it on GPUs with "
+                "tensor cores)"
             )
         else:
             unknown.append(
                 f"{f.get('path')}: mixed precision depends on `{gate.get('text')}`, which the "
                 "source does not determine"
             )
-    return _judged(
-        hits, unknown, f"{len(hits)} file(s) in float32", "every GPU training script uses autocast"
-    )
+    clean = "every GPU training script uses autocast"
+    if behind_flags:
+        clean = "; ".join(behind_flags)
+    return _judged(hits, unknown, f"{len(hits)} file(s) in float32", clean)
 
 
 @check(
@@ -305,7 +305,8 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
         or file_facts.get("conv_layers")
         or (file_facts.get("matmul_layers") and not file_facts.get("toy_model"))
     )
-    return bool(file_facts.get("keras_fit")) and bool(model)
+    trains = file_facts.get("keras_fit") or file_facts.get("tf_custom_loop")
+    return bool(trains) and bool(model)
 
 
 @check(
@@ -338,12 +339,13 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     """
     **Anti-pattern.** A script that builds Keras convolution, dense, recurrent or
     attention layers (or a `keras.applications` model, or a model of the project whose
-    name says its architecture, such as `YoloV3(...)`) and trains them with `fit`,
-    without a mixed-precision policy, on GPUs of compute capability 7.0 or newer. Keras
-    computes in float32 by default, so the tensor cores that run float16/bfloat16
-    matmuls and convolutions sit unused; the TensorFlow mixed precision guide quotes
-    more than 3x on modern GPUs (a best case: models bound by their input pipeline or
-    memory gain less).
+    name says its architecture, such as `YoloV3(...)`) and trains them with `fit` or a
+    custom loop (`tf.GradientTape` and `optimizer.apply_gradients`, where the policy
+    applies the same way), without a mixed-precision policy, on GPUs of compute
+    capability 7.0 or newer. Keras computes in float32 by default, so the tensor cores
+    that run float16/bfloat16 matmuls and convolutions sit unused; the TensorFlow mixed
+    precision guide quotes more than 3x on modern GPUs (a best case: models bound by
+    their input pipeline or memory gain less).
 
     A policy the source sets to a value it does not show makes the rule unknown for
     that file. Mixed precision counts when set with `mixed_precision.set_global_policy`
@@ -369,7 +371,7 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
         if mixed is None:
             unknown.append(f"{f.get('path')}: the dtype policy is set to a value the source hides")
         elif not mixed:
-            fit: dict[str, Any] = f.get("keras_fit") or {}
+            fit: dict[str, Any] = f.get("keras_fit") or f.get("tf_custom_loop") or {}
             path = str(f.get("path"))
             hits.append(
                 Hit(

@@ -224,6 +224,18 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     return _judge(_items(facts, "tf_pipelines"), hits, "tf.data pipelines", "maps run in parallel")
 
 
+# Operations that only reorder, group or repeat elements already in memory.
+MEMORY_OPERATIONS = {"shuffle", "batch", "padded_batch", "repeat", "cache", "take", "skip"}
+
+
+def _in_memory_slices(pipeline: dict[str, Any]) -> bool:
+    """`from_tensor_slices((x_train, y_train)).shuffle(n).batch(32)`: slices of arrays in
+    memory with nothing mapped over them; producing a batch is a copy, so there is
+    nothing for prefetch to overlap (as EC501 for an in-memory TensorDataset)."""
+    operations = {o.get("op") for o in pipeline.get("operations") or []}
+    return pipeline.get("source") == "from_tensor_slices" and operations <= MEMORY_OPERATIONS
+
+
 @check(
     id="EC512",
     name="tf-data-no-prefetch",
@@ -246,9 +258,12 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     or a method such as `Input(files).build()`) is followed into its caller. `take`,
     `repeat` and `with_options` after the prefetch are accepted. A pipeline handed to
     code out of sight (returned to callers outside the file, passed to another function)
-    is unknown, not passed. Recent TensorFlow releases can inject a final prefetch
-    themselves (`tf.data.Options().experimental_optimization.inject_prefetch`, on by
-    default since 2.12): with a known TensorFlow >= 2.12 the missing final prefetch
+    is unknown, not passed. Slices of in-memory arrays with nothing mapped over them
+    (`from_tensor_slices((x, y)).shuffle(n).batch(32)`) are not flagged: a batch is a
+    copy of memory, with no work for prefetch to overlap. Recent TensorFlow releases can
+    inject a final prefetch themselves
+    (`tf.data.Options().experimental_optimization.inject_prefetch`, on by default since
+    2.12): with a known TensorFlow >= 2.12 the missing final prefetch
     passes, and the severity is low.
 
     **Best practice.** End every input pipeline with `.batch(...).prefetch(tf.data.AUTOTUNE)`.
@@ -282,7 +297,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
                     "to the end of the pipeline",
                 )
             ]
-        if pipeline.get("ends_with_prefetch") or injects:
+        if pipeline.get("ends_with_prefetch") or injects or _in_memory_slices(pipeline):
             return []
         if pipeline.get("finished_elsewhere"):
             out_of_sight.append(

@@ -69,6 +69,11 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
     return outcome
 
 
+# A loader returned by these is consumed by Lightning, which copies each batch to the
+# trainer's device itself (non_blocking on CUDA): the target machine decides.
+LIGHTNING_HOOKS = ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
+
+
 def where(loader: dict[str, Any]) -> str:
     return f"{loader.get('path')}:{loader.get('line')}"
 
@@ -77,6 +82,8 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     """(known, value, how) of a DataLoader argument; absent means its documented default,
     unless a `**kwargs` that could not be expanded may carry it."""
     arg = (loader.get("args") or {}).get(name)
+    if arg is None and loader.get("built_by"):
+        return False, None, f"{name} is left to {loader['built_by']}"
     if arg is None:
         if loader.get("opaque_kwargs"):
             opaque = ", ".join(f"**{o}" for o in loader["opaque_kwargs"])
@@ -85,6 +92,8 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     how = f"{name}={arg.get('text')}"
     if arg.get("source") not in ("literal", None):
         how += f" ({arg.get('source')})"
+    if loader.get("built_by"):
+        how += f", handed to {loader['built_by']}"
     if not arg.get("known"):
         return False, None, f"{how}: value not determined from the source"
     return True, arg.get("value"), how
@@ -161,7 +170,15 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     workers add little (the probe measures whether a loader keeps up); nor is a loader
     built to read a single batch, `next(iter(DataLoader(...)))`. A training loop over a
     loader another module builds (`self.train_loader = make_data_loader(args)`) makes
-    this rule and EC502-EC505 unknown: its settings are out of sight.
+    this rule and EC502-EC505 unknown: its settings are out of sight. A loader-making
+    function out of sight handed a worker count (`create_loader(ds,
+    num_workers=args.workers)`, `make_data_loader(args, **kwargs)` with `kwargs =
+    {"num_workers": ...}`) is judged on that count (EC501, EC504); what it does about
+    pinning and persistent workers is its own, so EC502 and EC503 say unknown there.
+    A value read from a config object of the file (`cfg.num_workers` with `class
+    DataConfig: num_workers: int = 4`, or `C.num_workers = 4` in a
+    `get_default_config()` that returns `C`) is judged at its default, as an argparse
+    option is.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -215,7 +232,12 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     with the previous step's compute (PyTorch's memory-pinning notes).
 
     Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`), or
-    one over text tokenised up front, whose batches of token ids are a few KB.
+    one over text tokenised up front, whose batches of token ids are a few KB. A data
+    module that builds loaders but neither trains nor names a device makes the rule
+    unknown: whether (and how) its batches reach a GPU is decided by the training code
+    that consumes them, out of sight; the loaders of a Lightning data module's
+    `*_dataloader` hooks are judged, since Lightning copies their batches to the
+    trainer's device itself.
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -225,6 +247,17 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
         known, value, how = argument(loader, "pin_memory", False)
         if known and value:
             return None
+        answer = file_facts.get("gpu") or {}
+        if (
+            answer.get("trains") == "unknown"
+            and file_facts.get("trains") is False
+            and loader.get("function") not in LIGHTNING_HOOKS
+        ):
+            return (
+                f"{how}; {loader.get('path')} builds the loader but does not train: the code "
+                "that consumes its batches, out of this file, decides whether they are copied "
+                "to a GPU (and with non_blocking, which pinning serves)"
+            )
         gpu = trains_on_gpu(facts, file_facts)
         if gpu.trains is False:
             return Clear(f"{how}, not judged: {gpu.reason}")
@@ -265,18 +298,25 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
 
     A DataLoader constructed anew each time (inside a loop, or in a function such as
     `validate()` called once per epoch) is not flagged: its workers end with it whatever
-    the setting; build it once, outside, if its start-up cost matters.
+    the setting; build it once, outside, if its start-up cost matters. Nor is a loader
+    whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
+    num_samples=int(1e10))`): one pass that never ends. A worker count the source does
+    not settle makes the rule unknown unless `persistent_workers=True` is given.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """
 
     def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
-        known, workers, workers_how = argument(loader, "num_workers", 0)
-        if not known or workers in (0, None):
+        workers_known, workers, workers_how = argument(loader, "num_workers", 0)
+        if workers_known and workers in (0, None):
             return None
         known, value, how = argument(loader, "persistent_workers", False)
         if known and value:
             return None
+        if not workers_known:
+            return f"{workers_how}; {how}"
+        if loader.get("endless"):
+            return Clear(f"{how}, but {loader['endless']}: the workers are never restarted")
         if loader.get("rebuilt"):
             return Clear(
                 f"{how}, but {loader['rebuilt']}: a new DataLoader each time, whose workers "
@@ -504,9 +544,14 @@ def call_hit(observation: dict[str, Any], **values: Any) -> Hit:
     message="{where}: `{code}` — {call} {what} in every step of the training loop over "
     "{loader} (line {loop_line}): the CPU waits for the GPU to finish, so the next step's "
     "work is not queued while this one runs",
-    fix="running_loss += loss.detach()   # stays on the GPU; read it every N steps: "
-    "if step % 100 == 0: print(running_loss.item() / 100); running_loss.zero_()",
-    evidence=(GUIDE_SYNC,),
+    fix="{fix}",
+    evidence=(
+        GUIDE_SYNC,
+        "https://www.tensorflow.org/guide/function (a tf.function step runs as a graph: "
+        "Python code in it, formatting included, runs once, at tracing)",
+        "https://www.tensorflow.org/api_docs/python/tf/print ('A TensorFlow operator that "
+        "prints the specified inputs': it runs in the graph, not as a host read)",
+    ),
 )
 def host_sync_every_step(facts: Facts) -> Outcome:
     """
@@ -526,8 +571,17 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     `log_now = step % N == 0` then `if log_now:`) or `if step == 0:` (once) and code after
     the loop are not flagged (`if rank == 0:` is the main process, every step, and is),
     nor are evaluation loops (no `backward`), which must bring predictions to the host.
-    `.numpy()` alone is not flagged: on a CUDA tensor it fails, so it only ever sees CPU
-    tensors.
+    `.numpy()` alone is not flagged in PyTorch: on a CUDA tensor it fails, so it only
+    ever sees CPU tensors.
+
+    TensorFlow custom loops (`with tf.GradientTape() as tape:` ... `apply_gradients` in
+    a step function called per batch, or in the loop body) are read too: in an *eager*
+    step, `.numpy()`, `float(t)` and `%`/f-string/`.format` formatting of a tensor copy
+    it to the host every step. `tf.print` is not one (it is an op, run asynchronously),
+    and a step compiled with `@tf.function` is not read at all: it runs as a graph, where
+    `.numpy()` does not exist and formatting sees symbolic tensors, once, at tracing. A
+    loop a default run does not take (`if FLAGS.mode == "eager_tf":` with the flag's
+    default "fit") is left out.
 
     **Best practice.** Accumulate on the device (`running += loss.detach()`) and read
     the value every N steps: `if step % 100 == 0: print(running.item() / 100)`.
@@ -545,9 +599,20 @@ def host_sync_every_step(facts: Facts) -> Outcome:
             what=call.get("what") or "reads a GPU value",
             loader=call.get("loader"),
             loop_line=call.get("loop_line"),
+            fix=TF_SYNC_FIX if call.get("framework") == "tensorflow" else TORCH_SYNC_FIX,
         )
 
     return per_call(facts, ("host_sync",), test, "no per-step synchronisation in training loops")
+
+
+TORCH_SYNC_FIX = (
+    "running_loss += loss.detach()   # stays on the GPU; read it every N steps: "
+    "if step % 100 == 0: print(running_loss.item() / 100); running_loss.zero_()"
+)
+TF_SYNC_FIX = (
+    "train_loss.update_state(loss)   # a tf.keras.metrics.Mean, on the device; log with "
+    "tf.print, read train_loss.result() every N steps, or compile the step with @tf.function"
+)
 
 
 @check(

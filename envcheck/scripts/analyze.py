@@ -26,6 +26,7 @@ from envcheck.scripts.index import FileIndex
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
 from envcheck.scripts.tf_data import TfDataObserver
+from envcheck.scripts.tf_loops import TfLoopObserver
 from envcheck.scripts.torch_loops import TorchLoopObserver
 from envcheck.scripts.values import Scope, resolve
 
@@ -45,6 +46,7 @@ OBSERVERS: tuple[Observer, ...] = (
     KerasObserver(),
     TfDataObserver(),
     TorchLoopObserver(),
+    TfLoopObserver(),
 )
 
 

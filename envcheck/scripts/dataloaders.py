@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
-from envcheck.scripts.values import keyword_values, resolve
+from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -27,6 +27,8 @@ class DataLoaderObserver:
     def call(self, walker: Walker, node: ast.Call, name: Optional[str]) -> None:
         if name is not None and name in walker.loader_classes:
             _loader(walker, node, name)
+        elif name is not None:
+            _maker(walker, node, name)
 
     def finish(self, walker: Walker) -> None:
         _mark_rebuilt(walker.module, walker.report.loaders)
@@ -40,6 +42,7 @@ def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
 
 def _loader(walker: Walker, node: ast.Call, name: str) -> None:
     values, opaque = keyword_values(node, walker.scope())
+    opaque = _from_makers_callers(walker, values, opaque)
     # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
     #            num_workers=0, ...): positional use beyond the dataset is rare; map the
     # documented order for the ones rules need.
@@ -71,9 +74,119 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "in_main_guard": walker.in_main_guard,
             "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
             "dataset": _dataset(walker, node),
+            "endless": _endless(walker, node),
             "opaque_kwargs": opaque,
         }
     )
+
+
+def _from_makers_callers(walker: Walker, values: dict[str, Any], opaque: list[str]) -> list[str]:
+    """`def make_loader(ds, **kwargs): return DataLoader(ds, **kwargs)`: the settings its
+    callers in the file hand it (`make_loader(ds, num_workers=4)`, `**loader_kwargs`), when
+    every call hands the same; the `**kwargs` stays opaque otherwise."""
+    function = walker.functions[-1] if walker.functions else None
+    kwarg = getattr(getattr(function, "args", None), "kwarg", None)
+    if function is None or kwarg is None or kwarg.arg not in opaque:
+        return opaque
+    calls = [
+        (caller, call)
+        for caller in [None, *walker.index().function_nodes]
+        for call in _own_calls(walker, caller)
+        if _callee_name(call) == getattr(function, "name", None)
+    ]
+    handed = []
+    for caller, call in calls:
+        found, hidden = keyword_values(call, walker.scope_of(caller))
+        if hidden:
+            return opaque
+        handed.append(found)
+    if not handed or any(h != handed[0] for h in handed):
+        return opaque
+    params = {a.arg for a in [*function.args.args, *function.args.kwonlyargs]}  # type: ignore[attr-defined]
+    for key, value in handed[0].items():
+        if key not in params:
+            values.setdefault(key, value)
+    return [o for o in opaque if o != kwarg.arg]
+
+
+def _own_calls(walker: Walker, caller: Optional[ast.AST]) -> list[ast.Call]:
+    """Calls made by `caller`'s own statements (the module's outside functions for None)."""
+    body = walker.module.body if caller is None else getattr(caller, "body", [])
+    found: list[ast.Call] = []
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        found.extend(n for n in ast.walk(statement) if isinstance(n, ast.Call))
+    return found
+
+
+def _callee_name(call: ast.Call) -> Optional[str]:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+# Libraries whose `num_workers=` is not a DataLoader's (or is read in sight).
+NOT_MAKERS = ("torch.", "tensorflow.", "keras.", "sklearn.", "joblib.", "datasets.")
+BUILTINS = {"dict", "print", "partial", "functools.partial", "setattr", "getattr"}
+
+
+def _maker(walker: Walker, node: ast.Call, name: str) -> None:
+    """A call out of sight handed DataLoader worker settings (`create_loader(ds,
+    num_workers=args.workers)`, `make_data_loader(args, **kwargs)` with `kwargs =
+    {'num_workers': ...}`): a loader built elsewhere with this file's worker count. Only
+    `num_workers` is recorded; the maker's other settings (pinning, persistent workers,
+    its own device transfer) are out of sight, so `built_by` makes them unknown. Placed
+    at the call, as a DataLoader's findings are."""
+    short = name.rsplit(".", 1)[-1]
+    if name.startswith(NOT_MAKERS) or short in walker.index().functions or name in BUILTINS:
+        return  # a library's own meaning, or a function of the file (its loader is seen)
+    written = keyword_expressions(node, walker.scope()).get("num_workers")
+    if written is None or _off_by_default(walker, node):
+        return
+    line = node.lineno
+    walker.report.loaders.append(
+        {
+            "kind": "torch.DataLoader",
+            "callee": name,
+            "built_by": f"{short}(), out of this file",
+            "path": walker.report.path,
+            "line": line,
+            "column": node.col_offset + 1,
+            "code": walker.lines[line - 1].strip() if line <= len(walker.lines) else "",
+            "function": getattr(walker.functions[-1] if walker.functions else None, "name", None),
+            "module_level": not walker.functions,
+            "in_main_guard": walker.in_main_guard,
+            "args": {"num_workers": resolve(written, walker.scope()).to_json()},
+            "dataset": None,
+            "endless": None,
+            "opaque_kwargs": [],
+        }
+    )
+
+
+def _off_by_default(walker: Walker, node: ast.Call) -> bool:
+    """The call sits in a branch a default run does not take (`if args.naflex_loader:`,
+    a flag off by default, or its `else` when the test is settled true)."""
+    where: ast.AST = walker.functions[-1] if walker.functions else walker.module
+    for branch in ast.walk(where):
+        if not isinstance(branch, ast.If):
+            continue
+        in_body = any(_inside(node, s) for s in branch.body)
+        in_else = any(_inside(node, s) for s in branch.orelse)
+        if not (in_body or in_else):
+            continue
+        taken = resolve(branch.test, walker.scope())
+        if taken.known and bool(taken.value) != in_body:
+            return True
+    return False
+
+
+def _inside(node: ast.Call, statement: ast.stmt) -> bool:
+    end = statement.end_lineno or statement.lineno
+    return statement.lineno <= node.lineno <= end
 
 
 def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
@@ -153,6 +266,35 @@ def _from_callers(
                 built.append(found)
     texts = {ast.dump(b) for b in built}
     return built[0] if len(texts) == 1 else None
+
+
+# A sampler drawing this many samples is one pass that never ends in practice
+# (minGPT: RandomSampler(ds, replacement=True, num_samples=int(1e10))).
+ENDLESS_SAMPLES = 10**9
+
+
+def _endless(walker: Walker, call: ast.Call) -> Optional[str]:
+    """Why the loader's sampler never runs out (an `Infinite*` sampler, or `num_samples`
+    of a billion or more), or None: such a loader is iterated once, its workers never
+    restarted."""
+    sampler = next((k.value for k in call.keywords if k.arg in ("sampler", "batch_sampler")), None)
+    if isinstance(sampler, ast.Name):
+        sampler = walker.scope().lookup(sampler.id) or sampler
+    if not isinstance(sampler, ast.Call):
+        return None
+    name = ast.unparse(sampler.func)
+    if "infinite" in name.lower():
+        return f"its sampler {name}(...) never runs out"
+    for keyword in sampler.keywords:
+        if keyword.arg == "num_samples":
+            value = resolve(keyword.value, walker.scope())
+            if (
+                value.known
+                and isinstance(value.value, (int, float))
+                and value.value >= ENDLESS_SAMPLES
+            ):
+                return f"its sampler draws {ast.unparse(keyword.value)} samples: one endless pass"
+    return None
 
 
 TOKENISING = ("tokeniz", "tokenis")

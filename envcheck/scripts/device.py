@@ -364,7 +364,7 @@ class _Reader:
                 "device; its default accelerator 'auto' takes a GPU when the machine has one",
                 None,
             )
-        if self.walker.facts.get("keras_fit"):
+        if self.walker.facts.get("keras_fit") or self.walker.facts.get("tf_custom_loop"):
             return _answer(
                 "unknown",
                 "trains with Keras, which runs on a GPU when the machine has one",

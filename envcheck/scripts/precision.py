@@ -295,12 +295,13 @@ class _Reader:
             elif owner.endswith(".__dict__") and value.known:  # modeling.__dict__[opts.model]
                 return _architecture(str(value.value)) == "conv"
         if architecture is None:
-            # a model class or factory of the project, out of sight: `ResNet18()`
+            # a model class or factory of the project, out of sight: `ResNet18()`, or an
+            # op of a project module named for convolutions (`conv2d_gradfix.f()`)
             callee = _callee(node)
-            return (
-                callee is not None
-                and not name.startswith(("torch.", "torchvision."))
-                and (_architecture(callee) == "conv")
+            project = not name.startswith(("torch.", "torchvision."))
+            modules = [_architecture(p) for p in name.split(".")[:-1] if p.startswith("conv")]
+            return project and (
+                (callee is not None and _architecture(callee) == "conv") or "conv" in modules
             )
         return not architecture.lower().startswith(TRANSFORMERS)
 
@@ -356,16 +357,32 @@ def _callee(node: ast.Call) -> Optional[str]:
     return None
 
 
+# Where a word of a name starts: the start, after `_`, or a capital after a lower-case
+# letter or digit (`GeneratorResNet` -> Generator, ResNet; `conv2d_gradfix` -> conv2d).
+WORD_START = re.compile(r"(?:^|_|(?<=[a-z0-9])(?=[A-Z]))")
+# `convert_image()`, `converter`: not a convolution
+NOT_CONV = ("conver",)
+
+
 def _architecture(name: str) -> Optional[str]:
-    """'conv' or 'matmul' when a model's class or factory name says which, else None."""
-    parts = [p for p in name.lower().split("_") if p]
+    """'conv' or 'matmul' when a model's class or factory name says which, else None: an
+    architecture word at the start of the name or of one of its words, `_`-separated or
+    CamelCase (`GeneratorResNet`: convolutional; `GPT`, `TransformerModel`: matmul)."""
+    parts = _tails(name)
     for part in parts:
-        if part.startswith(CONV_WORDS):
+        if part.startswith(CONV_WORDS) and not part.startswith(NOT_CONV):
             return "conv"
     for part in parts:
         if part.startswith(MATMUL_WORDS):
             return "matmul"
     return None
+
+
+def _tails(name: str) -> list[str]:
+    """The name from each of its word starts on, lower-cased, `_` dropped:
+    `GeneratorResNet` -> ["generatorresnet", "resnet"]."""
+    starts = sorted({m.end() for m in WORD_START.finditer(name)})
+    return [t for t in (name[i:].lower().lstrip("_") for i in starts) if t]
 
 
 def _as_list(node: Any) -> list[ast.AST]:

@@ -10,6 +10,9 @@ single process, else `{"count", "per_gpu", "how", "line"}`:
 - `torch.distributed.init_process_group`, `DistributedDataParallel`, a helper named
   `init_distributed_mode`, or the launcher's variables read from the environment
   (`LOCAL_WORLD_SIZE`, `LOCAL_RANK`): a launcher (torchrun) starts them, one per GPU;
+- MPI: `mpi4py.MPI.COMM_WORLD` (ranks started by `mpiexec -n GPUS`), Horovod's
+  `hvd.init()`, or a helper named `setup_dist` (guided-diffusion's `dist_util`, which
+  reads the MPI rank): one rank per GPU, as with torchrun;
 - a Lightning `Trainer`/`Fabric` with `devices` above 1 (that many), or -1 / "auto"
   with a GPU or automatic accelerator (one per GPU: Lightning's default on a GPU node).
 
@@ -33,7 +36,10 @@ LAUNCHED = {
     "torch.distributed.init_process_group": "init_process_group",
     "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
 }
-LAUNCHER_HELPERS = ("init_distributed_mode",)  # detr, dino, deit: torchrun's variables
+# detr, dino, deit: torchrun's variables; guided-diffusion, improved-diffusion: MPI ranks
+LAUNCHER_HELPERS = ("init_distributed_mode", "setup_dist")
+MPI_WORLD = "mpi4py.MPI.COMM_WORLD"  # mpiexec -n GPUS: one rank per GPU
+HOROVOD_INIT = {"horovod.torch.init", "horovod.tensorflow.init", "horovod.keras.init"}
 LAUNCHER_VARIABLES = ("LOCAL_WORLD_SIZE", "LOCAL_RANK")
 LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
 PER_GPU = "one process per GPU"
@@ -47,6 +53,8 @@ WORDS = (
     *LAUNCHER_VARIABLES,
     "Trainer",
     "Fabric",
+    "COMM_WORLD",
+    "horovod",
 )
 
 
@@ -81,6 +89,9 @@ def _visit(walker: Walker, node: ast.AST, scope: Scope, found: list[dict[str, An
         seen = _call(walker, node, scope)
         if seen is not None:
             found.append(seen)
+    if isinstance(node, ast.Attribute) and walker.qualname(node) == MPI_WORLD:
+        found.append(_entry(None, f"MPI.COMM_WORLD (mpiexec starts the ranks: {PER_GPU})", node))
+        return
     if isinstance(node, ast.Constant) and node.value in LAUNCHER_VARIABLES:
         found.append(_entry(None, f"reads {node.value} (set by torchrun: {PER_GPU})", node))
     for child in ast.iter_child_nodes(node):
@@ -124,6 +135,8 @@ def _call(walker: Walker, node: ast.Call, scope: Scope) -> Optional[dict[str, An
         return _entry(None, f"{short}(nprocs={text}): {PER_GPU}", node)
     if name in LAUNCHED:
         return _entry(None, f"{LAUNCHED[name]} (started by a launcher: {PER_GPU})", node)
+    if name in HOROVOD_INIT:
+        return _entry(None, f"{ast.unparse(node.func)}() (Horovod: {PER_GPU})", node)
     if short in LAUNCHER_HELPERS:
         return _entry(None, f"{short}() (started by a launcher: {PER_GPU})", node)
     if name.startswith(LIGHTNING_ROOTS) and short in ("Trainer", "Fabric"):

@@ -413,7 +413,7 @@ def _outside_loops(node: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _periodic(test: ast.expr) -> bool:
+def periodic_test(test: ast.expr) -> bool:
     """`if step % 100 == 0:`, `if (i + 1) % args.log_every == 0:` (not `"%d" % x`)."""
     return any(
         isinstance(n, ast.BinOp)
@@ -439,7 +439,7 @@ def _leaves(body: list[ast.stmt]) -> bool:
     )
 
 
-def _once(test: ast.expr) -> bool:
+def once_test(test: ast.expr) -> bool:
     """`if step == 0:`, `if epoch == 0 and i == 0:`: a counter compared with a number (not
     `rank == 0`, the main process, which runs every step)."""
     return any(
@@ -490,7 +490,7 @@ class _StepLoop:
         self.flags = {  # names holding a periodic or once-only condition
             t.id
             for n in nodes
-            if isinstance(n, ast.Assign) and (_periodic(n.value) or _once(n.value))
+            if isinstance(n, ast.Assign) and (periodic_test(n.value) or once_test(n.value))
             for t in n.targets
             if isinstance(t, ast.Name)
         }
@@ -511,8 +511,8 @@ class _StepLoop:
         if isinstance(statement, ast.If):
             seldom = (
                 periodic
-                or _periodic(statement.test)
-                or _once(statement.test)
+                or periodic_test(statement.test)
+                or once_test(statement.test)
                 or self._periodic_flag(statement.test)
             )
             self._expression(statement.test, inner, seldom)

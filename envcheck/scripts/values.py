@@ -51,9 +51,12 @@ class Scope:
         argparse: dict[str, tuple[str, ast.expr]],
         function: Optional[ast.AST] = None,
         module_updates: Optional[dict[str, list[ast.expr]]] = None,
+        config_defaults: Optional[dict[str, list[tuple[str, ast.expr]]]] = None,
     ):
         self.module_names = module_names
         self.argparse = argparse
+        # attribute -> (where, default) from the file's config objects (config_defaults)
+        self.config_defaults = config_defaults or {}
         self.module_updates = module_updates or {}
         body = _body(function) if function is not None else []
         self.local_names = _simple_assignments(body) if function is not None else {}
@@ -69,11 +72,14 @@ class Scope:
             _simple_assignments(module.body),
             _argparse_defaults(module),
             module_updates=_dict_updates(module.body),
+            config_defaults=config_defaults(module),
         )
 
     def inside(self, function: Optional[ast.AST]) -> Scope:
         """The scope within `function` (module-level facts are shared, not recomputed)."""
-        return Scope(self.module_names, self.argparse, function, self.module_updates)
+        return Scope(
+            self.module_names, self.argparse, function, self.module_updates, self.config_defaults
+        )
 
     def lookup(self, name: str) -> Optional[ast.expr]:
         if name in self.local_names:
@@ -130,9 +136,20 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
             found = resolve(expr, scope, depth + 1)
             source = f"argparse {option} default"
             return Value(found.known, found.value, text, source)
+        if node.attr in scope.config_defaults and node.value.id != "self":
+            # `config.num_workers`; not `self.device`, an attribute of the object itself
+            return _config_default(node, scope, depth)
         return Value(False, None, text, f"{text} is not an argparse option with a default")
+    if (
+        isinstance(node, ast.Attribute)
+        and _attribute_chain(node.value)
+        and node.attr in scope.config_defaults
+    ):  # self.config.num_workers, cfg.data.workers
+        return _config_default(node, scope, depth)
     if isinstance(node, ast.BinOp):
         return _binop(node, scope, depth)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        return _compare(node, scope, depth)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -140,6 +157,26 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
     ):
         return _builtin_call(node, scope, depth)
     return Value(False, None, text, "computed at run time")
+
+
+def _attribute_chain(node: ast.expr) -> bool:
+    """`self.config`, `cfg.data`: names and attributes only, no calls or subscripts."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _config_default(node: ast.Attribute, scope: Scope, depth: int) -> Value:
+    """`config.num_workers` judged at the default of the file's config objects, as an
+    argparse option is at its default; unknown when they disagree."""
+    text = ast.unparse(node)
+    defaults = scope.config_defaults[node.attr]
+    if len({ast.dump(expr) for _, expr in defaults}) > 1:
+        places = ", ".join(where for where, _ in defaults)
+        return Value(False, None, text, f"the file's config defaults for it differ ({places})")
+    where, expr = defaults[0]
+    found = resolve(expr, scope, depth + 1)
+    return Value(found.known, found.value, text, f"config default {where} = {ast.unparse(expr)}")
 
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -174,6 +211,34 @@ def _binop(node: ast.BinOp, scope: Scope, depth: int) -> Value:
     return Value(True, result, text, "arithmetic on known values")
 
 
+_COMPARISONS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+
+
+def _compare(node: ast.Compare, scope: Scope, depth: int) -> Value:
+    """`FLAGS.mode == 'eager_tf'` with both sides known (a flag at its default)."""
+    text = ast.unparse(node)
+    left = resolve(node.left, scope, depth + 1)
+    right = resolve(node.comparators[0], scope, depth + 1)
+    operator = _COMPARISONS.get(type(node.ops[0]))
+    if not (left.known and right.known) or operator is None:
+        return Value(False, None, text, "computed at run time")
+    try:
+        result = operator(left.value, right.value)
+    except TypeError:
+        return Value(False, None, text, "computed at run time")
+    source = left.source if left.source != "literal" else right.source
+    return Value(True, bool(result), text, source)
+
+
 def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     text = ast.unparse(node)
     args = [resolve(a, scope, depth + 1) for a in node.args]
@@ -187,6 +252,20 @@ def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     values = [a.value for a in args]
     result = _BUILTINS[name](values)
     return Value(True, result, text, "arithmetic on known values")
+
+
+def keyword_expressions(call: ast.Call, scope: Scope) -> dict[str, ast.expr]:
+    """The expressions of a call's keyword arguments, `**dict` expanded where the dict is
+    knowable (`kwargs = {'num_workers': args.workers}` ... `f(**kwargs)`): where each
+    value is written."""
+    found: dict[str, ast.expr] = {}
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            found[keyword.arg] = keyword.value
+            continue
+        for name, expr in (_dict_items(keyword.value, scope) or {}).items():
+            found.setdefault(name, expr)
+    return found
 
 
 def keyword_values(call: ast.Call, scope: Scope) -> tuple[dict[str, Value], list[str]]:
@@ -376,6 +455,13 @@ def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
     """dest -> (option string, default expression) for every `add_argument(..., default=...)`."""
     found: dict[str, tuple[str, ast.expr]] = {}
     for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.startswith("DEFINE_")
+        ):
+            _absl_flag(node, found)
+            continue
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -403,3 +489,95 @@ def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
             dest = (longs[0] if longs else options[0]).lstrip("-").replace("-", "_")
         found[dest] = (max(options, key=len), default)
     return found
+
+
+# Classes whose attributes are settings: dataclasses, and classes named so.
+CONFIG_CLASS_SUFFIXES = (
+    "config",
+    "cfg",
+    "args",
+    "arguments",
+    "options",
+    "params",
+    "settings",
+    "hparams",
+)
+
+
+def config_defaults(module: ast.Module) -> dict[str, list[tuple[str, ast.expr]]]:
+    """attribute -> [(where, default expression)] from the file's config objects: the
+    fields of a dataclass or a class named like a config (`class DataConfig: num_workers:
+    int = 4`, `field(default=4)`), and objects a function builds, sets and returns
+    (`C = CN(); C.num_workers = 4; return C` in `get_default_config()`)."""
+    found: dict[str, list[tuple[str, ast.expr]]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.ClassDef) and _config_class(node):
+            for statement in node.body:
+                target, value = _field(statement)
+                if target is not None and value is not None:
+                    found.setdefault(target, []).append((f"{node.name}.{target}", value))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for attr, (obj, value) in _built_config(node).items():
+                found.setdefault(attr, []).append((f"{node.name}(): {obj}.{attr}", value))
+    return found
+
+
+def _config_class(node: ast.ClassDef) -> bool:
+    decorated = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+    return decorated or node.name.lower().endswith(CONFIG_CLASS_SUFFIXES)
+
+
+def _field(statement: ast.stmt) -> tuple[Optional[str], Optional[ast.expr]]:
+    """(name, default) of a class-body field: `x: int = 4`, `x = 4`, `x: int =
+    field(default=4)`; (None, None) for anything else."""
+    target: Optional[ast.expr] = None
+    value: Optional[ast.expr] = None
+    if isinstance(statement, ast.AnnAssign):
+        target, value = statement.target, statement.value
+    elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, value = statement.targets[0], statement.value
+    if not isinstance(target, ast.Name) or value is None:
+        return None, None
+    if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
+        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+    return target.id, value
+
+
+def _built_config(function: ast.AST) -> dict[str, tuple[str, ast.expr]]:
+    """attr -> (object, value) for `obj.attr = value` on an object the function builds by
+    a call and returns (`C = CN()` ... `return C`); set once each."""
+    body = _statements(_body(function))
+    returned = {
+        s.value.id for s in body if isinstance(s, ast.Return) and isinstance(s.value, ast.Name)
+    }
+    built = {
+        t.id
+        for s in body
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
+        for t in s.targets
+        if isinstance(t, ast.Name) and t.id in returned
+    }
+    found: dict[str, tuple[str, ast.expr]] = {}
+    twice: set[str] = set()
+    for statement in body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in built
+        ):
+            if target.attr in found:
+                twice.add(target.attr)
+            found[target.attr] = (target.value.id, statement.value)
+    return {k: v for k, v in found.items() if k not in twice}
+
+
+def _absl_flag(node: ast.Call, found: dict[str, tuple[str, ast.expr]]) -> None:
+    """`flags.DEFINE_enum('mode', 'fit', [...], '...')`: FLAGS.mode defaults to 'fit'."""
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    name = node.args[0] if node.args else keywords.get("name")
+    default = node.args[1] if len(node.args) > 1 else keywords.get("default")
+    if isinstance(name, ast.Constant) and isinstance(name.value, str) and default is not None:
+        found.setdefault(name.value, (f"--{name.value} (absl flag)", default))

@@ -1,0 +1,234 @@
+"""Values from the file's config objects (dataclass fields, classes named like configs,
+objects a function builds and returns), judged at their default as argparse options are;
+endless samplers; model names in CamelCase; MPI and Horovod ranks (issue 11, round 4).
+Each snippet goes through the real analyser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envcheck.scripts.analyze import analyze_file
+
+
+def analyse(tmp_path: Path, source: str) -> Any:
+    (tmp_path / "train.py").write_text(source)
+    report = analyze_file(tmp_path / "train.py", "train.py")
+    assert report.error is None
+    return report
+
+
+def workers(report: Any) -> list[dict[str, Any]]:
+    return [x["args"]["num_workers"] for x in report.loaders]
+
+
+def test_dataclass_field_default(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from dataclasses import dataclass, field\n"
+        "from torch.utils.data import DataLoader\n"
+        "@dataclass\n"
+        "class Data:\n"
+        "    num_workers: int = 4\n"
+        "    pin: bool = field(default=True)\n"
+        "class Module:\n"
+        "    def __init__(self, cfg: Data):\n"
+        "        self.cfg = cfg\n"
+        "    def loader(self):\n"
+        "        return DataLoader(\n"
+        "            ds, num_workers=self.cfg.num_workers, pin_memory=self.cfg.pin\n"
+        "        )\n",
+    )
+    [found] = workers(report)
+    assert found["known"] and found["value"] == 4
+    assert "Data.num_workers = 4" in found["source"]
+    assert report.loaders[0]["args"]["pin_memory"]["value"] is True
+
+
+def test_config_built_and_returned_by_a_function(tmp_path: Path) -> None:
+    # minGPT's Trainer.get_default_config(): C = CN(); C.num_workers = 4; return C
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        "from torch.utils.data.dataloader import DataLoader\n"
+        "class Trainer:\n"
+        "    @staticmethod\n"
+        "    def get_default_config():\n"
+        "        C = CN()\n"
+        "        C.num_workers = 4\n"
+        "        return C\n"
+        "    def __init__(self, config):\n"
+        "        self.config = config\n"
+        "    def run(self):\n"
+        "        config = self.config\n"
+        "        return DataLoader(ds, num_workers=config.num_workers)\n",
+    )
+    [found] = workers(report)
+    assert found["known"] and found["value"] == 4
+    assert "get_default_config(): C.num_workers = 4" in found["source"]
+
+
+def test_config_defaults_that_disagree_stay_unknown(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "class TrainConfig:\n"
+        "    num_workers = 4\n"
+        "class EvalConfig:\n"
+        "    num_workers = 0\n"
+        "def make(cfg):\n"
+        "    return DataLoader(ds, num_workers=cfg.num_workers)\n",
+    )
+    [found] = workers(report)
+    assert not found["known"] and "differ" in found["source"]
+
+
+def test_plain_class_attributes_and_the_objects_own_attributes_are_not_config(
+    tmp_path: Path,
+) -> None:
+    """A class not named like a config is not one; `self.device` is the object's own."""
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "class Model:\n"
+        "    num_workers = 4\n"
+        "def make(cfg):\n"
+        "    return DataLoader(ds, num_workers=cfg.num_workers)\n",
+    )
+    [found] = workers(report)
+    assert not found["known"]
+
+
+@pytest.mark.parametrize(
+    ("sampler", "endless"),
+    [
+        ("torch.utils.data.RandomSampler(ds, replacement=True, num_samples=int(1e10))", True),
+        ("InfiniteSampler(len(ds))", True),
+        ("torch.utils.data.RandomSampler(ds)", False),
+    ],
+)
+def test_endless_samplers(tmp_path: Path, sampler: str, endless: bool) -> None:
+    report = analyse(
+        tmp_path,
+        "import torch\n"
+        f"loader = torch.utils.data.DataLoader(ds, sampler={sampler}, num_workers=4)\n",
+    )
+    assert bool(report.loaders[0]["endless"]) is endless
+
+
+@pytest.mark.parametrize(
+    ("model", "conv", "matmul"),
+    [
+        ("GeneratorResNet(shape, 9)", True, []),
+        ("GPT(config)", False, ["GPT"]),
+        ("TransformerModel(ntokens)", False, ["TransformerModel"]),
+        ("Discriminator(shape)", False, []),
+        ("convert_image(x)", False, []),
+    ],
+)
+def test_model_names_in_camel_case(tmp_path: Path, model: str, conv: bool, matmul: Any) -> None:
+    report = analyse(tmp_path, f"import torch\nfrom models import *\nmodel = {model}\n")
+    assert report.facts["conv_layers"] is conv
+    assert report.facts["matmul_layers"] == matmul
+
+
+def test_a_project_op_module_named_for_convolutions(tmp_path: Path) -> None:
+    # stylegan2-pytorch: `from op import conv2d_gradfix` ... conv2d_gradfix.no_weight_gradients()
+    report = analyse(
+        tmp_path,
+        "import torch\nfrom op import conv2d_gradfix\n"
+        "with conv2d_gradfix.no_weight_gradients():\n    pass\n",
+    )
+    assert report.facts["conv_layers"] is True
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from mpi4py import MPI\nrank = MPI.COMM_WORLD.Get_rank()\n",
+        "from . import dist_util\ndist_util.setup_dist()\n",
+        "import horovod.torch as hvd\nhvd.init()\n",
+    ],
+)
+def test_mpi_and_horovod_ranks_are_one_process_per_gpu(tmp_path: Path, source: str) -> None:
+    found = analyse(tmp_path, "import torch\n" + source).facts["processes_per_node"]
+    assert found is not None and found["per_gpu"] is True and found["count"] is None
+
+
+def test_worker_settings_handed_to_a_maker_in_the_file(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "def make_loaders(ds, **kwargs):\n"
+        "    return DataLoader(ds, batch_size=8, **kwargs)\n"
+        "def main():\n"
+        "    kwargs = {'num_workers': 4, 'pin_memory': True}\n"
+        "    return make_loaders(ds, **kwargs)\n",
+    )
+    [loader] = report.loaders
+    assert loader["opaque_kwargs"] == []
+    assert loader["args"]["num_workers"]["value"] == 4
+    assert loader["args"]["pin_memory"]["value"] is True
+
+
+def test_callers_that_disagree_leave_the_makers_kwargs_opaque(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "def make_loader(ds, **kwargs):\n"
+        "    return DataLoader(ds, **kwargs)\n"
+        "a = make_loader(ds, num_workers=4)\n"
+        "b = make_loader(ds, num_workers=0)\n",
+    )
+    assert report.loaders[0]["opaque_kwargs"] == ["kwargs"]
+
+
+def test_a_maker_out_of_sight_is_judged_on_its_worker_count_only(tmp_path: Path) -> None:
+    """`make_data_loader(args, **kwargs)` (pytorch-deeplab-xception), `create_loader(...,
+    num_workers=args.workers)` (timm): EC504 judges the count; pinning and persistent
+    workers are the maker's, out of sight: unknown, never 'not given'."""
+    from test_scripts_torch import audit
+
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\n"
+        "from dataloaders import make_data_loader\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--workers', type=int, default=32)\n"
+        "parser.add_argument('--naflex', action='store_true')\n"
+        "args = parser.parse_args()\n"
+        "kwargs = {'num_workers': args.workers, 'pin_memory': True}\n"
+        "train_loader = make_data_loader(args, **kwargs)\n"
+        "if args.naflex:\n"
+        "    other = make_naflex_loader(args, num_workers=64)\n"
+        "options = dict(num_workers=args.workers)\n"
+        "model = ResNet50().cuda()\n"
+        "for x, y in train_loader:\n"
+        "    model(x.cuda()).sum().backward()\n"
+    )
+    results = audit(tmp_path / "train.py", rules=("EC502", "EC503", "EC504"))
+    [finding] = results["EC504"].findings
+    assert finding.location.line == 9 and "argparse --workers default" in finding.message
+    assert results["EC503"].status.value == "unknown"
+    assert "left to make_data_loader(), out of this file" in results["EC503"].reason
+
+
+def test_a_data_module_that_neither_trains_nor_names_a_device_leaves_pinning_unknown(
+    tmp_path: Path,
+) -> None:
+    """guided-diffusion's image_datasets.py: the trainer elsewhere decides whether (and
+    with non_blocking) batches are copied to the GPU; EC501 is still judged."""
+    from test_scripts_torch import audit
+
+    (tmp_path / "data.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "def load_data(dataset, batch_size):\n"
+        "    loader = DataLoader(dataset, batch_size=batch_size, num_workers=1)\n"
+        "    while True:\n"
+        "        yield from loader\n"
+    )
+    results = audit(tmp_path / "data.py", rules=("EC501", "EC502"))
+    assert results["EC502"].status.value == "unknown"
+    assert "does not train" in results["EC502"].reason
+    assert results["EC501"].status.value == "pass"
