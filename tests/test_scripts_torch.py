@@ -484,6 +484,248 @@ LOOP_SNIPPETS = [
             ("host_sync", 11, "'norm {:.6f}'.format(norm)"),
         ],
     ),
+    (
+        # yolov5: a running mean made on the device (torch.zeros(3, device=device)), %-formatted
+        # with a computed format string and a starred tensor; memory_reserved() is a Python int
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "mloss = torch.zeros(3, device=device)\n"
+        "for i, (imgs, targets) in enumerate(loader):\n"
+        "    loss, loss_items = compute_loss(model(imgs.to(device)), targets.to(device))\n"
+        "    scaler.scale(loss).backward()\n"
+        "    mloss = (mloss * i + loss_items) / (i + 1)\n"
+        '    mem = f"{torch.cuda.memory_reserved() / 1e9:.3g}G"\n'
+        '    pbar.set_description(("%11s" * 2 + "%11.4g" * 3) % (f"{i}", mem, *mloss))\n',
+        [("host_sync", 9, "('%11s' * 2 + '%11.4g' * 3) % (f'{i}', mem, *mloss)")],
+    ),
+    (
+        # torchtune: the gradient-accumulation branch holds optimizer.step(): it runs every
+        # optimizer step, not periodically; the tokens counted on the device make loss_to_log a
+        # tensor; the log_every branch inside it stays periodic
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "running, num_tokens = 0, 0\n"
+        "for idx, batch in enumerate(loader):\n"
+        "    batch = {k: v.to(device) for k, v in batch.items()}\n"
+        '    current = (batch["labels"] != -100).sum()\n'
+        "    num_tokens += current\n"
+        "    loss = model(batch) * current\n"
+        "    running += loss\n"
+        "    loss.backward()\n"
+        "    if (idx + 1) % accumulation_steps == 0:\n"
+        "        optimizer.step()\n"
+        "        optimizer.zero_grad()\n"
+        "        loss_to_log = running.item() / num_tokens\n"
+        '        pbar.set_description(f"loss: {loss_to_log}")\n'
+        "        if idx % log_every == 0:\n"
+        "            print(loss_to_log.item())\n",
+        [("host_sync", 14, ".item()"), ("host_sync", 15, "f'loss: {loss_to_log}'")],
+    ),
+    (
+        # stylegan2: a lazy regulariser's own optimizer step under `i % n == 0`, beside the
+        # step's unconditional one, stays periodic
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for i, batch in enumerate(loader):\n"
+        "    loss = model(batch.to(device))\n"
+        "    loss.backward()\n"
+        "    g_optim.step()\n"
+        "    if i % reg_every == 0:\n"
+        "        reg = regularizer(model)\n"
+        "        reg.backward()\n"
+        "        g_optim.step()\n"
+        "        print(reg.item())\n",
+        [],
+    ),
+    (
+        # speechbrain: `if not torch.isfinite(loss):` in a helper, the loss handed in as an argument
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "\n"
+        "\n"
+        "class Brain:\n"
+        "    def fit(self, data):\n"
+        "        for batch in DataLoader(data, batch_size=8):\n"
+        "            self.fit_batch(batch)\n"
+        "\n"
+        "    def fit_batch(self, batch):\n"
+        '        loss = self.compute(batch.to("cuda"))\n'
+        "        scaled = self.scaler.scale(loss)\n"
+        "        self.check_finite(scaled)\n"
+        "        scaled.backward()\n"
+        "        self.optimizer.step()\n"
+        "\n"
+        "    def check_finite(self, loss):\n"
+        "        if not torch.isfinite(loss):\n"
+        "            self.bad += 1\n"
+        "        if loss is None or self.patience > 3:\n"
+        "            return\n",
+        [("host_sync", 18, "not torch.isfinite(loss)")],
+    ),
+    (
+        # d2l: helpers shared with other code (Accumulator.add, accuracy through the module's own
+        # name, sys.modules[__name__]) are reported where the training step calls them, once per
+        # statement; the evaluation loop (no backward) is not
+        "import sys\n"
+        "\n"
+        "import torch\n"
+        "\n"
+        "this = sys.modules[__name__]\n"
+        "\n"
+        "\n"
+        "class Accumulator:\n"
+        "    def __init__(self, n):\n"
+        "        self.data = [0.0] * n\n"
+        "\n"
+        "    def add(self, *args):\n"
+        "        self.data = [a + float(b) for a, b in zip(self.data, args)]\n"
+        "\n"
+        "\n"
+        "def accuracy(y_hat, y):\n"
+        "    return float((y_hat.argmax(1) == y).sum())\n"
+        "\n"
+        "\n"
+        "def train(net, train_iter, loss, trainer, devices=this.try_all_gpus()):\n"
+        "    metric = this.Accumulator(3)\n"
+        "    for X, y in train_iter:\n"
+        "        X, y = X.to(devices[0]), y.to(devices[0])\n"
+        "        pred = net(X)\n"
+        "        l = loss(pred, y)\n"
+        "        l.sum().backward()\n"
+        "        trainer.step()\n"
+        "        metric.add(l.sum(), this.accuracy(pred, y), y.numel())\n"
+        "\n"
+        "\n"
+        "def evaluate(net, it):\n"
+        "    metric = Accumulator(2)\n"
+        "    for X, y in it:\n"
+        "        metric.add(accuracy(net(X), y), y.numel())\n",
+        [("host_sync", 28, "float(b) in add(), float((y_hat.argmax(1) == y).sum()) in accuracy()")],
+    ),
+    (
+        # monai/Ignite: a step function with no loop of its own (backward and optimizer step),
+        # called by the framework every iteration; its inner discriminator loop is read once
+        "import torch\n"
+        "\n"
+        "\n"
+        "class GanTrainer:\n"
+        "    def _iteration(self, engine, batch):\n"
+        "        d_total = torch.zeros(1)\n"
+        "        for _ in range(engine.d_steps):\n"
+        "            dloss = engine.d_loss(batch)\n"
+        "            dloss.backward()\n"
+        "            engine.d_optimizer.step()\n"
+        "            d_total += dloss.item()\n"
+        "        g_loss = engine.g_loss(batch)\n"
+        "        g_loss.backward()\n"
+        "        engine.g_optimizer.step()\n"
+        "        if engine.update_latents:\n"
+        "            engine.latents = None\n"
+        '        return {"g": g_loss.item(), "d": d_total}\n',
+        [("host_sync", 11, ".item()"), ("host_sync", 17, ".item()")],
+    ),
+    (
+        # sentence-transformers: GradScaler.get_scale() is an .item(); the AMP path behind --amp
+        # is read (the path EC507 advises), a disabled scaler (enabled=use_amp, False) and an opt-in
+        # synchronize are not
+        "import argparse\n"
+        "\n"
+        "import torch\n"
+        "\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--amp", action="store_true")\n'
+        'parser.add_argument("--sync", action="store_true")\n'
+        "args = parser.parse_args()\n"
+        "\n"
+        "\n"
+        "def fit(model, loader, optimizer, use_amp=False):\n"
+        "    scaler = torch.cuda.amp.GradScaler() if args.amp else None\n"
+        "    quiet = torch.cuda.amp.GradScaler(enabled=use_amp and torch.cuda.is_available())\n"
+        '    model.to("cuda")\n'
+        "    for features, labels in loader:\n"
+        '        labels = labels.to("cuda")\n'
+        "        if args.amp:\n"
+        '            with torch.autocast(device_type="cuda"):\n'
+        "                loss = model(features, labels)\n"
+        "            before = scaler.get_scale()\n"
+        "            scaler.scale(loss).backward()\n"
+        "            scaler.step(optimizer)\n"
+        "            scaler.update()\n"
+        "            skip = scaler.get_scale() != before\n"
+        "        else:\n"
+        "            loss = model(features, labels)\n"
+        "            loss.backward()\n"
+        "            optimizer.step()\n"
+        "        if args.sync:\n"
+        "            torch.cuda.synchronize()\n"
+        "        kept = quiet.get_scale()\n",
+        [("host_sync", 20, ".get_scale()"), ("host_sync", 24, ".get_scale()")],
+    ),
+    (
+        # pytorch-metric-learning: backward on self.losses['total_loss'] two helpers deep; the
+        # dict entry %-formatted every iteration
+        "import torch\n"
+        "import tqdm\n"
+        "\n"
+        "\n"
+        "class BaseTrainer:\n"
+        "    def train(self, epochs):\n"
+        "        for epoch in range(epochs):\n"
+        "            pbar = tqdm.tqdm(range(self.iterations))\n"
+        "            for self.iteration in pbar:\n"
+        "                self.forward_and_backward()\n"
+        '                pbar.set_description("total_loss=%.5f" % self.losses["total_loss"])\n'
+        "\n"
+        "    def forward_and_backward(self):\n"
+        "        self.calculate_loss(self.get_batch())\n"
+        "        self.backward()\n"
+        "        self.optimizer.step()\n"
+        "\n"
+        "    def backward(self):\n"
+        '        self.losses["total_loss"].backward()\n',
+        [("host_sync", 11, "'total_loss=%.5f' % self.losses['total_loss']")],
+    ),
+    (
+        # tabnet: the per-batch helper loops over parameters but runs backward outside that loop:
+        # the loop calling it per batch is a step loop
+        "import torch\n"
+        "\n"
+        "\n"
+        "class TabModel:\n"
+        "    def _train_epoch(self, train_loader):\n"
+        "        for batch_idx, (X, y) in enumerate(train_loader):\n"
+        "            logs = self._train_batch(X, y)\n"
+        "            self.callbacks.on_batch_end(batch_idx, logs)\n"
+        "\n"
+        "    def _train_batch(self, X, y):\n"
+        "        X = X.to(self.device).float()\n"
+        "        for param in self.network.parameters():\n"
+        "            param.grad = None\n"
+        "        loss = self.compute_loss(self.network(X), y.to(self.device))\n"
+        "        loss.backward()\n"
+        "        self._optimizer.step()\n"
+        '        return {"loss": loss.cpu().detach().numpy().item()}\n',
+        [("host_sync", 17, ".cpu()")],
+    ),
+    (
+        # no sync: isinstance on a tensor, a float from some object's method, a shape, a CUDA
+        # allocator counter, `is not None`, dim()
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "p = 0.0\n"
+        "for i, batch in enumerate(loader):\n"
+        "    real = model(batch.to(device))\n"
+        "    loss = real.mean()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+        "    assert isinstance(batch, torch.Tensor)\n"
+        "    p = augment.tune(real)\n"
+        "    size = batch.to(device).shape[0]\n"
+        '    print(f"p {p:.4f} size {size} mem {torch.cuda.max_memory_allocated()}")\n'
+        "    if loss is not None and batch.dim() == 4:\n"
+        "        pass\n",
+        [],
+    ),
 ]
 
 

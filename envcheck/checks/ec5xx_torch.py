@@ -565,14 +565,29 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     unnecessary CPU-GPU synchronization"). The cost grows as the model gets smaller and
     the steps faster.
 
-    `math.isnan(t)`, `np.isinf(t)` and formatting a tensor (`"{:.6f}".format(norm)`, `%`,
-    f-strings) count like `float(t)`; one statement is one finding, however many lines
-    it spans. Calls under `if step % N == 0:` (periodic logging, also through a variable:
+    `math.isnan(t)`, `np.isinf(t)`, a branch on a tensor (`if not torch.isfinite(loss):`,
+    `if norm > max_norm:`), `GradScaler.get_scale()` (an `.item()` on the scale) and
+    formatting a tensor (`"{:.6f}".format(norm)`, `%`, f-strings) count like `float(t)`.
+    A tensor is what `backward` is called on, what is made on or moved to the device
+    (`torch.zeros(3, device=device)`, `batch_to_device(batch, device)`) and what is
+    computed from those; the step's helpers are followed (`metric.add(loss)` on an
+    instance of a class of the file, `accuracy(pred, y)`, a module calling itself
+    through `sys.modules[__name__]`), and a helper shared with other code is reported
+    where the step calls it. A function that runs a backward pass and an optimizer step
+    outside any loop of its own (a framework's per-iteration callback) is a step too.
+    One statement is one finding, however many lines it spans.
+
+    Calls under `if step % N == 0:` (periodic logging, also through a variable:
     `log_now = step % N == 0` then `if log_now:`) or `if step == 0:` (once) and code after
     the loop are not flagged (`if rank == 0:` is the main process, every step, and is),
     nor are evaluation loops (no `backward`), which must bring predictions to the host.
-    `.numpy()` alone is not flagged in PyTorch: on a CUDA tensor it fails, so it only
-    ever sees CPU tensors.
+    A `%` branch that holds the optimizer step (`if (i + 1) % accumulation == 0:
+    optimizer.step()`) is no periodic log: it runs at every optimizer step, and its
+    syncs are flagged (not when the step also updates the weights outside it: a lazy
+    regulariser's occasional extra step stays periodic). An opt-in branch that is off by
+    default is skipped, except the mixed-precision path (autocast, a GradScaler) that
+    EC507 advises turning on. `.numpy()` alone is not flagged in PyTorch: on a CUDA tensor it
+    fails, so it only ever sees CPU tensors.
 
     TensorFlow custom loops (`with tf.GradientTape() as tape:` ... `apply_gradients` in
     a step function called per batch, or in the loop body) are read too: in an *eager*

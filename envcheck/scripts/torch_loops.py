@@ -13,7 +13,11 @@ do every step:
 
 Calls under an `if` whose test uses `%` (`if step % 100 == 0:`) run periodically, which
 is the recommended way to log, and are left out, as are those under `if step == 0:`
-(once) and the code after the loop.
+(once) and the code after the loop; a `%` branch holding the optimizer step (gradient
+accumulation) runs at every optimizer step and is read. Which values are device
+tensors is `tensors.DeviceTensors`' answer; which function a call runs, `callees`'. A
+function with a backward pass and an optimizer step outside any loop of its own (a
+framework's per-iteration callback) is read as a step too.
 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
 `torch.utils.data.Dataset` subclass. Every observation is a plain JSON dict with `path`,
@@ -29,7 +33,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
+from envcheck.scripts.callees import Callees
 from envcheck.scripts.index import FileIndex, code_at, derived, own_nodes
+from envcheck.scripts.tensors import DeviceTensors, stringy
 from envcheck.scripts.values import resolve
 
 if TYPE_CHECKING:
@@ -44,8 +50,6 @@ SYNC_METHODS = ("item", "cpu", "tolist")
 VALUE_TESTS = {
     f"{root}.{name}" for root in ("math", "numpy") for name in ("isnan", "isinf", "isfinite")
 }
-# calls that return a tensor on the model's device (not a Python number)
-TENSOR_RETURNS = ("clip_grad_norm_", "clip_grad_norm")
 CONVERSIONS = ("float", "int", "bool")
 # Wrappers of a loader in a `for` header: `enumerate(loader)`, `tqdm(loader)`, ...
 WRAPPERS = {"enumerate", "iter"}
@@ -97,6 +101,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
     calls: list[ast.Call] = []
     loops: list[tuple[Loop, Optional[Function]]] = []
     returns: dict[str, list[ast.expr]] = {}
+    backward_in: dict[int, Function] = {}  # functions calling backward (innermost)
     # one pass over the tree, knowing the function each node belongs to
     stack: list[tuple[ast.AST, Optional[Function]]] = [(walker.module, None)]
     while stack:
@@ -107,6 +112,8 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             assignments.append((node.target, node.value))
         elif isinstance(node, ast.Call):
             calls.append(node)
+            if function is not None and _trains([node]):
+                backward_in[id(function)] = function
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             loops.append((node, function))
         elif isinstance(node, ast.Return) and node.value is not None and function is not None:
@@ -118,19 +125,22 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         else:
             inner = function
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    if loops and (
+    if (loops or backward_in) and (
         any(walker.qualname(c.func) in walker.loader_classes for c in calls)
         or any(_trains([c]) for c in calls)
     ):
         loaders = _Loaders(walker, files, assignments, calls, returns)
-        seen: set[int] = set()
+        callees = Callees(walker.module, files, assignments, calls)
+        scalers = _scalers(walker) if any("GradScaler" in t for t in walker.lines) else set()
+        seen: set[Any] = set()
+        read: set[int] = set()  # helpers read as part of a step loop
         for loop, function in sorted(loops, key=lambda x: (x[0].lineno, x[0].col_offset)):
             loader = None
             if isinstance(loop, (ast.For, ast.AsyncFor)):
                 loader = loaders.iterated(loop.iter)
             loader = loader or loaders.stepped(loop)
             body = [n for statement in loop.body for n in [statement, *own_nodes(statement)]]
-            helpers = _helpers(body, loaders, files)
+            helpers = _helpers(body, callees, files)
             if loader is None:
                 # batches from elsewhere (a loader passed in from another module, slices
                 # of a tensor): a step loop when the step itself is in its body
@@ -144,7 +154,18 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
                         found.append(elsewhere)
             elif not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
-            step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers)
+            read.update(id(h) for h in helpers)
+            step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers, callees)
+            step.scalers = scalers
+            report.torch_calls.extend(_one_per_place(step.read()))
+        for function in _step_functions(list(backward_in.values()), read):
+            body = [n for statement in function.body for n in [statement, *own_nodes(statement)]]
+            helpers = _helpers(body, callees, files)
+            loader = f"the batches each call of {function.name}() gets"
+            step = _StepLoop(
+                walker, function, loader, loaders, seen, function, body, helpers, callees
+            )
+            step.scalers = scalers
             report.torch_calls.extend(_one_per_place(step.read()))
     report.torch_calls.extend(_dataset_cuda(walker))
 
@@ -321,23 +342,21 @@ def _one_per_place(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(kept.values())
 
 
-def _helpers(body: list[ast.AST], loaders: _Loaders, files: FileIndex) -> list[Function]:
+def _helpers(body: list[ast.AST], callees: Callees, files: FileIndex) -> list[Function]:
     """Functions of the file a step runs: called from the loop body (`step(model, batch)`,
-    `self.training_step(batch)`) or handed to a call (`optimizer.step(closure)`), followed
-    two calls deep."""
+    `self.training_step(batch)`, `metric.add(loss)` on an instance of a class of the
+    file) or handed to a call (`optimizer.step(closure)`), followed two calls deep."""
     found: list[Function] = []
     todo = list(body)
     for _ in range(2):
         more: list[ast.AST] = []
         for node in todo:
-            names: list[str] = []
+            functions: list[Optional[Function]] = []
             if isinstance(node, ast.Call):
-                callee = loaders.callee(node)
-                if callee is not None:
-                    names.append(callee)
-                names += [a.id for a in node.args if isinstance(a, ast.Name)]
-            for name in names:
-                function = files.functions.get(name)
+                functions.append(callees.function(node))
+                names = [a.id for a in node.args if isinstance(a, ast.Name)]
+                functions += [files.functions.get(name) for name in names]
+            for function in functions:
                 if function is not None and function not in found:
                     found.append(function)
                     more.extend(own_nodes(function))
@@ -362,13 +381,12 @@ def _steps_itself(loop: Loop, helpers: list[Function]) -> Optional[str]:
     helper it calls that has no loop of its own (an epoch loop calling train() is not a
     step loop). None otherwise."""
     own = [n for statement in loop.body for n in _outside_loops(statement)]
-    simple = [h for h in helpers if not any(isinstance(n, LOOPS) for n in own_nodes(h))]
     called = {c.func.id for c in own if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
     called |= {
         c.func.attr for c in own if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
     }
-    direct = [h for h in simple if h.name in called]
-    if not _trains(own) and not any(_trains(list(own_nodes(h))) for h in direct):
+    direct = [h for h in helpers if h.name in called]
+    if not _trains(own) and not any(_trains(_outside_own_loops(h)) for h in direct):
         return None
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return _short(loop.iter)
@@ -376,6 +394,112 @@ def _steps_itself(loop: Loop, helpers: list[Function]) -> Optional[str]:
 
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _outside_own_loops(function: Function) -> list[ast.AST]:
+    """A function's nodes outside its loops: a helper whose backward pass is there runs
+    one step per call (a loop over its parameters does not make it an epoch)."""
+    return [n for statement in function.body for n in _outside_loops(statement)]
+
+
+def _optimizer_step(node: ast.AST) -> bool:
+    """`optimizer.step()`, `scaler.step(optimizer)`, `self.optimizer_step()`,
+    `self.optimizers_step()`: the weights are updated (not `scheduler.step()`)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    attr = node.func.attr
+    if attr in ("optimizer_step", "optimizers_step"):
+        return True
+    texts = [ast.unparse(node.func.value), *(ast.unparse(a) for a in node.args)]
+    return attr == "step" and any("optim" in t.lower() for t in texts)
+
+
+def _updates_weights(body: list[ast.stmt]) -> bool:
+    """A block holding the optimizer step (`if (i + 1) % accumulation == 0:
+    optimizer.step()`): it runs at every optimizer step, it is no periodic log."""
+    return any(_optimizer_step(n) for statement in body for n in [statement, *own_nodes(statement)])
+
+
+AMP_CALLS = ("autocast", "GradScaler")
+
+
+def _mixed_precision(body: list[ast.stmt]) -> bool:
+    """A block that runs the step in mixed precision (`with torch.autocast(...)`,
+    `scaler.scale(loss)`): behind an opt-in flag it is still the path EC507 advises."""
+    for statement in body:
+        for node in [statement, *own_nodes(statement)]:
+            if not isinstance(node, ast.Call):
+                continue
+            name = _dotted(node.func) or ""
+            if name.rsplit(".", 1)[-1] in AMP_CALLS or name.endswith("scaler.scale"):
+                return True
+    return False
+
+
+def _scalers(walker: Walker) -> set[str]:
+    """Names assigned a GradScaler that is not disabled by default (`GradScaler()`, not
+    `GradScaler(enabled=use_amp)` with use_amp False): its get_scale() calls .item()."""
+    found: set[str] = set()
+    owners: list[Optional[Function]] = [None, *walker.index().function_nodes]
+    for owner in owners:
+        nodes = own_nodes(owner if owner is not None else walker.module)
+        for node in nodes:
+            if not isinstance(node, ast.Assign):
+                continue
+            value = node.value  # `GradScaler() if use_amp else None`: the scaler branch
+            made = [v for v in _branches(value) if isinstance(v, ast.Call)]
+            made = [c for c in made if (walker.qualname(c.func) or "").endswith("GradScaler")]
+            if not made:
+                continue
+            enabled = _keyword(made[0], "enabled")
+            if enabled is not None and _false_by_default(enabled, walker, owner):
+                continue
+            found.update(t for t in map(_dotted, node.targets) if t is not None)
+    return found
+
+
+def _branches(value: ast.expr) -> list[ast.expr]:
+    if isinstance(value, ast.IfExp):
+        return [*_branches(value.body), *_branches(value.orelse)]
+    return [value]
+
+
+def _false_by_default(node: ast.expr, walker: Walker, owner: Optional[Function]) -> bool:
+    """`use_amp` or `use_amp and cuda` where use_amp defaults to False (a parameter's
+    default, an argparse default, a constant)."""
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        return any(_false_by_default(v, walker, owner) for v in node.values)
+    if isinstance(node, ast.Name) and owner is not None:
+        arguments = owner.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        pairs = [
+            *zip(
+                positional[len(positional) - len(arguments.defaults) :],
+                arguments.defaults,
+                strict=True,
+            ),
+            *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+        ]
+        for argument, default in pairs:
+            if argument.arg == node.id and default is not None:
+                return isinstance(default, ast.Constant) and default.value is False
+    value = resolve(node, walker.scope_of(owner))
+    return value.known and value.value is False
+
+
+def _step_functions(candidates: list[Function], read: set[int]) -> list[Function]:
+    """Functions that are one training step by themselves, called from outside the file
+    (a framework's per-iteration callback: Ignite's `_iteration`, a trainer's
+    `_train_batch`): a backward pass and an optimizer step outside any loop of theirs.
+    Those already read as part of a step loop (`read`) are left out."""
+    found = []
+    for function in sorted(candidates, key=lambda f: f.lineno):
+        if id(function) in read:
+            continue
+        outside = _outside_own_loops(function)
+        if _trains(outside) and any(_optimizer_step(n) for n in outside):
+            found.append(function)
+    return found
 
 
 def _loader_elsewhere(loop: Loop, assignments: list[tuple[ast.expr, ast.expr]]) -> Optional[str]:
@@ -469,13 +593,14 @@ class _StepLoop:
     def __init__(
         self,
         walker: Walker,
-        loop: Loop,
+        loop: Union[Loop, Function],
         loader: str,
         loaders: _Loaders,
-        seen: set[int],
+        seen: set[Any],
         function: Optional[Function],
         body: list[ast.AST],
-        helpers: Optional[list[Function]] = None,
+        helpers: list[Function],
+        callees: Callees,
     ):
         self.walker = walker
         self.loop = loop
@@ -483,10 +608,21 @@ class _StepLoop:
         self.loaders = loaders
         self.seen = seen
         self.function = function
-        self.helpers = {h.name: h for h in helpers or []}
-        self.followed: set[str] = set()
+        self.helpers = {id(h): h for h in helpers or []}
+        self.callees = callees
+        self.followed: set[int] = set()
         nodes = [*body, *(n for h in helpers or [] for n in own_nodes(h))]
-        self.tensors = _tensor_names(nodes)
+        # the statements around the loop too: `mloss = torch.zeros(3, device=device)`
+        context = list(own_nodes(function if function is not None else walker.module))
+        groups: list[tuple[Optional[ast.AST], list[ast.AST]]] = [(function, body)]
+        groups += [(h, list(own_nodes(h))) for h in helpers or []]
+        modules = frozenset([*walker.aliases, *self.callees.itself])
+        self.tensors = DeviceTensors(
+            groups, walker.qualname, self.callees.function, (function, context), modules
+        )
+        self.via: Optional[tuple[ast.Call, str]] = None  # the step's call of a shared helper
+        self.reading_helper = False
+        self.scalers: set[str] = set()  # set by the caller, once per file: see _scalers
         self.flags = {  # names holding a periodic or once-only condition
             t.id
             for n in nodes
@@ -509,14 +645,20 @@ class _StepLoop:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
         if isinstance(statement, ast.If):
-            seldom = (
-                periodic
-                or periodic_test(statement.test)
-                or once_test(statement.test)
-                or self._periodic_flag(statement.test)
+            every_n = periodic_test(statement.test) or self._periodic_flag(statement.test)
+            # `if (i + 1) % accumulation == 0: optimizer.step()` is every optimizer step,
+            # unless the step updates the weights outside it too (a lazy regulariser)
+            accumulates = (
+                every_n
+                and _updates_weights(statement.body)
+                and not self._updates_elsewhere(statement)
             )
+            once = not every_n and once_test(statement.test)  # `i % n == 0` is no `i == 0`
+            seldom = periodic or (every_n and not accumulates) or once
             self._expression(statement.test, inner, seldom)
-            if self._off_by_default(statement.test):  # `if args.synchronize_step:`
+            self._truth(statement.test, inner, seldom)
+            if self._off_by_default(statement.test) and not _mixed_precision(statement.body):
+                # `if args.synchronize_step:`; the AMP path EC507 recommends is read
                 self._block(statement.orelse, inner, periodic)
                 return
             # a branch that ends the run (`sys.exit(1)`, `raise`) is the error path
@@ -531,6 +673,7 @@ class _StepLoop:
             return
         if isinstance(statement, ast.While):
             self._expression(statement.test, inner, periodic)
+            self._truth(statement.test, inner, periodic)
             self._block(statement.body, inner, periodic)
             self._block(statement.orelse, inner, periodic)
             return
@@ -551,6 +694,48 @@ class _StepLoop:
                 self._block(case.body, inner, periodic)
             return
         self._expression(statement, inner, periodic)
+
+    def _updates_weights_in(self) -> list[ast.stmt]:
+        return self.function.body if self.reading_helper and self.function else self.loop.body
+
+    def _updates_elsewhere(self, branch: ast.If) -> bool:
+        """An optimizer step of every step outside `branch` (not under another periodic
+        branch): `branch` then adds an occasional one (a lazy regulariser)."""
+        todo: list[ast.AST] = list(self._updates_weights_in())
+        while todo:
+            node = todo.pop()
+            if node is branch or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(node, ast.If) and (
+                periodic_test(node.test) or self._periodic_flag(node.test)
+            ):
+                todo.extend(node.orelse)
+                continue
+            if _optimizer_step(node):
+                return True
+            todo.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _truth(self, test: ast.expr, inner: list[ForLoop], periodic: bool) -> None:
+        """`if not torch.isfinite(loss):`, `if norm > theta:`: bool() of a device tensor
+        waits for its value."""
+        if periodic or self._key(test) in self.seen or not self._tests_tensor(test):
+            return
+        self.seen.add(self._key(test))
+        outer = self.place
+        if self.via is None:
+            self.place = test.lineno
+        self.found.append(self._record(test, "host_sync", _short(test), "tests a tensor's value"))
+        self.place = outer
+
+    def _tests_tensor(self, test: ast.expr) -> bool:
+        """A comparison or a call giving a tensor (`norm > theta`, `torch.isfinite(x)`,
+        `loss.isnan().any()`); not a bare name, which may hold a tuple of tensors."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._tests_tensor(test.operand)
+        if isinstance(test, ast.BoolOp):
+            return any(self._tests_tensor(v) for v in test.values)
+        return isinstance(test, (ast.Compare, ast.Call)) and self._tensor(test)
 
     def _periodic_flag(self, test: ast.expr) -> bool:
         """`if regularize:` where `regularize = i % n == 0` (or `== 0`) in the step."""
@@ -579,21 +764,27 @@ class _StepLoop:
     def _expression(self, root: ast.AST, inner: list[ForLoop], periodic: bool) -> None:
         if periodic:
             return
-        outer, self.place = self.place, getattr(root, "lineno", 0)
+        outer = self.place
+        if self.via is None:
+            self.place = getattr(root, "lineno", 0)
         self._nodes(root, inner)
         self.place = outer
 
+    def _key(self, node: ast.AST) -> Any:
+        """What `seen` holds for a node: a shared helper's node once per call site."""
+        return (id(self.via[0]), id(node)) if self.via is not None else id(node)
+
     def _nodes(self, root: ast.AST, inner: list[ForLoop]) -> None:
         if isinstance(root, ast.Assert) and self._tensor_test(root.test):
-            if id(root) not in self.seen:
-                self.seen.add(id(root))
-                self.seen.update(id(n) for n in own_nodes(root))
+            if self._key(root) not in self.seen:
+                self.seen.add(self._key(root))
+                self.seen.update(self._key(n) for n in own_nodes(root))
                 self.found.append(
                     self._record(root, "host_sync", _short(root), "checks a tensor's value")
                 )
             return
         for node in [root, *own_nodes(root)]:
-            if id(node) in self.seen:
+            if self._key(node) in self.seen:
                 continue
             record: Optional[dict[str, Any]] = None
             if isinstance(node, ast.Call):
@@ -602,27 +793,36 @@ class _StepLoop:
             elif self._formats_tensor(node):
                 record = self._record(node, "host_sync", _short(node), "formats a tensor")
             if record is not None:
-                self.seen.add(id(node))
+                self.seen.add(self._key(node))
                 self.found.append(record)
 
     def _follow(self, call: ast.Call) -> None:
         """Read a helper of the file the step calls (`step(model, batch)`, a closure
         handed to `optimizer.step`): its syncs run every step too."""
-        names = [self.loaders.callee(call)] + [a.id for a in call.args if isinstance(a, ast.Name)]
-        for name in names:
-            helper = self.helpers.get(name or "")
-            if helper is None or helper.name in self.followed:
+        functions = self.walker.index().functions
+        targets = [self.callees.function(call)]
+        targets += [functions.get(a.id) for a in call.args if isinstance(a, ast.Name)]
+        for target in targets:
+            helper = self.helpers.get(id(target))
+            if helper is None or id(helper) in self.followed:
                 continue
-            self.followed.add(helper.name)
+            self.followed.add(id(helper))
             outer, self.function = self.function, helper
+            reading, self.reading_helper = self.reading_helper, True
+            via = self.via
+            if via is None and self.callees.calls_of(helper) > 1:
+                # a helper shared with other code (`metric.add(loss)`, `accuracy(pred, y)`):
+                # its syncs are reported where this step calls it
+                self.via = (call, helper.name)
             self._block(helper.body, [], periodic=False)
-            self.function = outer
+            self.function, self.via, self.reading_helper = outer, via, reading
 
     def _tensor_test(self, test: ast.expr) -> bool:
-        """`assert torch.isfinite(loss)`, `assert not loss.isnan()`: bool() of a tensor."""
+        """`assert torch.isfinite(loss)`, `assert not loss.isnan()`: bool() of a tensor
+        (not `assert isinstance(x, dict)`)."""
+        if self._tests_tensor(test):
+            return True
         for node in ast.walk(test):
-            if isinstance(node, ast.Name) and node.id in self.tensors:
-                return True
             if isinstance(node, ast.Call) and (self.walker.qualname(node.func) or "").startswith(
                 "torch."
             ):
@@ -630,7 +830,7 @@ class _StepLoop:
         return False
 
     def _formats_tensor(self, node: ast.AST) -> bool:
-        """f"{loss}" or "%f" % loss."""
+        """f"{loss}", "%f" % loss, ("%11s" * 2 + "%11.4g" * 5) % (epoch, mem, *mloss)."""
         if isinstance(node, ast.JoinedStr):
             return any(
                 isinstance(v, ast.FormattedValue) and self._tensor(v.value) for v in node.values
@@ -638,8 +838,7 @@ class _StepLoop:
         return (
             isinstance(node, ast.BinOp)
             and isinstance(node.op, ast.Mod)
-            and isinstance(node.left, ast.Constant)
-            and isinstance(node.left.value, str)
+            and stringy(node.left)
             and self._tensor(node.right)
         )
 
@@ -647,6 +846,12 @@ class _StepLoop:
         func = call.func
         if self.walker.qualname(func) == "torch.cuda.synchronize":
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "get_scale"
+            and _dotted(func.value) in self.scalers
+        ):
+            return self._method(call, "host_sync", "reads the GradScaler's scale (an .item())")
         if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
             return self._record(call, "host_sync", _short(call), "tests a tensor's value")
         if isinstance(func, ast.Attribute):
@@ -678,11 +883,7 @@ class _StepLoop:
         return None
 
     def _tensor(self, node: ast.expr) -> bool:
-        if isinstance(node, ast.Name):
-            return node.id in self.tensors
-        if isinstance(node, ast.Tuple):
-            return any(self._tensor(e) for e in node.elts)
-        return False
+        return self.tensors.holds_in(node, self.function)
 
     def _method(self, call: ast.Call, kind: str, what: str) -> dict[str, Any]:
         assert isinstance(call.func, ast.Attribute)
@@ -706,6 +907,9 @@ class _StepLoop:
     ) -> dict[str, Any]:
         line = line if line is not None else getattr(node, "lineno", 0)
         column = column if column is not None else getattr(node, "col_offset", 0) + 1
+        if self.via is not None:  # at the step's call of the shared helper
+            site, name = self.via
+            line, column, call = site.lineno, site.col_offset + 1, f"{call} in {name}()"
         return {
             "kind": kind,
             "path": self.walker.report.path,
@@ -809,76 +1013,6 @@ def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
             return None
         return loop
     return None
-
-
-def _tensor_names(nodes: list[ast.AST]) -> set[str]:
-    """Names known to hold tensors inside a loop (given its body's nodes): what
-    `backward` is called on, and names assigned from expressions of those without a
-    conversion to a number."""
-    tensors: set[str] = set()
-    for node in nodes:
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "backward"
-        ):
-            continue
-        if node.args:  # accelerator.backward(loss), torch.autograd.backward(loss)
-            losses: list[ast.expr] = [node.args[0]]
-            if ast.unparse(node.func.value).endswith("dist_autograd") and len(node.args) > 1:
-                # dist_autograd.backward(context_id, [loss]): the losses are in the list
-                second = node.args[1]
-                losses = list(second.elts) if isinstance(second, (ast.List, ast.Tuple)) else []
-            tensors |= {a.id for a in losses if isinstance(a, ast.Name)}
-            continue
-        receiver = node.func.value
-        if isinstance(receiver, ast.Call):  # scaler.scale(loss).backward()
-            tensors |= {a.id for a in receiver.args if isinstance(a, ast.Name)}
-            continue
-        while isinstance(receiver, ast.BinOp):  # (loss / accumulation).backward()
-            receiver = receiver.left
-        if isinstance(receiver, ast.Name):  # loss.backward()
-            tensors.add(receiver.id)
-    numbers: set[str] = set()
-    for _ in range(3):
-        for node in nodes:
-            target: Optional[ast.expr] = None
-            value: Optional[ast.expr] = None
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                target, value = node.target, node.value
-            if not isinstance(target, ast.Name) or value is None:
-                continue
-            if _converted(value):
-                numbers.add(target.id)
-            elif isinstance(value, ast.Call) and _last_name(value.func) in TENSOR_RETURNS:
-                tensors.add(target.id)  # norm = clip_grad_norm_(...): a 0-d device tensor
-            elif _mentions_tensor(value, tensors):
-                tensors.add(target.id)
-    return tensors - numbers
-
-
-def _last_name(func: ast.expr) -> Optional[str]:
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else None
-
-
-def _converted(value: ast.expr) -> bool:
-    if not isinstance(value, ast.Call):
-        return False
-    if _sync_method(value):
-        return True
-    return isinstance(value.func, ast.Name) and value.func.id in CONVERSIONS
-
-
-def _mentions_tensor(node: ast.AST, tensors: set[str]) -> bool:
-    if isinstance(node, ast.Call) and _converted(node):
-        return False
-    if isinstance(node, ast.Name):
-        return node.id in tensors
-    return any(_mentions_tensor(child, tensors) for child in ast.iter_child_nodes(node))
 
 
 # -- CUDA in Dataset.__getitem__ -----------------------------------------------------------

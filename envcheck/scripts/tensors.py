@@ -1,0 +1,472 @@
+"""Which expressions of a training step hold tensors on the training device, read from the
+source: what reading them on the host (formatting, `float(t)`, `if t > x:`) would wait for.
+
+Flow-insensitive over the nodes it is given (the step's body, the helpers it runs and the
+statements of its function): a name or `self.x` attribute holds a device tensor when
+
+- `backward` is called on it (`loss.backward()`, `l.sum().backward()`,
+  `scaler.scale(self.loss).backward()`, `self.losses["total"].backward()`);
+- it is made on a device (`x.to(device)`, `x.cuda()`, `batch_to_device(batch, device)`,
+  `torch.zeros(3, device=device)`) or handed to a collective (`dist.all_reduce(t)`);
+- it is computed from one of those without a conversion to a number (arithmetic, a
+  comparison, a method that keeps a tensor, a `torch.*` function, a container of them);
+- its name says it holds losses and it is unpacked from one call together with a tensor
+  (`loss, loss_items = model(x)`; not `loss, count = ...`, which may be a number);
+- it is a parameter of a helper called with a tensor, or what a helper returns.
+
+`.item()`, `float(t)`, `.cpu()`, `.numpy()`, `.shape`, `.size()` and the like give
+numbers or host data: what they return is not a device tensor.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Callable, Optional, Union
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+# attributes of a tensor that are tensors too (others are metadata: shape, dtype, device)
+TENSOR_ATTRIBUTES = {"T", "mT", "H", "data", "grad", "real", "imag"}
+# methods whose result is a tensor only when called on one: `self.loss = loss.sum()`
+KEEPING_METHODS = {
+    "sum",
+    "mean",
+    "detach",
+    "float",
+    "half",
+    "clone",
+    "contiguous",
+    "squeeze",
+    "unsqueeze",
+    "view",
+    "reshape",
+    "flatten",
+}
+# methods of a tensor (or dict of them) returning host data, not tensors
+HOST_METHODS = {
+    "item",
+    "tolist",
+    "numpy",
+    "cpu",
+    "size",
+    "numel",
+    "dim",
+    "nelement",
+    "element_size",
+    "get_device",
+    "data_ptr",
+    "stride",
+    "is_contiguous",
+    "is_floating_point",
+    "keys",
+    "__len__",
+}
+NUMBERS = {"float", "int", "bool", "len", "str", "repr", "isinstance", "type", "id", "hash"}
+# builtins that keep a tensor (sum of tensors is a tensor)
+KEEPING = {"sum", "max", "min", "abs"}
+# torch functions returning no tensor
+TORCH_HOST = ("is_tensor", "numel", "is_floating_point", "is_complex", "typename", "get_")
+TORCH_HOST_ROOTS = ("torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce", "broadcast", "reduce_scatter")
+FACTORY_DEVICE = "device"
+BUILTINS = set(dir(builtins))
+HOST_ROOTS = ("numpy.", "math.", "builtins.", "time.", "logging.", "os.", "sys.", "json.")
+# calls that return a tensor on the model's device (not a Python number)
+TENSOR_RETURNS = ("clip_grad_norm_", "clip_grad_norm")
+FLOWS = (
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.For,
+    ast.AsyncFor,
+    ast.comprehension,
+    ast.Call,
+)
+Resolver = Callable[[ast.Call], Optional[Function]]
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """`loss`, `self.loss`; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _is_cpu(node: Optional[ast.expr]) -> bool:
+    if isinstance(node, ast.Call) and node.args:  # torch.device("cpu")
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and node.value == "cpu"
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return None
+
+
+def moves_to_device(call: ast.Call) -> bool:
+    """`.to(device)`, `.cuda()`, `batch_to_device(batch, device)`: data put on a device
+    (not `.to("cpu")`, not `.to(torch.float16)`)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name == "cuda":
+        return True
+    if name.endswith("to_device"):
+        return True
+    if name != "to" or not isinstance(func, ast.Attribute):
+        return False
+    target = call.args[0] if call.args else _keyword(call, "device")
+    if target is None or _is_cpu(target):
+        return False
+    if isinstance(target, ast.Constant):
+        return isinstance(target.value, str)
+    return "device" in ast.unparse(target).lower() or "cuda" in ast.unparse(target).lower()
+
+
+class DeviceTensors:
+    """The device tensors of one training step (see the module docstring)."""
+
+    def __init__(
+        self,
+        groups: list[tuple[Optional[ast.AST], list[ast.AST]]],
+        qualname: Callable[[ast.AST], Optional[str]],
+        resolve_call: Resolver,
+        context: tuple[Optional[ast.AST], list[ast.AST]] = (None, []),
+        modules: frozenset[str] = frozenset(),
+    ):
+        """`groups`: the nodes of the step, each with the function they belong to (None
+        for the module): a local name is one function's, `self.x` is shared. `context`:
+        the statements around the step (`mloss = torch.zeros(3, device=device)` before
+        the loop), read for values but not for the helpers they call."""
+        self.qualname = qualname
+        self.resolve_call = resolve_call
+        self.modules = modules  # names of imported modules (and of the file itself)
+        self.keys: set[str] = set()
+        self.numbers: set[str] = set()
+        self._returns: dict[int, bool] = {}
+        self._scope = 0
+        # only the nodes that can carry a tensor from one name to another
+        groups = [(owner, [n for n in nodes if isinstance(n, FLOWS)]) for owner, nodes in groups]
+        context = (context[0], [n for n in context[1] if isinstance(n, FLOWS)])
+        for owner, nodes in [*groups, context]:
+            self._scope = id(owner) if owner is not None else 0
+            self._seed(nodes)
+        self._binding = True
+        for _ in range(4):
+            before = len(self.keys)
+            for owner, nodes in [*groups, context]:
+                self._scope = id(owner) if owner is not None else 0
+                self._binding = nodes is not context[1]
+                self._propagate(nodes)
+            if len(self.keys) == before:
+                break
+        self.keys -= self.numbers
+
+    def _key(self, node: ast.AST, scope: Optional[int] = None) -> Optional[str]:
+        """`12345:loss` for a local name of one function, `self.loss` for an attribute."""
+        key = dotted(node)
+        if key is None or key == "self":
+            return None
+        if "." in key:
+            return key
+        return f"{self._scope if scope is None else scope}:{key}"
+
+    def holds_in(self, node: Optional[ast.AST], owner: Optional[ast.AST]) -> bool:
+        """`holds`, reading local names as those of function `owner`."""
+        outer, self._scope = self._scope, id(owner) if owner is not None else 0
+        try:
+            return self.holds(node)
+        finally:
+            self._scope = outer
+
+    # -- seeds ---------------------------------------------------------------------------
+
+    def _seed(self, nodes: list[ast.AST]) -> None:
+        for node in nodes:
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("backward", "manual_backward"):
+                if ast.unparse(func.value).endswith("dist_autograd") and len(node.args) > 1:
+                    # dist_autograd.backward(context_id, [loss]): the losses are in the list
+                    second = node.args[1]
+                    for loss in second.elts if isinstance(second, (ast.List, ast.Tuple)) else []:
+                        self._mark(loss)
+                elif node.args:  # accelerator.backward(loss)
+                    self._mark(node.args[0])
+                else:
+                    self._mark(func.value)
+            elif isinstance(func, (ast.Name, ast.Attribute)) and moves_to_device(node):
+                name = func.attr if isinstance(func, ast.Attribute) else func.id
+                if name.endswith("to_device") and node.args:  # moved in place
+                    self._add(node.args[0])
+            name = self.qualname(func) or ""
+            collective = name.startswith("torch.distributed.") and name.endswith(COLLECTIVES)
+            if collective and node.args:
+                self._add(node.args[0])
+
+    def _mark(self, receiver: ast.expr) -> None:
+        """What a backward pass is called on, through `scaler.scale(x)`, `x.sum()`,
+        `(x / n)`, `x["total"]`."""
+        for _ in range(6):
+            if isinstance(receiver, ast.BinOp):
+                receiver = receiver.left
+            elif isinstance(receiver, ast.Subscript):
+                receiver = receiver.value
+            elif isinstance(receiver, ast.Call):
+                func = receiver.func
+                if isinstance(func, ast.Attribute) and not receiver.args and dotted(func.value):
+                    receiver = func.value  # l.sum().backward()
+                elif receiver.args:
+                    receiver = receiver.args[0]  # scaler.scale(loss).backward()
+                else:
+                    return
+            else:
+                break
+        self._add(receiver)
+
+    def _add(self, node: ast.expr) -> None:
+        key = self._key(node)
+        if key is not None:
+            self.keys.add(key)
+
+    # -- propagation ---------------------------------------------------------------------
+
+    def _propagate(self, nodes: list[ast.AST]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._assign(target, node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                self._assign(node.target, node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                self._iterate(node.target, node.iter)
+            elif isinstance(node, ast.Call) and self._binding:
+                self._bind(node)
+
+    def _assign(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            key = self._key(target)
+            if key is None:
+                return
+            if _converted(value):
+                self.numbers.add(key)
+            elif self.holds(value):
+                self.keys.add(key)
+            elif key in self.keys:
+                self._reverse(value)
+            return
+        if isinstance(target, ast.Subscript):  # d["loss"] = tensor: a container of them
+            if self.holds(value):
+                self._add(target.value)
+            return
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            return
+        elements = target.elts
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(elements):
+            for element, part in zip(elements, value.elts, strict=True):
+                self._assign(element, part)
+            return
+        if isinstance(value, ast.Call):
+            helper = self.resolve_call(value)
+            if helper is not None:  # position by position from the helper's returns
+                for index, element in enumerate(elements):
+                    if self._returns_at(helper, index):
+                        self._add(element)
+                return
+        if self.holds(value):
+            for element in elements:
+                self._add(element)
+        elif isinstance(value, ast.Call) and any(self._key(e) in self.keys for e in elements):
+            for element in elements:  # loss, loss_items = compute_loss(pred, y)
+                if "loss" in (dotted(element) or "").lower():
+                    self._add(element)
+
+    def _reverse(self, value: ast.expr) -> None:
+        """`self.loss = loss.sum()` with self.loss a tensor: `loss` is one too."""
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in KEEPING_METHODS
+        ):
+            self._add(value.func.value)
+
+    def _iterate(self, target: ast.expr, iterable: ast.expr) -> None:
+        if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):
+            if iterable.func.attr == "items" and self.holds(iterable.func.value):
+                if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                    self._add(target.elts[1])
+                return
+            if iterable.func.attr == "keys":
+                return
+        if (
+            isinstance(iterable, ast.Call)
+            and getattr(iterable.func, "id", None) == "zip"
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == len(iterable.args)
+        ):
+            for element, part in zip(target.elts, iterable.args, strict=True):
+                if self.holds(part):
+                    self._add(element)
+            return
+        if self.holds(iterable):
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    self._add(node)
+
+    def _bind(self, call: ast.Call) -> None:
+        """A helper called with a tensor: its parameter holds one."""
+        helper = self.resolve_call(call)
+        if helper is None:
+            return
+        params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+        if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+            params = params[1:]
+        scope = id(helper)
+        for index, argument in enumerate(call.args):
+            if not self.holds(argument):
+                continue
+            if index < len(params):
+                self.keys.add(f"{scope}:{params[index]}")
+            elif helper.args.vararg is not None:
+                self.keys.add(f"{scope}:{helper.args.vararg.arg}")
+        for keyword in call.keywords:
+            if keyword.arg and self.holds(keyword.value):
+                self.keys.add(f"{scope}:{keyword.arg}")
+
+    def _returns_at(self, helper: Function, index: Optional[int] = None) -> bool:
+        outer, self._scope = self._scope, id(helper)
+        try:
+            return self._returned(helper, index)
+        finally:
+            self._scope = outer
+
+    def _returned(self, helper: Function, index: Optional[int]) -> bool:
+        for node in ast.walk(helper):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            value = node.value
+            if index is not None:
+                if not isinstance(value, ast.Tuple) or index >= len(value.elts):
+                    continue
+                value = value.elts[index]
+            if self.holds(value, depth=3):
+                return True
+        return False
+
+    # -- the question ----------------------------------------------------------------------
+
+    def holds(self, node: Optional[ast.AST], depth: int = 0) -> bool:
+        """Whether `node` evaluates to a device tensor (or a container of them)."""
+        if node is None or depth > 6:
+            return False
+        deeper = depth + 1
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            key = self._key(node)
+            if key is not None and key in self.keys:
+                return True
+            if isinstance(node, ast.Attribute) and node.attr in TENSOR_ATTRIBUTES:
+                return self.holds(node.value, deeper)  # loss.data, w.grad, x.T
+            return False
+        if isinstance(node, (ast.Subscript, ast.Starred)):
+            return self.holds(node.value, deeper)
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mod) and _stringy(node.left):
+                return False  # "%f" % x is a string
+            return self.holds(node.left, deeper) or self.holds(node.right, deeper)
+        if isinstance(node, ast.UnaryOp):
+            return not isinstance(node.op, ast.Not) and self.holds(node.operand, deeper)
+        if isinstance(node, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return False
+            return any(self.holds(n, deeper) for n in [node.left, *node.comparators])
+        if isinstance(node, ast.IfExp):
+            return self.holds(node.body, deeper) or self.holds(node.orelse, deeper)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(self.holds(e, deeper) for e in node.elts)
+        if isinstance(node, ast.Dict):
+            return any(self.holds(v, deeper) for v in node.values)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.holds(node.elt, deeper)
+        if isinstance(node, ast.DictComp):
+            return self.holds(node.value, deeper)
+        if isinstance(node, ast.Call):
+            return self._call(node, deeper)
+        return False
+
+    def _call(self, call: ast.Call, depth: int) -> bool:
+        func = call.func
+        if _converted(call):
+            return False
+        if moves_to_device(call):
+            return True
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if isinstance(func, ast.Name) and func.id in NUMBERS:
+            return False
+        if isinstance(func, ast.Name) and func.id in KEEPING:
+            return any(self.holds(a, depth) for a in arguments)
+        name = self.qualname(func) or ""
+        if name.rsplit(".", 1)[-1] in TENSOR_RETURNS:
+            return True  # norm = clip_grad_norm_(...): a 0-d device tensor
+        if name.startswith("torch."):
+            if name.startswith(TORCH_HOST_ROOTS) or name.rsplit(".", 1)[-1].startswith(TORCH_HOST):
+                return False
+            device = _keyword(call, FACTORY_DEVICE)
+            if device is not None and not _is_cpu(device):
+                return True  # torch.zeros(3, device=device)
+            return any(self.holds(a, depth) for a in arguments)
+        helper = self.resolve_call(call)
+        if helper is not None:
+            key = id(helper)
+            if key not in self._returns:
+                self._returns[key] = False  # no recursion through itself
+                self._returns[key] = self._returns_at(helper)
+            return self._returns[key]
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr not in HOST_METHODS
+            and self.holds(func.value, depth)
+        ):
+            return True  # loss.detach(), losses.values()
+        if name.startswith(HOST_ROOTS) or (isinstance(func, ast.Name) and func.id in BUILTINS):
+            return False
+        # model(x), criterion(out, y), F.softmax(t): a function out of sight given a
+        # tensor returns one (or has read one on the host itself); not a method of some
+        # object (`augment.tune(pred)` may keep a float)
+        plain = isinstance(func, ast.Name) or (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self.modules
+        )
+        return plain and any(self.holds(a, depth) for a in call.args)
+
+
+def _stringy(node: ast.expr) -> bool:
+    """A string expression: "%d", "%11s" * 2 + "%11.4g" * 5, f"..."."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return _stringy(node.left) or _stringy(node.right)
+    return False
+
+
+def stringy(node: ast.expr) -> bool:
+    return _stringy(node)
+
+
+def _converted(value: ast.expr) -> bool:
+    """`x.item()`, `x.tolist()`, `float(x)`: a number on the host."""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in ("item", "tolist") and not value.args:
+        return True
+    return isinstance(func, ast.Name) and func.id in ("float", "int", "bool")
