@@ -14,6 +14,8 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from envcheck.scripts.configs import absl_flag, config_defaults
+
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
 # The `source` of a value read from a live object by envcheck.inspect(), not from code.
 LIVE = "live object"
@@ -460,7 +462,7 @@ def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
             and isinstance(node.func, ast.Attribute)
             and node.func.attr.startswith("DEFINE_")
         ):
-            _absl_flag(node, found)
+            absl_flag(node, found)
             continue
         if not (
             isinstance(node, ast.Call)
@@ -489,95 +491,3 @@ def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
             dest = (longs[0] if longs else options[0]).lstrip("-").replace("-", "_")
         found[dest] = (max(options, key=len), default)
     return found
-
-
-# Classes whose attributes are settings: dataclasses, and classes named so.
-CONFIG_CLASS_SUFFIXES = (
-    "config",
-    "cfg",
-    "args",
-    "arguments",
-    "options",
-    "params",
-    "settings",
-    "hparams",
-)
-
-
-def config_defaults(module: ast.Module) -> dict[str, list[tuple[str, ast.expr]]]:
-    """attribute -> [(where, default expression)] from the file's config objects: the
-    fields of a dataclass or a class named like a config (`class DataConfig: num_workers:
-    int = 4`, `field(default=4)`), and objects a function builds, sets and returns
-    (`C = CN(); C.num_workers = 4; return C` in `get_default_config()`)."""
-    found: dict[str, list[tuple[str, ast.expr]]] = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef) and _config_class(node):
-            for statement in node.body:
-                target, value = _field(statement)
-                if target is not None and value is not None:
-                    found.setdefault(target, []).append((f"{node.name}.{target}", value))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for attr, (obj, value) in _built_config(node).items():
-                found.setdefault(attr, []).append((f"{node.name}(): {obj}.{attr}", value))
-    return found
-
-
-def _config_class(node: ast.ClassDef) -> bool:
-    decorated = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
-    return decorated or node.name.lower().endswith(CONFIG_CLASS_SUFFIXES)
-
-
-def _field(statement: ast.stmt) -> tuple[Optional[str], Optional[ast.expr]]:
-    """(name, default) of a class-body field: `x: int = 4`, `x = 4`, `x: int =
-    field(default=4)`; (None, None) for anything else."""
-    target: Optional[ast.expr] = None
-    value: Optional[ast.expr] = None
-    if isinstance(statement, ast.AnnAssign):
-        target, value = statement.target, statement.value
-    elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        target, value = statement.targets[0], statement.value
-    if not isinstance(target, ast.Name) or value is None:
-        return None, None
-    if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
-        value = next((k.value for k in value.keywords if k.arg == "default"), None)
-    return target.id, value
-
-
-def _built_config(function: ast.AST) -> dict[str, tuple[str, ast.expr]]:
-    """attr -> (object, value) for `obj.attr = value` on an object the function builds by
-    a call and returns (`C = CN()` ... `return C`); set once each."""
-    body = _statements(_body(function))
-    returned = {
-        s.value.id for s in body if isinstance(s, ast.Return) and isinstance(s.value, ast.Name)
-    }
-    built = {
-        t.id
-        for s in body
-        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
-        for t in s.targets
-        if isinstance(t, ast.Name) and t.id in returned
-    }
-    found: dict[str, tuple[str, ast.expr]] = {}
-    twice: set[str] = set()
-    for statement in body:
-        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
-            continue
-        target = statement.targets[0]
-        if (
-            isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and target.value.id in built
-        ):
-            if target.attr in found:
-                twice.add(target.attr)
-            found[target.attr] = (target.value.id, statement.value)
-    return {k: v for k, v in found.items() if k not in twice}
-
-
-def _absl_flag(node: ast.Call, found: dict[str, tuple[str, ast.expr]]) -> None:
-    """`flags.DEFINE_enum('mode', 'fit', [...], '...')`: FLAGS.mode defaults to 'fit'."""
-    keywords = {k.arg: k.value for k in node.keywords if k.arg}
-    name = node.args[0] if node.args else keywords.get("name")
-    default = node.args[1] if len(node.args) > 1 else keywords.get("default")
-    if isinstance(name, ast.Constant) and isinstance(name.value, str) and default is not None:
-        found.setdefault(name.value, (f"--{name.value} (absl flag)", default))

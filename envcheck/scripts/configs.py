@@ -1,0 +1,119 @@
+"""Settings held by a file's config objects, read from the source: the fields of a
+dataclass or of a class named like a config (`class DataConfig: num_workers: int = 4`),
+and the attributes a function sets on an object it builds and returns (minGPT's
+`get_default_config()`: `C = CN(); C.num_workers = 4; return C`). values.py judges
+`cfg.num_workers` at these defaults, as it judges `args.workers` at argparse's; absl
+flags (`flags.DEFINE_enum('mode', 'fit', ...)`) join argparse's options.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+# Classes whose attributes are settings: dataclasses, and classes named so.
+CONFIG_CLASS_SUFFIXES = (
+    "config",
+    "cfg",
+    "args",
+    "arguments",
+    "options",
+    "params",
+    "settings",
+    "hparams",
+)
+
+
+def config_defaults(module: ast.Module) -> dict[str, list[tuple[str, ast.expr]]]:
+    """attribute -> [(where, default expression)] from the file's config objects: the
+    fields of a dataclass or a class named like a config (`class DataConfig: num_workers:
+    int = 4`, `field(default=4)`), and objects a function builds, sets and returns
+    (`C = CN(); C.num_workers = 4; return C` in `get_default_config()`)."""
+    found: dict[str, list[tuple[str, ast.expr]]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.ClassDef) and _config_class(node):
+            for statement in node.body:
+                target, value = _field(statement)
+                if target is not None and value is not None:
+                    found.setdefault(target, []).append((f"{node.name}.{target}", value))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for attr, (obj, value) in _built_config(node).items():
+                found.setdefault(attr, []).append((f"{node.name}(): {obj}.{attr}", value))
+    return found
+
+
+def _config_class(node: ast.ClassDef) -> bool:
+    decorated = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+    return decorated or node.name.lower().endswith(CONFIG_CLASS_SUFFIXES)
+
+
+def _field(statement: ast.stmt) -> tuple[Optional[str], Optional[ast.expr]]:
+    """(name, default) of a class-body field: `x: int = 4`, `x = 4`, `x: int =
+    field(default=4)`; (None, None) for anything else."""
+    target: Optional[ast.expr] = None
+    value: Optional[ast.expr] = None
+    if isinstance(statement, ast.AnnAssign):
+        target, value = statement.target, statement.value
+    elif isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, value = statement.targets[0], statement.value
+    if not isinstance(target, ast.Name) or value is None:
+        return None, None
+    if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
+        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+    return target.id, value
+
+
+def _built_config(function: ast.AST) -> dict[str, tuple[str, ast.expr]]:
+    """attr -> (object, value) for `obj.attr = value` on an object the function builds by
+    a call and returns (`C = CN()` ... `return C`); set once each."""
+    body = _statements(list(getattr(function, "body", []) or []))
+    returned = {
+        s.value.id for s in body if isinstance(s, ast.Return) and isinstance(s.value, ast.Name)
+    }
+    built = {
+        t.id
+        for s in body
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
+        for t in s.targets
+        if isinstance(t, ast.Name) and t.id in returned
+    }
+    found: dict[str, tuple[str, ast.expr]] = {}
+    twice: set[str] = set()
+    for statement in body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in built
+        ):
+            if target.attr in found:
+                twice.add(target.attr)
+            found[target.attr] = (target.value.id, statement.value)
+    return {k: v for k, v in found.items() if k not in twice}
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a body and of its nested blocks, not of nested functions."""
+    out: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        out.append(node)
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                out.extend(_statements([n for n in inner if isinstance(n, ast.stmt)]))
+        for handler in getattr(node, "handlers", []) or []:
+            out.extend(_statements(list(handler.body)))
+    return out
+
+
+def absl_flag(node: ast.Call, found: dict[str, tuple[str, ast.expr]]) -> None:
+    """`flags.DEFINE_enum('mode', 'fit', [...], '...')`: FLAGS.mode defaults to 'fit'."""
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    name = node.args[0] if node.args else keywords.get("name")
+    default = node.args[1] if len(node.args) > 1 else keywords.get("default")
+    if isinstance(name, ast.Constant) and isinstance(name.value, str) and default is not None:
+        found.setdefault(name.value, (f"--{name.value} (absl flag)", default))
