@@ -163,6 +163,19 @@ def _demonstration(pipeline: dict[str, Any]) -> bool:
     return bool(pipeline.get("demonstration"))
 
 
+def _parallel_text(value: Optional[dict[str, Any]]) -> str:
+    """How the map is left serial: no num_parallel_calls, or one that comes to 1/None."""
+    if value is None:
+        return "without num_parallel_calls"
+    text = f"with num_parallel_calls={value.get('text')}"
+    if value.get("text") != str(value.get("value")):
+        text += f" = {value.get('value')}"
+    source = value.get("source")
+    if source and source != "literal":
+        text += f" ({source})"
+    return text
+
+
 def _serial(value: Optional[dict[str, Any]]) -> bool:
     """num_parallel_calls absent, or known to be None or 1."""
     if value is None:
@@ -176,7 +189,7 @@ def _serial(value: Optional[dict[str, Any]]) -> bool:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A tf.data map/interleave runs serially (no num_parallel_calls)",
-    message="{where}: `{code}` — {op}({function}) without num_parallel_calls transforms one "
+    message="{where}: `{code}` — {op}({function}) {parallel} transforms one "
     "element at a time on one CPU core",
     fix=".{op}({function}, num_parallel_calls=tf.data.AUTOTUNE)   # at {where}",
     evidence=(GUIDE_MAP, OPTIMIZATION_OPTIONS),
@@ -188,7 +201,17 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     the GPU waits. The same holds for `interleave` (sequential unless given
     `num_parallel_calls`). A value that cannot be read from the source (a variable set at
     run time) is taken as given. A map after `batch` transforms whole batches at once
-    (the guide's "vectorizing mapping", the recommended order) and is not flagged.
+    (the guide's "vectorizing mapping", the recommended order) and is not flagged. Nor
+    are a map whose function only returns datasets (`range_ds.map(lambda i:
+    ds.shard(n, i))`: they are read by the `interleave` or `flat_map` that follows) and
+    the maps of the choice dataset given to `choose_from_datasets`, which yields one index
+    per element, not data. A map followed by `cache()` runs in the first epoch only (the
+    guide's advice: cache after an expensive map): it is flagged only when its function
+    calls Python (the guide's py_function example, slow enough to matter even once);
+    random augmentation before a cache is EC514's finding. A `num_parallel_calls` taken
+    from a parameter of the function
+    is what the file's calls pass, or the parameter's default (library code is judged at
+    its defaults).
 
     Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
     default (`map_parallelization`); the rewrite does not apply to a function with random
@@ -202,7 +225,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     rewrites = release is not None and release >= MAP_PARALLELIZATION_SINCE
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if _demonstration(pipeline):
+        if _demonstration(pipeline) or pipeline.get("selector"):
             return []
         return [
             _hit(
@@ -212,10 +235,13 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
                 column=op.get("column"),
                 op=op["op"],
                 function=op.get("map_function") or "f",
+                parallel=_parallel_text(op.get("num_parallel_calls")),
             )
             for op in pipeline.get("operations") or []
             if op.get("op") in ("map", "interleave")
             and not op.get("vectorised")
+            and not op.get("makes_datasets")
+            and not (op.get("cached_after") and not op.get("host_calls"))
             and not op.get("opaque_kwargs")
             and _serial(op.get("num_parallel_calls"))
             and not (rewrites and op.get("op") == "map" and not _visibly_stateful(op))
