@@ -216,3 +216,15 @@ def test_a_factory_continues_the_pipeline_handed_to_it(tmp_path: Path) -> None:
     [fitted] = [p for p in report.tf_pipelines if p["used_by"] == "fit"]
     assert fitted["source"] == "list_files"
     assert [op["op"] for op in fitted["operations"]] == ["map", "map", "batch", "prefetch"]
+
+
+def test_a_tf1_iterator_reads_the_pipeline_it_is_not_an_operation(tmp_path: Path) -> None:
+    source = (
+        "import tensorflow.compat.v1 as tf\n"
+        "ds = tf.data.TFRecordDataset('train.tfrecord').map(parse, num_parallel_calls=8)\n"
+        "ds = ds.batch(64).prefetch(1)\n"
+        "batch = ds.make_one_shot_iterator().get_next()\n"
+    )
+    assert _audit(tmp_path, source)[0] == []
+    unprefetched = source.replace(".prefetch(1)", "")
+    assert _audit(tmp_path, unprefetched)[0] == [("EC512", 2)]

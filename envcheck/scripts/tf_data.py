@@ -6,10 +6,16 @@ and from functions (or methods) that return one into their callers, so that each
 judged where it reaches its consumer (`fit`, a `for` loop). Every observation is a plain
 JSON dict with `path`, `line`, `column`, `code` and `function`; nothing here judges.
 
+Library loader code is followed too: a parameter that holds a pipeline (annotated
+`tf.data.Dataset`, or only extended with dataset operations) is a source, continued in
+the caller that hands its own pipeline in; pipelines stored in lists, returned in one,
+merged by `choose_from_datasets`/`zip` or read by a TF1 iterator are consumed, not
+demonstrations.
+
 Size: one dataflow reader. Sources (tf.data, Keras directory loaders, Dataset subclasses,
-loaders out of sight), the operations chained on them and their consumers (fit, loops,
-callers, demonstrations) update the same per-body state as the statements are read;
-split across modules they would share that private state.
+loaders out of sight, parameters), the operations chained on them and their consumers
+(fit, loops, callers, iterators, merges, demonstrations) update the same per-body state
+as the statements are read; split across modules they would share that private state.
 """
 
 from __future__ import annotations
@@ -39,6 +45,13 @@ ITERATOR_CONSUMERS = {
 }
 # `for i, x in enumerate(ds)`: as a plain loop over `ds`, judged by what else reads it
 LOOP_WRAPPERS = {"enumerate", "zip", "tqdm"}
+# Methods that read a pipeline (TF1 iterators, NumPy iteration): consumers, not operations.
+ITERATOR_METHODS = {
+    "make_one_shot_iterator",
+    "make_initializable_iterator",
+    "get_next",
+    "as_numpy_iterator",
+}
 # tf.data calls that take pipelines as arguments and build a new one from them: the
 # pipelines handed in feed it, and the new one is judged where it reaches its consumer.
 MERGES = {"zip", "concatenate", "choose_from_datasets", "sample_from_datasets"}
@@ -277,6 +290,7 @@ class _Pipelines:
         ops: list[ast.Call] = []
         node: ast.expr = call
         base: Optional[dict[str, Any]] = None
+        consumer: Optional[str] = None
         while isinstance(node, ast.Call):
             name = self.walker.qualname(node.func)
             if name is not None and (name in SOURCES or name.startswith(SOURCE_PREFIXES)):
@@ -296,6 +310,9 @@ class _Pipelines:
             ops.append(node)
             node = node.func.value
         else:
+            consumer = _iterator_ops(ops)
+            if isinstance(node, ast.Name) and consumer is not None and not ops:
+                self._mark(node.id, consumer)  # `ds.make_one_shot_iterator()`
             if isinstance(node, ast.Name) and node.id not in self.live and ops:
                 self._out_of_sight(node.id, ops)
             if isinstance(node, ast.Name) and node.id in self.live and ops:
@@ -313,6 +330,9 @@ class _Pipelines:
                 self.records.append(base)
         if base is None:
             return None
+        consumer = _iterator_ops(ops) or consumer
+        if consumer is not None:  # `ds.make_one_shot_iterator().get_next()` reads it
+            base["used_by"] = base["used_by"] or consumer
         for op in reversed(ops):
             base["ops"].append(self._op(op))
         base["chain"] = call  # the whole expression, as a caller may hand it on
@@ -757,6 +777,16 @@ class _Pipelines:
             # the choice dataset of choose_from_datasets: it yields indices, not data
             "selector": bool(record.get("selector")),
         }
+
+
+def _iterator_ops(ops: list[ast.Call]) -> Optional[str]:
+    """Pops the outermost calls that read the pipeline (`.make_one_shot_iterator()`,
+    `.get_next()`, `.as_numpy_iterator()`): they consume it, they are not operations of
+    it. Returns the consumer's name, or None."""
+    consumer = None
+    while ops and getattr(ops[0].func, "attr", None) in ITERATOR_METHODS:
+        consumer = getattr(ops.pop(0).func, "attr", None)
+    return consumer
 
 
 def _returned_calls(statement: ast.stmt) -> dict[int, str]:
