@@ -228,3 +228,27 @@ def test_a_tf1_iterator_reads_the_pipeline_it_is_not_an_operation(tmp_path: Path
     assert _audit(tmp_path, source)[0] == []
     unprefetched = source.replace(".prefetch(1)", "")
     assert _audit(tmp_path, unprefetched)[0] == [("EC512", 2)]
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected"),
+    [
+        ("", [("EC511", 6)]),  # no caller in the file: the default (1)
+        ("r = Reader()\nmodel.fit(r.read('a', workers=1))\n", [("EC511", 6)]),
+        ("r = Reader()\nmodel.fit(r.read('a', 4))\n", []),  # positional, after self
+        ("r = Reader()\nmodel.fit(r.read('a', **options))\n", []),  # **kwargs: unknown
+    ],
+)
+def test_method_parameters_follow_the_files_calls(
+    tmp_path: Path, calls: str, expected: list[tuple[str, int]]
+) -> None:
+    source = (
+        "import tensorflow as tf\n"
+        "\n"
+        "class Reader:\n"
+        "    def read(self, pattern, workers=1):\n"
+        "        ds = tf.data.Dataset.list_files(pattern)\n"
+        "        ds = ds.map(tf.io.read_file, num_parallel_calls=workers)\n"
+        "        return ds.batch(8).prefetch(1)\n"
+    )
+    assert _audit(tmp_path, source + calls)[0] == expected

@@ -39,14 +39,14 @@ def parameter_value(
         return Value(False, None, name, "passed through too many callers")
     method = bool(positional) and positional[0] in ("self", "cls")
     found: list[Value] = []
-    for caller, call in _calls(walker, function.name):
+    for caller, call in _calls(walker, function.name, method):
         given: Optional[ast.expr] = None
         if any(k.arg is None for k in call.keywords) or any(
             isinstance(a, ast.Starred) for a in call.args
         ):
             return Value(False, None, name, f"{function.name}() is called with *args/**kwargs")
         if name in positional:
-            index = positional.index(name) - (1 if method and _bound(call) else 0)
+            index = positional.index(name) - (1 if method else 0)
             if 0 <= index < len(call.args):
                 given = call.args[index]
         given = next((k.value for k in call.keywords if k.arg == name), given)
@@ -90,13 +90,9 @@ def _default(function: Function, name: str) -> Optional[ast.expr]:
     return None
 
 
-def _bound(call: ast.Call) -> bool:
-    """`self.f(...)`/`obj.f(...)`: the instance is not among the call's arguments."""
-    return isinstance(call.func, ast.Attribute)
-
-
-def _calls(walker: Walker, name: str) -> list[tuple[Optional[ast.AST], ast.Call]]:
-    """Calls of `name(...)` or `x.name(...)` in the file, each with its enclosing function."""
+def _calls(walker: Walker, name: str, method: bool) -> list[tuple[Optional[ast.AST], ast.Call]]:
+    """Calls of a function `name(...)`, or of a method `x.name(...)`, in the file, each
+    with its enclosing function."""
     found: list[tuple[Optional[ast.AST], ast.Call]] = []
     index = walker.index()
     owners: dict[int, ast.AST] = {}
@@ -107,8 +103,8 @@ def _calls(walker: Walker, name: str) -> list[tuple[Optional[ast.AST], ast.Call]
         if not isinstance(node, ast.Call):
             continue
         func = node.func
-        called = func.id if isinstance(func, ast.Name) else None
-        if isinstance(func, ast.Attribute):
+        called = func.id if isinstance(func, ast.Name) and not method else None
+        if isinstance(func, ast.Attribute) and method:
             called = func.attr
         if called == name:
             found.append((owners.get(id(node)), node))
