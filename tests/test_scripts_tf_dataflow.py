@@ -252,3 +252,17 @@ def test_method_parameters_follow_the_files_calls(
         "        return ds.batch(8).prefetch(1)\n"
     )
     assert _audit(tmp_path, source + calls)[0] == expected
+
+
+def test_in_memory_tensors_only_batched_need_no_prefetch(tmp_path: Path) -> None:
+    source = (
+        "import tensorflow as tf\n"
+        "(x, y), (xt, yt) = tf.keras.datasets.mnist.load_data()\n"
+        "train_ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(10000).batch(32)\n"
+        "test_ds = tf.data.Dataset.from_tensor_slices((xt, yt)).batch(32)\n"
+        "model.fit(train_ds, validation_data=test_ds)\n"
+    )
+    assert _audit(tmp_path, source)[0] == []
+    # a map over the slices (file names decoded per element) is real work to overlap
+    mapped = source.replace(".shuffle(10000)", ".map(decode, num_parallel_calls=4)")
+    assert _audit(tmp_path, mapped)[0] == [("EC512", 3)]

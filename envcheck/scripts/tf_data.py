@@ -52,6 +52,22 @@ ITERATOR_METHODS = {
     "get_next",
     "as_numpy_iterator",
 }
+# In-memory sources (tensors embedded in the graph) and the operations that only slice,
+# shuffle and group their elements: no decoding, no I/O, nothing for a prefetch to overlap.
+IN_MEMORY_SOURCES = {"from_tensor_slices", "from_tensors"}
+IN_MEMORY_OPS = {
+    "batch",
+    "cache",
+    "padded_batch",
+    "rebatch",
+    "repeat",
+    "shard",
+    "shuffle",
+    "skip",
+    "take",
+    "unbatch",
+    "with_options",
+}
 # tf.data calls that take pipelines as arguments and build a new one from them: the
 # pipelines handed in feed it, and the new one is judged where it reaches its consumer.
 MERGES = {"zip", "concatenate", "choose_from_datasets", "sample_from_datasets"}
@@ -776,6 +792,8 @@ class _Pipelines:
             "cache_after_random_augmentation": cache_after_random,
             # the choice dataset of choose_from_datasets: it yields indices, not data
             "selector": bool(record.get("selector")),
+            # tensors in memory, only sliced, shuffled and batched: no map, no file read
+            "in_memory": record["source"] in IN_MEMORY_SOURCES and set(names) <= IN_MEMORY_OPS,
         }
 
 
