@@ -209,9 +209,8 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     guide's advice: cache after an expensive map): it is flagged only when its function
     calls Python (the guide's py_function example, slow enough to matter even once);
     random augmentation before a cache is EC514's finding. A `num_parallel_calls` taken
-    from a parameter of the function
-    is what the file's calls pass, or the parameter's default (library code is judged at
-    its defaults).
+    from a parameter of the function is what the file's calls pass, or the parameter's
+    default (library code is judged at its defaults).
 
     Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
     default (`map_parallelization`); the rewrite does not apply to a function with random
