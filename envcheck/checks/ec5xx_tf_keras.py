@@ -163,6 +163,19 @@ def _demonstration(pipeline: dict[str, Any]) -> bool:
     return bool(pipeline.get("demonstration"))
 
 
+def _parallel_text(value: Optional[dict[str, Any]]) -> str:
+    """How the map is left serial: no num_parallel_calls, or one that comes to 1/None."""
+    if value is None:
+        return "without num_parallel_calls"
+    text = f"with num_parallel_calls={value.get('text')}"
+    if value.get("text") != str(value.get("value")):
+        text += f" = {value.get('value')}"
+    source = value.get("source")
+    if source and source != "literal":
+        text += f" ({source})"
+    return text
+
+
 def _serial(value: Optional[dict[str, Any]]) -> bool:
     """num_parallel_calls absent, or known to be None or 1."""
     if value is None:
@@ -176,7 +189,7 @@ def _serial(value: Optional[dict[str, Any]]) -> bool:
     severity=Severity.MEDIUM,
     category="scripts",
     summary="A tf.data map/interleave runs serially (no num_parallel_calls)",
-    message="{where}: `{code}` — {op}({function}) without num_parallel_calls transforms one "
+    message="{where}: `{code}` — {op}({function}) {parallel} transforms one "
     "element at a time on one CPU core",
     fix=".{op}({function}, num_parallel_calls=tf.data.AUTOTUNE)   # at {where}",
     evidence=(GUIDE_MAP, OPTIMIZATION_OPTIONS),
@@ -188,7 +201,16 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     the GPU waits. The same holds for `interleave` (sequential unless given
     `num_parallel_calls`). A value that cannot be read from the source (a variable set at
     run time) is taken as given. A map after `batch` transforms whole batches at once
-    (the guide's "vectorizing mapping", the recommended order) and is not flagged.
+    (the guide's "vectorizing mapping", the recommended order) and is not flagged. Nor
+    are a map whose function only returns datasets (`range_ds.map(lambda i:
+    ds.shard(n, i))`: they are read by the `interleave` or `flat_map` that follows) and
+    the maps of the choice dataset given to `choose_from_datasets`, which yields one index
+    per element, not data. A map followed by `cache()` runs in the first epoch only (the
+    guide's advice: cache after an expensive map): it is flagged only when its function
+    calls Python (the guide's py_function example, slow enough to matter even once);
+    random augmentation before a cache is EC514's finding. A `num_parallel_calls` taken
+    from a parameter of the function is what the file's calls pass, or the parameter's
+    default (library code is judged at its defaults).
 
     Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
     default (`map_parallelization`); the rewrite does not apply to a function with random
@@ -202,7 +224,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     rewrites = release is not None and release >= MAP_PARALLELIZATION_SINCE
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if _demonstration(pipeline):
+        if _demonstration(pipeline) or pipeline.get("selector"):
             return []
         return [
             _hit(
@@ -212,28 +234,19 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
                 column=op.get("column"),
                 op=op["op"],
                 function=op.get("map_function") or "f",
+                parallel=_parallel_text(op.get("num_parallel_calls")),
             )
             for op in pipeline.get("operations") or []
             if op.get("op") in ("map", "interleave")
             and not op.get("vectorised")
+            and not op.get("makes_datasets")
+            and not (op.get("cached_after") and not op.get("host_calls"))
             and not op.get("opaque_kwargs")
             and _serial(op.get("num_parallel_calls"))
             and not (rewrites and op.get("op") == "map" and not _visibly_stateful(op))
         ]
 
     return _judge(_items(facts, "tf_pipelines"), hits, "tf.data pipelines", "maps run in parallel")
-
-
-# Operations that only reorder, group or repeat elements already in memory.
-MEMORY_OPERATIONS = {"shuffle", "batch", "padded_batch", "repeat", "cache", "take", "skip"}
-
-
-def _in_memory_slices(pipeline: dict[str, Any]) -> bool:
-    """`from_tensor_slices((x_train, y_train)).shuffle(n).batch(32)`: slices of arrays in
-    memory with nothing mapped over them; producing a batch is a copy, so there is
-    nothing for prefetch to overlap (as EC501 for an in-memory TensorDataset)."""
-    operations = {o.get("op") for o in pipeline.get("operations") or []}
-    return pipeline.get("source") == "from_tensor_slices" and operations <= MEMORY_OPERATIONS
 
 
 @check(
@@ -258,13 +271,13 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     or a method such as `Input(files).build()`) is followed into its caller. `take`,
     `repeat` and `with_options` after the prefetch are accepted. A pipeline handed to
     code out of sight (returned to callers outside the file, passed to another function)
-    is unknown, not passed. Slices of in-memory arrays with nothing mapped over them
-    (`from_tensor_slices((x, y)).shuffle(n).batch(32)`) are not flagged: a batch is a
-    copy of memory, with no work for prefetch to overlap. Recent TensorFlow releases can
-    inject a final prefetch themselves
-    (`tf.data.Options().experimental_optimization.inject_prefetch`, on by default since
-    2.12): with a known TensorFlow >= 2.12 the missing final prefetch
-    passes, and the severity is low.
+    is unknown, not passed. Recent TensorFlow releases can inject a final prefetch
+    themselves (`tf.data.Options().experimental_optimization.inject_prefetch`, on by
+    default since 2.12): with a known TensorFlow >= 2.12 the missing final prefetch
+    passes, and the severity is low. Tensors already in memory that are only sliced,
+    shuffled and batched (`from_tensor_slices((x, y)).shuffle(n).batch(32)`, no map, no
+    file read) pass as well: assembling such a batch is a copy of a few KB to MB, with
+    nothing to decode for a prefetch to overlap (as EC501 treats in-memory tensors).
 
     **Best practice.** End every input pipeline with `.batch(...).prefetch(tf.data.AUTOTUNE)`.
     """
@@ -275,6 +288,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     if isinstance(items, Outcome):
         return items
     out_of_sight: list[str] = []
+    in_memory: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         if not pipeline.get("operations") or _demonstration(pipeline):
@@ -297,7 +311,10 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
                     "to the end of the pipeline",
                 )
             ]
-        if pipeline.get("ends_with_prefetch") or injects or _in_memory_slices(pipeline):
+        if pipeline.get("ends_with_prefetch") or injects:
+            return []
+        if pipeline.get("in_memory"):
+            in_memory.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
             return []
         if pipeline.get("finished_elsewhere"):
             out_of_sight.append(
@@ -323,6 +340,12 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     outcome = _judge(items, hits, "tf.data pipelines", "each ends with prefetch")
     if outcome.status is Status.PASS and out_of_sight:
         return Outcome.unknown("; ".join(out_of_sight))
+    if outcome.status is Status.PASS and in_memory:
+        return Outcome.passed(
+            "no prefetch before batch; the pipelines without a final prefetch only slice, "
+            f"shuffle and batch tensors already in memory ({', '.join(in_memory)}): nothing "
+            "to decode or read for a prefetch to overlap"
+        )
     if outcome.status is Status.PASS and injects:
         version = ".".join(str(x) for x in release or ())
         return Outcome.passed(

@@ -6,10 +6,16 @@ and from functions (or methods) that return one into their callers, so that each
 judged where it reaches its consumer (`fit`, a `for` loop). Every observation is a plain
 JSON dict with `path`, `line`, `column`, `code` and `function`; nothing here judges.
 
+Library loader code is followed too: a parameter that holds a pipeline (annotated
+`tf.data.Dataset`, or only extended with dataset operations) is a source, continued in
+the caller that hands its own pipeline in; pipelines stored in lists, returned in one,
+merged by `choose_from_datasets`/`zip` or read by a TF1 iterator are consumed, not
+demonstrations.
+
 Size: one dataflow reader. Sources (tf.data, Keras directory loaders, Dataset subclasses,
-loaders out of sight), the operations chained on them and their consumers (fit, loops,
-callers, demonstrations) update the same per-body state as the statements are read;
-split across modules they would share that private state.
+loaders out of sight, parameters), the operations chained on them and their consumers
+(fit, loops, callers, iterators, merges, demonstrations) update the same per-body state
+as the statements are read; split across modules they would share that private state.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
-from envcheck.scripts.index import FileIndex, code_at, header_nodes
+from envcheck.scripts.index import FileIndex, code_at, header_nodes, own_nodes
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
+from envcheck.scripts.parameters import parameter_value
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -27,11 +34,50 @@ if TYPE_CHECKING:
 # Where a tf.data pipeline starts (qualified names, after import aliases).
 SOURCE_PREFIXES = ("tensorflow.data.Dataset.",)
 INSPECTORS = {"iter", "next", "list"}  # builtins that look at a few elements
+# Calls that only look at a pipeline (its size, its repr), not consume it.
+LOOKS = INSPECTORS | {"print", "len", "type", "isinstance", "repr", "str", "cardinality"}
+# Calls that consume a pipeline for training: Keras, TF1 iterators, a distribution strategy.
+CONSUMERS = ("fit", "evaluate", "predict", *GENERATOR_METHODS)
+ITERATOR_CONSUMERS = {
+    "make_one_shot_iterator",
+    "make_initializable_iterator",
+    "experimental_distribute_dataset",
+}
+# `for i, x in enumerate(ds)`: as a plain loop over `ds`, judged by what else reads it
+LOOP_WRAPPERS = {"enumerate", "zip", "tqdm"}
+# Methods that read a pipeline (TF1 iterators, NumPy iteration): consumers, not operations.
+ITERATOR_METHODS = {
+    "make_one_shot_iterator",
+    "make_initializable_iterator",
+    "get_next",
+    "as_numpy_iterator",
+}
+# In-memory sources (tensors embedded in the graph) and the operations that only slice,
+# shuffle and group their elements: no decoding, no I/O, nothing for a prefetch to overlap.
+IN_MEMORY_SOURCES = {"from_tensor_slices", "from_tensors"}
+IN_MEMORY_OPS = {
+    "batch",
+    "cache",
+    "padded_batch",
+    "rebatch",
+    "repeat",
+    "shard",
+    "shuffle",
+    "skip",
+    "take",
+    "unbatch",
+    "with_options",
+}
+# tf.data calls that take pipelines as arguments and build a new one from them: the
+# pipelines handed in feed it, and the new one is judged where it reaches its consumer.
+MERGES = {"zip", "concatenate", "choose_from_datasets", "sample_from_datasets"}
 DATASET_CLASSES = {"tensorflow.data.Dataset"}  # a subclass of this file is a source
 SOURCES = {
     "tensorflow.data.TFRecordDataset",
     "tensorflow.data.TextLineDataset",
     "tensorflow.data.FixedLengthRecordDataset",
+    "tensorflow.data.experimental.choose_from_datasets",
+    "tensorflow.data.experimental.sample_from_datasets",
     "tensorflow.keras.utils.image_dataset_from_directory",
     "tensorflow.keras.utils.text_dataset_from_directory",
     "tensorflow.keras.preprocessing.image_dataset_from_directory",
@@ -106,20 +152,27 @@ def _pipelines(walker: Walker) -> None:
     # Only files importing TensorFlow or Keras build tf.data pipelines, and the second
     # round runs only when some function returns one.
     rounds = 2 if uses_tensorflow(walker) else 0
+    parameters = {id(f): _dataset_parameters(walker, f) for f, _ in bodies} if rounds else {}
     for round_ in range(rounds):
         if round_ == 1 and not factories:
             break
         readers = []
         for function, body in bodies:
             scope = walker.scope_of(function)
-            reader = _Pipelines(walker, files, function, scope, factories, used)
+            reader = _Pipelines(
+                walker, files, function, scope, factories, used, parameters[id(function)]
+            )
             reader.read(body)
             readers.append(reader)
         if round_ == 0:
             for reader in readers:
                 name = getattr(reader.function, "name", None)
                 returned = [r for r in reader.records if r["returned"] and not r["derived"]]
-                if name in files.functions and len(returned) == 1:
+                if (
+                    name in files.functions
+                    and len(returned) == 1
+                    and not returned[0].get("in_container")
+                ):
                     factories[name] = returned[0]
             used.clear()
     for reader in readers:
@@ -140,6 +193,7 @@ class _Pipelines:
         scope: Scope,
         factories: Optional[dict[str, dict[str, Any]]] = None,
         used: Optional[set[str]] = None,
+        parameters: Optional[set[str]] = None,
     ):
         self.walker = walker
         self.files = files
@@ -151,6 +205,8 @@ class _Pipelines:
         self.pending: dict[str, ast.Call] = {}  # variable -> the unknown call it holds
         self.inspected: set[str] = set()  # variables read by iter(), next(), list()
         self.records: list[dict[str, Any]] = []
+        self.unpacked: set[str] = set()  # `a, b = load(...)`: one source, several pipelines
+        self.parameters = parameters if parameters is not None else set()
 
     def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
@@ -193,7 +249,10 @@ class _Pipelines:
             and isinstance(statement.targets[0], ast.Name)
         ):
             target = statement.targets[0].id
-        returned = isinstance(statement, ast.Return)
+        returned = _returned_calls(statement)
+        # `ds = f(ds)`: the arguments are read before the name is rebound, so the new
+        # bindings take effect after the whole statement
+        bindings: dict[str, dict[str, Any]] = {}
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
             if id(call) in inner or id(call) in seen:
                 continue
@@ -201,10 +260,14 @@ class _Pipelines:
             assigned = (
                 target if (isinstance(statement, ast.Assign) and call is statement.value) else None
             )
-            self._chain(call, assigned, returned and call is getattr(statement, "value", None))
-            if assigned is not None and assigned not in self.live:
+            base = self._chain(call, assigned, returned.get(id(call)))
+            if assigned is not None and base is not None:
+                bindings[assigned] = base
+            if assigned is not None and assigned not in self.live and assigned not in bindings:
                 self.pending.setdefault(assigned, call)
+        self._unpacking(statement)
         self._uses(statement)
+        self.live.update(bindings)
         # Plain statements nested in blocks (if/for/with/try) are read in order too.
         for field in ("body", "orelse", "finalbody"):
             for child in getattr(statement, field, []) or []:
@@ -216,10 +279,34 @@ class _Pipelines:
             for child in handler.body:
                 self._statement(child)
 
-    def _chain(self, call: ast.Call, target: Optional[str], returned: bool) -> None:
+    def _unpacking(self, statement: ast.stmt) -> None:
+        """`train, test = tfds_builder.as_dataset(split=[...])` (or `override or load(...)`):
+        each name may hold a pipeline built out of sight, decided by what is chained on it."""
+        if not (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], (ast.Tuple, ast.List))
+        ):
+            return
+        value = statement.value
+        candidates = value.values if isinstance(value, ast.BoolOp) else [value]
+        calls = [c for c in candidates if isinstance(c, ast.Call)]
+        if not calls:
+            return
+        for element in statement.targets[0].elts:
+            if isinstance(element, ast.Name) and element.id not in self.live:
+                self.pending.setdefault(element.id, calls[-1])
+                self.unpacked.add(element.id)
+
+    def _chain(
+        self, call: ast.Call, target: Optional[str], returned: Optional[str]
+    ) -> Optional[dict[str, Any]]:
+        """The pipeline `call` builds or extends, if any; `returned` is "value" for
+        `return <call>` and "container" for a call in a returned list or tuple."""
         ops: list[ast.Call] = []
         node: ast.expr = call
         base: Optional[dict[str, Any]] = None
+        consumer: Optional[str] = None
         while isinstance(node, ast.Call):
             name = self.walker.qualname(node.func)
             if name is not None and (name in SOURCES or name.startswith(SOURCE_PREFIXES)):
@@ -235,10 +322,13 @@ class _Pipelines:
                 base = self._from_factory(node, factory)
                 break
             if not isinstance(node.func, ast.Attribute):
-                return
+                return None
             ops.append(node)
             node = node.func.value
         else:
+            consumer = _iterator_ops(ops)
+            if isinstance(node, ast.Name) and consumer is not None and not ops:
+                self._mark(node.id, consumer)  # `ds.make_one_shot_iterator()`
             if isinstance(node, ast.Name) and node.id not in self.live and ops:
                 self._out_of_sight(node.id, ops)
             if isinstance(node, ast.Name) and node.id in self.live and ops:
@@ -255,26 +345,44 @@ class _Pipelines:
                 }
                 self.records.append(base)
         if base is None:
-            return
+            return None
+        consumer = _iterator_ops(ops) or consumer
+        if consumer is not None:  # `ds.make_one_shot_iterator().get_next()` reads it
+            base["used_by"] = base["used_by"] or consumer
         for op in reversed(ops):
             base["ops"].append(self._op(op))
         base["chain"] = call  # the whole expression, as a caller may hand it on
         base["variable"] = target or base.get("variable")
         if returned:
             base["returned"] = True
-        if target is not None:
-            self.live[target] = base
+            base["in_container"] = returned == "container"
+        return base
 
     def _out_of_sight(self, variable: str, ops: list[ast.Call]) -> None:
         """`ds = loader.load(...)` then `ds = ds.shuffle(512).batch(8).prefetch(1)`: the
         variable holds a pipeline built out of sight, from the call that assigned it."""
         names = {op.func.attr for op in ops if isinstance(op.func, ast.Attribute)}
         call = self.pending.get(variable)
-        if call is None or not names <= DATASET_OPS:
+        if not names <= DATASET_OPS:
+            return
+        if call is None and variable in self.parameters:
+            # a parameter holding a pipeline (annotated tf.data.Dataset, or only ever
+            # extended with dataset operations): the caller built it; it starts at the
+            # first operation chained on it here
+            record = self._new(ops[-1], variable)
+            record["source"] = "parameter"
+            record["callee"] = f"parameter {variable} of {getattr(self.function, 'name', '?')}()"
+            record["variable"] = variable
+            record["parameter"] = variable
+            self.live[variable] = record
+            return
+        if call is None:
             return
         if not names & DISTINCTIVE_OPS:  # not `df.map(f)` on a pandas Series
             return
-        record = self._new(call, ast.unparse(call.func))
+        # one source unpacked into several pipelines: each starts where it is extended
+        node = ops[-1] if variable in self.unpacked else call
+        record = self._new(node, ast.unparse(call.func))
         record["variable"] = variable
         self.live[variable] = record
 
@@ -286,6 +394,20 @@ class _Pipelines:
         """A pipeline built by a function of this file, continued here."""
         self.used.add(factory)
         built = self.factories[factory]
+        handed = self._handed_pipeline(node, factory, built.get("parameter"))
+        if handed is not None:  # `ds = augment(ds)`: the caller's pipeline, continued
+            handed["derived"] = True
+            record = {
+                **handed,
+                "ops": [*handed["ops"], *built["ops"]],
+                "derived": False,
+                "returned": False,
+                "used_by": None,
+                "handed_to": None,
+                "built_by": f"{factory}() (line {built['node'].lineno})",
+            }
+            self.records.append(record)
+            return record
         record = {
             **built,
             "node": node,
@@ -299,6 +421,24 @@ class _Pipelines:
         }
         self.records.append(record)
         return record
+
+    def _handed_pipeline(
+        self, call: ast.Call, factory: str, parameter: Optional[str]
+    ) -> Optional[dict[str, Any]]:
+        """The live pipeline this call passes as the factory's dataset parameter."""
+        function = self.files.functions.get(factory)
+        if parameter is None or function is None:
+            return None
+        positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+        given = next((k.value for k in call.keywords if k.arg == parameter), None)
+        if given is None and parameter in positional:
+            index = positional.index(parameter)
+            if positional[:1] in (["self"], ["cls"]) and isinstance(call.func, ast.Attribute):
+                index -= 1
+            given = call.args[index] if 0 <= index < len(call.args) else None
+        if isinstance(given, ast.Name) and given.id in self.live:
+            return self.live[given.id]
+        return None
 
     def _new(self, node: ast.Call, name: str) -> dict[str, Any]:
         record = {
@@ -353,14 +493,47 @@ class _Pipelines:
             values, opaque = keyword_values(call, self.scope)
             position = 1 if name == "map" else 3
             parallel = values.get("num_parallel_calls")
+            written = _keyword(call, "num_parallel_calls")
             if parallel is None and len(call.args) > position:
-                parallel = resolve(call.args[position], self.scope)
+                written = call.args[position]
+                parallel = resolve(written, self.scope)
+            if parallel is not None and not parallel.known and isinstance(written, ast.Name):
+                # a parameter of this function: what the file's callers pass, or its default
+                passed = parameter_value(self.walker, self.function, written.id)
+                parallel = passed if passed is not None else parallel
             op["num_parallel_calls"] = parallel.to_json() if parallel is not None else None
             op["opaque_kwargs"] = opaque
             func = call.args[0] if call.args else _keyword(call, "map_func")
             op["map_function"] = ast.unparse(func) if func is not None else None
+            op["makes_datasets"] = self._makes_datasets(func)
             op.update(self._function_calls(func))
         return op
+
+    def _makes_datasets(self, func: Optional[ast.expr]) -> bool:
+        """`range_ds.map(lambda i: ds.apply(...))`: the function returns a dataset, to be
+        read by the interleave or flat_map that follows; the map itself reads nothing."""
+        returned: list[ast.expr] = []
+        if isinstance(func, ast.Lambda):
+            returned = [func.body]
+        elif isinstance(func, ast.Name) and func.id in self.files.functions:
+            returned = [
+                r.value
+                for r in own_nodes(self.files.functions[func.id])
+                if isinstance(r, ast.Return) and r.value is not None
+            ]
+        return bool(returned) and all(self._is_dataset(r) for r in returned)
+
+    def _is_dataset(self, node: ast.expr) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        name = self.walker.qualname(node.func) or ""
+        if name in SOURCES or name.startswith(SOURCE_PREFIXES):
+            return True
+        base = _chain_base(node)
+        if base is None or not (base in self.live or base in self.parameters):
+            return False
+        root = _chain_root(node)
+        return isinstance(root, ast.Call) and getattr(root.func, "attr", None) in DATASET_OPS
 
     def _function_calls(self, func: Optional[ast.expr]) -> dict[str, Any]:
         """Host-bound calls and random augmentation inside a map function."""
@@ -468,16 +641,52 @@ class _Pipelines:
             own = isinstance(node.func, ast.Name) and node.func.id in self.files.functions
             for arg in args:
                 if isinstance(arg, ast.Name) and arg.id in self.live:
-                    if callee in ("fit", "evaluate", "predict", *GENERATOR_METHODS):
+                    if callee in CONSUMERS:
                         self._mark(arg.id, callee)
                     elif own:
                         self.live[arg.id]["handed_to"] = ast.unparse(node.func)
                 elif isinstance(arg, ast.Call):
                     for record in self._built_by(arg):
-                        if callee in ("fit", "evaluate", "predict", *GENERATOR_METHODS):
+                        if callee in CONSUMERS:
                             record["used_by"] = record["used_by"] or callee
                         elif own:
                             record["handed_to"] = ast.unparse(node.func)
+            if not own and callee not in CONSUMERS:
+                self._handed_on(node, args)
+
+    def _handed_on(self, node: ast.Call, args: list[ast.expr]) -> None:
+        """Pipelines passed to a call that is not a consumer of this file: merged into a
+        new pipeline (`choose_from_datasets`, `zip`; the one given as the choice dataset
+        only yields indices), stored (`pipelines.append(ds)`), read by a TF1 iterator or a
+        distribution strategy, or handed to code out of sight. None of those is a
+        demonstration; a look (`len(ds)`, `print(ds)`, `ds.take(1)`) is."""
+        func = node.func
+        short = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if short in LOOKS or short in LOOP_WRAPPERS:
+            return
+        selector = _keyword(node, "choice_dataset")
+        if short == "choose_from_datasets" and selector is None and len(node.args) > 1:
+            selector = node.args[1]
+        elements = [
+            e for a in args for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+        ]
+        for element in elements:
+            records: list[dict[str, Any]] = []
+            if isinstance(element, ast.Name) and element.id in self.live:
+                records = [self.live[element.id]]
+            elif isinstance(element, ast.Call):
+                records = self._built_by(element)
+            for record in records:
+                if record["ops"] and record["ops"][-1]["op"] == "take":
+                    continue  # `show(ds.take(4))`: a look at a few elements
+                if element is selector:
+                    record["selector"] = True
+                if short in ITERATOR_CONSUMERS:
+                    record["used_by"] = record["used_by"] or short
+                elif short in MERGES:
+                    record["merged_into"] = record.get("merged_into") or short
+                else:
+                    record["passed_to"] = record.get("passed_to") or ast.unparse(func)
 
     def _built_by(self, expression: ast.Call) -> list[dict[str, Any]]:
         """The pipelines an expression builds (`make_dataset(p)`, `ds.map(f).batch(8)`)."""
@@ -512,6 +721,10 @@ class _Pipelines:
             finished_elsewhere = (
                 f"returned by {function}(), whose callers (not in this file) may prefetch it"
             )
+        elif record.get("merged_into") and not record["used_by"]:
+            finished_elsewhere = f"merged into {record['merged_into']}() with other pipelines"
+        elif record.get("passed_to") and not record["used_by"]:
+            finished_elsewhere = f"passed to {record['passed_to']}()"
         prefetch_before_batch = None
         if prefetch_at is not None and not ends_with_prefetch:
             later = [op for op in ops[prefetch_at + 1 :] if op["op"] in BATCHING]
@@ -522,6 +735,12 @@ class _Pipelines:
         for index, op in enumerate(ops):
             if op["op"] == "map" and any(n in BATCHING for n in names[:index]):
                 op["vectorised"] = True  # maps whole batches: the recommended order
+            if op["op"] == "map":
+                # `ds.map(f).cache()`: f runs in the first epoch only, later ones read the cache
+                after = names[index + 1 :]
+                upto = after.index("cache") if "cache" in after else None
+                if upto is not None and all(n in ("map", "filter") for n in after[:upto]):
+                    op["cached_after"] = True
         cache_after_random = None
         random_seen: Optional[dict[str, Any]] = None
         for op in ops:
@@ -559,7 +778,11 @@ class _Pipelines:
             # only looked at: an unnamed `ds.take(1)` or a variable read by next(iter(ds)),
             # never consumed, returned nor handed on (a tutorial's demonstration)
             "demonstration": not (
-                record["used_by"] or record.get("handed_to") or record["returned"]
+                record["used_by"]
+                or record.get("handed_to")
+                or record["returned"]
+                or record.get("merged_into")
+                or record.get("passed_to")
             )
             and (record["variable"] is None or record["variable"] in self.inspected),
             "finished_elsewhere": finished_elsewhere,
@@ -567,7 +790,94 @@ class _Pipelines:
             "built_by": record.get("built_by"),
             "many_files_without_interleave": many_files,
             "cache_after_random_augmentation": cache_after_random,
+            # the choice dataset of choose_from_datasets: it yields indices, not data
+            "selector": bool(record.get("selector")),
+            # tensors in memory, only sliced, shuffled and batched: no map, no file read
+            "in_memory": record["source"] in IN_MEMORY_SOURCES and set(names) <= IN_MEMORY_OPS,
         }
+
+
+def _iterator_ops(ops: list[ast.Call]) -> Optional[str]:
+    """Pops the outermost calls that read the pipeline (`.make_one_shot_iterator()`,
+    `.get_next()`, `.as_numpy_iterator()`): they consume it, they are not operations of
+    it. Returns the consumer's name, or None."""
+    consumer = None
+    while ops and getattr(ops[0].func, "attr", None) in ITERATOR_METHODS:
+        consumer = getattr(ops.pop(0).func, "attr", None)
+    return consumer
+
+
+def _returned_calls(statement: ast.stmt) -> dict[int, str]:
+    """The calls a `return` hands back: "value" for `return f(...)`, "container" for those
+    in a returned list or tuple (`return [prepare(d) for d in datasets]`)."""
+    if not isinstance(statement, ast.Return) or statement.value is None:
+        return {}
+    value = statement.value
+    if isinstance(value, ast.Call):
+        return {id(value): "value"}
+    elements: list[ast.expr] = []
+    if isinstance(value, (ast.List, ast.Tuple)):
+        elements = list(value.elts)
+    elif isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+        elements = [value.elt]
+    return {id(e): "container" for e in elements if isinstance(e, ast.Call)}
+
+
+def _dataset_parameters(walker: Walker, function: Optional[ast.AST]) -> set[str]:
+    """Parameters of `function` that hold a tf.data pipeline: annotated `tf.data.Dataset`
+    (`Optional[...]` and `... | None` too), or only ever extended with dataset operations,
+    one of them distinctive (`dataset.map(f)` ... `.shuffle(n).batch(b)`), directly or
+    through the names assigned from them."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    arguments = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+    found = {
+        a.arg for a in arguments if a.annotation is not None and _annotated(walker, a.annotation)
+    }
+    rest = {a.arg for a in arguments} - found - {"self", "cls"}
+    if not rest:
+        return found
+    methods: list[tuple[str, str]] = []  # (base name, method) of every method chain call
+    assigned: list[tuple[str, str]] = []  # (target, base name) of `x = base.op(...)`
+    for node in own_nodes(function):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            base = _chain_base(node)
+            if base is not None:
+                methods.append((base, node.func.attr))
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            base = _chain_base(node.value)
+            if base is not None:
+                assigned.append((node.targets[0].id, base))
+    for parameter in rest:
+        names = {parameter}
+        for _ in range(2):  # names assigned from chains on the parameter, then theirs
+            names |= {target for target, base in assigned if base in names}
+        used = {method for base, method in methods if base in names}
+        if used and used <= DATASET_OPS and used & DISTINCTIVE_OPS:
+            found.add(parameter)
+    return found
+
+
+def _chain_base(node: ast.expr) -> Optional[str]:
+    """`ds` for a method chain `ds.map(f).batch(8)` (any call of it); else None."""
+    root = _chain_root(node)
+    if not (isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute)):
+        return None
+    base = root.func.value
+    return base.id if isinstance(base, ast.Name) else None
+
+
+def _annotated(walker: Walker, annotation: ast.expr) -> bool:
+    """`tf.data.Dataset`, `Optional[tf.data.Dataset]`, `tf.data.Dataset | None`."""
+    for node in ast.walk(annotation):
+        name = walker.qualname(node) if isinstance(node, ast.Attribute) else None
+        if name in DATASET_CLASSES:
+            return True
+    return False
 
 
 def _chain_root(node: ast.expr) -> ast.expr:

@@ -1,0 +1,111 @@
+"""A function parameter's value, read from the file's calls to the function.
+
+Library loader code (`def provide_dataset(pattern, num_threads=1)`) is judged at the
+values it is called with: what every call in the file passes for the parameter, or its
+default where a call leaves it out (or where nothing in the file calls the function:
+library code is judged at its defaults, as argparse defaults are). A parameter handed
+on from a caller's own parameter (`f(x, num_threads=num_threads)`) is followed into
+that caller. When the calls disagree, pass `*args`/`**kwargs`, or the parameter has no
+default and no caller, the value is unknown, with the reason.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Optional
+
+from envcheck.scripts.index import Function
+from envcheck.scripts.values import Value, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+MAX_DEPTH = 4  # callers followed up the chain of parameters handed on
+
+
+def parameter_value(
+    walker: Walker, function: Optional[ast.AST], name: str, depth: int = 0
+) -> Optional[Value]:
+    """The value of parameter `name` of `function` over the file's calls to it; None when
+    `name` is not a parameter of `function`."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    keyword_only = [a.arg for a in function.args.kwonlyargs]
+    if name not in positional and name not in keyword_only:
+        return None
+    default = _default(function, name)
+    if depth > MAX_DEPTH:
+        return Value(False, None, name, "passed through too many callers")
+    method = bool(positional) and positional[0] in ("self", "cls")
+    found: list[Value] = []
+    for caller, call in _calls(walker, function.name, method):
+        given: Optional[ast.expr] = None
+        if any(k.arg is None for k in call.keywords) or any(
+            isinstance(a, ast.Starred) for a in call.args
+        ):
+            return Value(False, None, name, f"{function.name}() is called with *args/**kwargs")
+        if name in positional:
+            index = positional.index(name) - (1 if method else 0)
+            if 0 <= index < len(call.args):
+                given = call.args[index]
+        given = next((k.value for k in call.keywords if k.arg == name), given)
+        if given is None:
+            if default is None:
+                return Value(False, None, name, f"{name} has no default")
+            found.append(_at_default(walker, function, name, default))
+            continue
+        value = resolve(given, walker.scope_of(caller))
+        if not value.known and isinstance(given, ast.Name):
+            handed = parameter_value(walker, caller, given.id, depth + 1)
+            value = handed if handed is not None else value
+        found.append(value)
+    if not found:
+        if default is None:
+            return Value(False, None, name, f"{name} has no default and no caller in the file")
+        return _at_default(walker, function, name, default)
+    if all(v.known for v in found) and len({repr(v.value) for v in found}) == 1:
+        return found[0]
+    unknown = next((v for v in found if not v.known), None)
+    if unknown is not None:
+        return Value(False, None, name, unknown.source)
+    return Value(False, None, name, f"the calls to {function.name}() pass different values")
+
+
+def _at_default(walker: Walker, function: Function, name: str, default: ast.expr) -> Value:
+    value = resolve(default, walker.scope_of(None))
+    source = f"{name} defaults to {ast.unparse(default)} in {function.name}()"
+    return Value(value.known, value.value, name, source)
+
+
+def _default(function: Function, name: str) -> Optional[ast.expr]:
+    positional = [*function.args.posonlyargs, *function.args.args]
+    with_default = positional[len(positional) - len(function.args.defaults) :]
+    for arg, default in zip(with_default, function.args.defaults, strict=True):
+        if arg.arg == name:
+            return default
+    for arg, kw_default in zip(function.args.kwonlyargs, function.args.kw_defaults, strict=True):
+        if arg.arg == name:
+            return kw_default
+    return None
+
+
+def _calls(walker: Walker, name: str, method: bool) -> list[tuple[Optional[ast.AST], ast.Call]]:
+    """Calls of a function `name(...)`, or of a method `x.name(...)`, in the file, each
+    with its enclosing function."""
+    found: list[tuple[Optional[ast.AST], ast.Call]] = []
+    index = walker.index()
+    owners: dict[int, ast.AST] = {}
+    for function in index.function_nodes:  # outer functions first: the innermost one wins
+        for node in ast.walk(function):
+            owners[id(node)] = function
+    for node in ast.walk(walker.module):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) and not method else None
+        if isinstance(func, ast.Attribute) and method:
+            called = func.attr
+        if called == name:
+            found.append((owners.get(id(node)), node))
+    return found
