@@ -115,6 +115,25 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
         return f"the dataset is a TensorDataset ({dataset.get('text')})"
     if dataset.get("class") == "pre-tokenised":
         return f"the dataset is text tokenised up front ({dataset.get('text')})"
+    if dataset.get("in_memory"):
+        return f"the dataset is in memory: {dataset['in_memory']}"
+    return None
+
+
+def data_module(file_facts: dict[str, Any]) -> Optional[str]:
+    """Why the file is a data module whose consumer is out of sight (it neither trains
+    nor names a device), or None."""
+    gpu = file_facts.get("gpu")
+    if (
+        file_facts.get("trains") is False
+        and isinstance(gpu, dict)
+        and gpu.get("trains") == "unknown"
+        and not gpu.get("line")
+    ):
+        return (
+            "a data module (the file neither trains nor names a device): whether its "
+            "batches are copied to a GPU, and how, is decided by the code that imports it"
+        )
     return None
 
 
@@ -155,13 +174,17 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     Whether the script trains on a GPU is the answer every script rule shares: from the
     code (a CUDA device reaching the model or data, Accelerate, Lightning, DDP), else
     from the training machine (`--target`, `[target]`, or the machine `doctor` runs on);
-    when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`
-    or text tokenised up front (`DataLoader(tokenized["train"])` after
-    `raw.map(tokenize_function)`) is not flagged: its batches come from memory, and
-    workers add little (the probe measures whether a loader keeps up); nor is a loader
-    built to read a single batch, `next(iter(DataLoader(...)))`. A training loop over a
-    loader another module builds (`self.train_loader = make_data_loader(args)`) makes
-    this rule and EC502-EC505 unknown: its settings are out of sight.
+    when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`,
+    text tokenised up front (`DataLoader(tokenized["train"])` after
+    `raw.map(tokenize_function)`) or a Dataset class of the file whose `__getitem__` only
+    indexes data it holds (`return self.centers[i], self.contexts[i]`; not one that
+    memory-maps its data) is not flagged: its batches come from memory, and workers add
+    little (the probe measures whether a loader keeps up); nor is a loader built to read
+    a single batch, `next(iter(DataLoader(...)))`. Values are read on the path a Linux
+    training node takes: `if _IS_WINDOWS: num_workers = 0` does not apply there. A
+    training loop over a loader another module builds (`self.train_loader =
+    make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
+    out of sight.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -215,7 +238,13 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     with the previous step's compute (PyTorch's memory-pinning notes).
 
     Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`), or
-    one over text tokenised up front, whose batches of token ids are a few KB.
+    one over text tokenised up front, whose batches of token ids are a few KB; nor one
+    over data already in memory (a `TensorDataset`, a Dataset of the file that only
+    indexes what it holds) when the file copies batches without `non_blocking=True`:
+    the small synchronous copy gains little from pinning, while a `non_blocking` copy
+    overlaps with compute only from pinned memory. A data module (a file that neither
+    trains nor names a device) makes the rule unknown: the code importing it decides
+    whether, and how, its batches reach a GPU.
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -236,6 +265,15 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
         if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
             return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
+        in_memory = in_memory_dataset(loader)
+        if in_memory and not loader.get("non_blocking_copy"):
+            return Clear(
+                f"{how}, but {in_memory}, and the file copies batches without "
+                "non_blocking=True: pinning would gain little"
+            )
+        module = data_module(file_facts)
+        if module:
+            return f"{how}; {module}"
         return loader_hit(loader, how=how)
 
     return per_loader(facts, test, "every CUDA DataLoader pins memory")
@@ -265,7 +303,9 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
 
     A DataLoader constructed anew each time (inside a loop, or in a function such as
     `validate()` called once per epoch) is not flagged: its workers end with it whatever
-    the setting; build it once, outside, if its start-up cost matters.
+    the setting; build it once, outside, if its start-up cost matters. Nor is one
+    returned by a Lightning `test_dataloader()` or `predict_dataloader()` hook, which
+    `trainer.test()` / `trainer.predict()` read once.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """
@@ -282,6 +322,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
                 f"{how}, but {loader['rebuilt']}: a new DataLoader each time, whose workers "
                 "persistent_workers could not keep"
             )
+        if loader.get("read_once"):
+            return Clear(f"{how}, but {loader['read_once']}: its workers serve one pass")
         if not known:
             return how
         return loader_hit(loader, how=how, workers_how=workers_how)

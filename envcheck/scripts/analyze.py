@@ -23,6 +23,7 @@ from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.index import FileIndex
+from envcheck.scripts.inherited import inherited_attributes, parameter_defaults
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
 from envcheck.scripts.tf_data import TfDataObserver
@@ -113,6 +114,7 @@ class Walker(ast.NodeVisitor):
         self._scopes: dict[int, Scope] = {}
         self._index: Optional[FileIndex] = None
         self._attributes: dict[int, dict[str, tuple[ast.expr, Scope]]] = {}
+        self._inherited_by_class: dict[int, dict[str, tuple[ast.expr, Scope]]] = {}
         self._calls: Optional[dict[str, list[ast.Call]]] = None
         self._inits: Optional[dict[int, ast.FunctionDef]] = None
         self.in_main_guard = False
@@ -248,7 +250,22 @@ class Walker(ast.NodeVisitor):
                 if id(init) not in self._attributes:
                     self._attributes[id(init)] = self._init_attributes(init)
                 scope.attributes = self._attributes[id(init)]
+            inherited = self._inherited(function)
+            if inherited:
+                scope.attributes = {**inherited, **scope.attributes}
         return self._scopes[key]
+
+    def _inherited(self, method: ast.AST) -> dict[str, tuple[ast.expr, Scope]]:
+        """What base-class constructors of the file assign to `self` (inherited.py),
+        computed once per class."""
+        owner = next((c for c in self.index().class_nodes if method in c.body), None)
+        if owner is None:
+            return {}
+        if id(owner) not in self._inherited_by_class:
+            self._inherited_by_class[id(owner)] = inherited_attributes(
+                self, owner, self._calls_by_name()
+            )
+        return self._inherited_by_class[id(owner)]
 
     def _calls_by_name(self) -> dict[str, list[ast.Call]]:
         """The file's calls of plain names (`Model(...)`), by name, gathered once."""
@@ -281,23 +298,8 @@ class Walker(ast.NodeVisitor):
         __init__'s scope, in which a parameter stands for its default unless the file
         constructs the class with that argument (`Model(workers=8)`)."""
         scope = self.module_scope.inside(init)
-        positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
-        with_default = positional[len(positional) - len(init.args.defaults) :]
-        defaults = dict(zip(with_default, init.args.defaults, strict=True))
-        for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True):
-            if default is not None:
-                defaults[arg.arg] = default
         cls = next(c for c in self.index().class_nodes if init in c.body)
-        for node in self._calls_by_name().get(cls.name, []):
-            for keyword in node.keywords:
-                defaults.pop(keyword.arg or "", None)
-            for name in positional[1 : 1 + len(node.args)]:  # after self
-                defaults.pop(name, None)
-            if any(k.arg is None for k in node.keywords) or any(
-                isinstance(a, ast.Starred) for a in node.args
-            ):
-                defaults.clear()  # *args or **kwargs: not known which
-        scope.defaults = defaults
+        scope.defaults = parameter_defaults(init, self._calls_by_name().get(cls.name, []))
         found: dict[str, tuple[ast.expr, Scope]] = {}
         twice: set[str] = set()
         for assignment in ast.walk(init):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
+from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.values import keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ class DataLoaderObserver:
     def finish(self, walker: Walker) -> None:
         _mark_rebuilt(walker.module, walker.report.loaders)
         _mark_one_batch(walker.module, walker.report.loaders)
+        _mark_non_blocking(walker.module, walker.report.loaders)
+        _mark_once(walker.report.loaders)
 
 
 def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
@@ -94,7 +97,23 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     short = name.rsplit(".", 1)[-1]
     if not short:
         return None
-    return {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
+    found = {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
+    held = _held_in_memory(walker, short)
+    if held is not None:
+        found["in_memory"] = held
+    return found
+
+
+TORCH_DATASETS = {"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"}
+
+
+def _held_in_memory(walker: Walker, name: str) -> Optional[str]:
+    """Why the file's Dataset class `name` serves samples from memory (datasets.py), or
+    None (not the file's, defined twice, or reading per sample)."""
+    classes = [c for c in walker.index().class_nodes if c.name == name]
+    if len(classes) != 1 or name not in walker.index().derived_from(TORCH_DATASETS):
+        return None
+    return in_memory(classes[0])
 
 
 def _built_by(
@@ -234,6 +253,40 @@ def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             places.add((inner.lineno, inner.col_offset + 1))
     for loader in loaders:
         loader["one_batch"] = (loader["line"], loader["column"]) in places
+
+
+def _mark_non_blocking(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`non_blocking_copy`: the line of the file's first `.to(..., non_blocking=True)` (or
+    `.cuda(non_blocking=True)`), or None. Such a copy overlaps with compute only from
+    pinned memory, so it makes pinning worth it even for small in-memory batches."""
+    if not loaders:
+        return
+    line = None
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and any(
+            k.arg == "non_blocking" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in node.keywords
+        ):
+            line = node.lineno if line is None else min(line, node.lineno)
+    for loader in loaders:
+        loader["non_blocking_copy"] = line
+
+
+# Lightning's hooks for loaders that trainer.test() / trainer.predict() read once
+READ_ONCE_HOOKS = ("test_dataloader", "predict_dataloader")
+
+
+def _mark_once(loaders: list[dict[str, Any]]) -> None:
+    """`read_once`: why the loader is iterated a single time (a Lightning test or
+    predict hook), or None. Workers kept alive after its one pass would serve nothing."""
+    for loader in loaders:
+        function = loader.get("function")
+        loader["read_once"] = (
+            f"it is returned by {function}(), which Lightning iterates once per "
+            f"trainer.{function.split('_')[0]}()"
+            if function in READ_ONCE_HOOKS
+            else None
+        )
 
 
 def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:

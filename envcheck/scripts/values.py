@@ -14,6 +14,9 @@ import ast
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from envcheck.scripts.platforms import other_platform_only
+from envcheck.scripts.returns import constant_returns
+
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
 # The `source` of a value read from a live object by envcheck.inspect(), not from code.
 LIVE = "live object"
@@ -62,18 +65,24 @@ class Scope:
         # __init__'s scope, whose parameters stand for their defaults (set by the walker)
         self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
         self.defaults: dict[str, ast.expr] = {}
+        # functions of the file that always return one expression (returns.py)
+        self.returns: dict[str, ast.expr] = {}
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
-        return cls(
+        scope = cls(
             _simple_assignments(module.body),
             _argparse_defaults(module),
             module_updates=_dict_updates(module.body),
         )
+        scope.returns = constant_returns(module)
+        return scope
 
     def inside(self, function: Optional[ast.AST]) -> Scope:
         """The scope within `function` (module-level facts are shared, not recomputed)."""
-        return Scope(self.module_names, self.argparse, function, self.module_updates)
+        scope = Scope(self.module_names, self.argparse, function, self.module_updates)
+        scope.returns = self.returns
+        return scope
 
     def lookup(self, name: str) -> Optional[ast.expr]:
         if name in self.local_names:
@@ -133,6 +142,8 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return Value(False, None, text, f"{text} is not an argparse option with a default")
     if isinstance(node, ast.BinOp):
         return _binop(node, scope, depth)
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in scope.returns:
+        return _returned(node, scope, depth)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -140,6 +151,19 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
     ):
         return _builtin_call(node, scope, depth)
     return Value(False, None, text, "computed at run time")
+
+
+def _returned(node: ast.Call, scope: Scope, depth: int) -> Value:
+    """`get_dataloader_workers()`: what the file's function always returns, read at
+    module level."""
+    name = ast.unparse(node.func)
+    module = Scope(scope.module_names, scope.argparse, module_updates=scope.module_updates)
+    module.returns = scope.returns
+    found = resolve(scope.returns[name], module, depth + 1)
+    source = f"{name}() returns {ast.unparse(scope.returns[name])}"
+    if found.source not in ("literal", ""):
+        source += f" ({found.source})"
+    return Value(found.known, found.value, ast.unparse(node), source)
 
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -363,6 +387,8 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
             continue
         out.append(node)
         for field in ("body", "orelse", "finalbody", "handlers"):
+            if field == "body" and isinstance(node, ast.If) and other_platform_only(node.test):
+                continue  # a Windows or macOS branch: not the Linux training node's path
             inner = getattr(node, field, None)
             if isinstance(inner, list):
                 out.extend(_statements([n for n in inner if isinstance(n, ast.stmt)]))

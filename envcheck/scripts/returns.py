@@ -1,0 +1,95 @@
+"""Functions of a file that always return the same expression.
+
+`num_workers = get_dataloader_workers()` where the file defines
+`def get_dataloader_workers(): return 4`: the value is 4 whatever the call passes. The
+value resolver (values.py) reads such a call as the expression returned, when every
+`return` of the function returns that one expression and it does not use the function's
+parameters or locals; anything else stays computed at run time. A module that names
+itself (`d2l = sys.modules[__name__]`) is followed: `d2l.get_dataloader_workers()`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+
+def constant_returns(module: ast.Module) -> dict[str, ast.expr]:
+    """Callee (`name`, or `alias.name` through a self alias) -> the one expression the
+    module-level function always returns."""
+    found: dict[str, ast.expr] = {}
+    defined: dict[str, int] = {}
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined[node.name] = defined.get(node.name, 0) + 1
+        if isinstance(node, ast.FunctionDef):
+            returned = _one_return(node)
+            if returned is not None:
+                found[node.name] = returned
+    unique = {name: expr for name, expr in found.items() if defined.get(name) == 1}
+    # `d2l = sys.modules[__name__]`, then `d2l.get_dataloader_workers()`
+    return {
+        f"{prefix}{name}": expr
+        for prefix in ["", *(f"{alias}." for alias in self_aliases(module))]
+        for name, expr in unique.items()
+    }
+
+
+def self_aliases(module: ast.Module) -> list[str]:
+    """Module-level names bound to the module itself: `d2l = sys.modules[__name__]`."""
+    return [
+        target.id
+        for node in module.body
+        if isinstance(node, ast.Assign) and _is_this_module(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    ]
+
+
+def _one_return(function: ast.FunctionDef) -> Optional[ast.expr]:
+    if function.decorator_list:
+        return None  # a decorator may replace the function
+    returns = [n for n in _own_nodes(function) if isinstance(n, ast.Return)]
+    if not returns or any(r.value is None for r in returns):
+        return None
+    values = [r.value for r in returns if r.value is not None]
+    if len({ast.dump(v) for v in values}) != 1:
+        return None
+    expr = values[0]
+    local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    local |= {
+        n.id
+        for n in _own_nodes(function)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+    }
+    if any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(expr)):
+        return None
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(function)):
+        return None
+    return expr
+
+
+def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:
+    """The function's nodes, not those of functions or classes nested in it."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+    return out
+
+
+def _is_this_module(node: ast.expr) -> bool:
+    """`sys.modules[__name__]`."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id == "__name__"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "modules"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "sys"
+    )
