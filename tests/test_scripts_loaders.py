@@ -242,3 +242,100 @@ TEST_HOOKS = """
     def predict_dataloader(self):
         return DataLoader(self.dataset, num_workers=self.num_workers, pin_memory=True)
 """
+
+
+# timm's create_loader: settings are the function's defaults, the loader class is chosen
+# through a variable, and an `except TypeError:` retries the same loader for old PyTorch
+LIBRARY_FUNCTION = """
+import torch
+
+class MultiEpochsDataLoader(torch.utils.data.DataLoader):
+    pass
+
+def create_loader(dataset, num_workers=1, pin_memory=False, persistent_workers=True,
+                  use_multi_epochs_loader=False, device=torch.device("cuda")):
+    loader_class = torch.utils.data.DataLoader
+    if use_multi_epochs_loader:
+        loader_class = MultiEpochsDataLoader
+    loader_args = dict(
+        num_workers=num_workers,
+        pin_memory=pin_memory,
+        persistent_workers=persistent_workers and num_workers > 0,
+    )
+    try:
+        loader = loader_class(dataset, **loader_args)
+    except TypeError:
+        loader_args.pop("persistent_workers")
+        loader = loader_class(dataset, **loader_args)
+    return PrefetchLoader(loader, device=device)
+"""
+
+
+def test_a_library_function_judged_at_its_defaults(tmp_path: Path) -> None:
+    report = analyse(tmp_path, LIBRARY_FUNCTION)
+    [loader] = report.loaders  # the fallback in the except handler is the same loader
+    assert loader["line"] == 18
+    args = {k: v["value"] for k, v in loader["args"].items()}
+    assert args == {"num_workers": 1, "pin_memory": False, "persistent_workers": True}
+    assert loader["args"]["pin_memory"]["source"] == ("via **loader_args, default pin_memory=False")
+    results = verdicts(tmp_path, LIBRARY_FUNCTION)
+    assert [f.location.line for f in results["EC502"].findings] == [18]
+    for rule in ("EC501", "EC503", "EC504"):
+        assert results[rule].status.value == "pass", results[rule].reason
+
+
+def test_a_default_the_file_overrides_is_not_known(tmp_path: Path) -> None:
+    report = analyse(tmp_path, LIBRARY_FUNCTION + "\ncreate_loader(ds, pin_memory=True)\n")
+    assert report.loaders[0]["args"]["pin_memory"]["known"] is False
+    assert report.loaders[0]["args"]["num_workers"]["value"] == 1
+
+
+def test_comparisons_and_logic_on_known_values(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "n = 0\n"
+        "DataLoader(ds, num_workers=n, persistent_workers=n > 0)\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=flag and n > 0)\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=n > 0 and flag)\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=n == 0 or flag)\n",
+    )
+    assert [x["args"]["persistent_workers"]["value"] for x in report.loaders] == [
+        False,
+        None,
+        False,
+        True,
+    ]
+
+
+# lightning-bolts' SimCLR: a data module of another package given the worker count
+FACTORY = """
+from argparse import ArgumentParser
+from pytorch_lightning import Trainer
+from pl_bolts.datamodules import CIFAR10DataModule
+
+parser = ArgumentParser()
+parser.add_argument("--num_workers", default=8, type=int)
+args = parser.parse_args()
+dm = CIFAR10DataModule(data_dir=".", batch_size=256, num_workers=args.num_workers)
+kwargs = {"num_workers": args.num_workers}
+other = make_loaders(args, **kwargs)
+trainer = Trainer(gpus=1)
+trainer.fit(model, datamodule=dm)
+"""
+
+
+def test_a_loader_factory_out_of_sight_given_the_worker_count(tmp_path: Path) -> None:
+    """The worker count handed to an imported factory is judged (EC504); what the
+    factory does with the rest is out of sight (EC502, EC503 unknown). A count inside
+    **kwargs is not read as a loader: it may be meant for something else."""
+    report = analyse(tmp_path, FACTORY)
+    [loader] = report.loaders
+    assert loader["factory"] is True
+    assert loader["callee"] == "pl_bolts.datamodules.CIFAR10DataModule"
+    results = verdicts(tmp_path, FACTORY)
+    assert [f.location.line for f in results["EC504"].findings] == [9]
+    assert results["EC501"].status.value == "pass"
+    for rule in ("EC502", "EC503"):
+        assert results[rule].status.value == "unknown"
+        assert "CIFAR10DataModule" in results[rule].reason

@@ -78,6 +78,8 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     unless a `**kwargs` that could not be expanded may carry it."""
     arg = (loader.get("args") or {}).get(name)
     if arg is None:
+        if loader.get("factory"):
+            return False, None, f"{name} is left to {loader.get('callee')}, out of this file"
         if loader.get("opaque_kwargs"):
             opaque = ", ".join(f"**{o}" for o in loader["opaque_kwargs"])
             return False, None, f"{name} may be set through {opaque}"
@@ -257,6 +259,11 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
         gpu = trains_on_gpu(facts, file_facts)
         if gpu.trains is False:
             return Clear(f"{how}, not judged: {gpu.reason}")
+        if loader.get("factory"):
+            return (
+                f"{how}, handed to {loader.get('callee')}, which builds the loader out of "
+                "this file and decides how its batches reach the GPU"
+            )
         if not known:
             return how
         if gpu.trains is None:
@@ -364,6 +371,10 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     processes on the node, one per GPU unless the source says how many. The rule judges
     workers x processes per node against the training machine's usable CPUs; when the
     processes are one per GPU and the machine's GPUs are not known, it is unknown.
+    A loader built out of sight by a callable imported from another module and given a
+    `num_workers=` keyword (`CIFAR10DataModule(num_workers=args.num_workers)`,
+    `create_loader(..., num_workers=...)`) is judged on that count; its other settings
+    are the callee's, so EC502 and EC503 are unknown there.
 
     **Best practice.** Size workers from the usable CPUs:
     `len(os.sched_getaffinity(0))` minus one, divided among the processes on the node.

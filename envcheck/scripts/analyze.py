@@ -253,7 +253,14 @@ class Walker(ast.NodeVisitor):
             inherited = self._inherited(function)
             if inherited:
                 scope.attributes = {**inherited, **scope.attributes}
+            if isinstance(function, ast.FunctionDef) and not self._is_method(function):
+                # a function's parameters stand for their defaults unless the file passes them
+                calls = self._calls_by_name().get(function.name, [])
+                scope.defaults = parameter_defaults(function, calls, skip=0)
         return self._scopes[key]
+
+    def _is_method(self, function: ast.AST) -> bool:
+        return any(function in c.body for c in self.index().class_nodes)
 
     def _inherited(self, method: ast.AST) -> dict[str, tuple[ast.expr, Scope]]:
         """What base-class constructors of the file assign to `self` (inherited.py),

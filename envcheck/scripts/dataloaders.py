@@ -28,8 +28,11 @@ class DataLoaderObserver:
     def call(self, walker: Walker, node: ast.Call, name: Optional[str]) -> None:
         if name is not None and name in walker.loader_classes:
             _loader(walker, node, name)
+        elif name is not None and _factory(walker, node):
+            _loader(walker, node, name, factory=True)
 
     def finish(self, walker: Walker) -> None:
+        _drop_fallbacks(walker.module, walker.report.loaders)
         _mark_rebuilt(walker.module, walker.report.loaders)
         _mark_one_batch(walker.module, walker.report.loaders)
         _mark_non_blocking(walker.module, walker.report.loaders)
@@ -37,11 +40,50 @@ class DataLoaderObserver:
 
 
 def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
-    """The DataLoader classes of a file: torch's, and the file's own subclasses."""
-    return set(DATALOADERS) | _subclasses(module, aliases, DATALOADERS)
+    """The DataLoader classes of a file: torch's, the file's own subclasses, and names
+    only ever bound to one of those (`loader_class = torch.utils.data.DataLoader`, then
+    `if multi_epochs: loader_class = MultiEpochsDataLoader`; `loader_class(dataset)`)."""
+    classes = set(DATALOADERS) | _subclasses(module, aliases, DATALOADERS)
+    return classes | _bound_to(module, aliases, classes)
 
 
-def _loader(walker: Walker, node: ast.Call, name: str) -> None:
+def _bound_to(module: ast.Module, aliases: dict[str, str], classes: set[str]) -> set[str]:
+    """Plain names every assignment of which binds one of `classes`."""
+    bound: dict[str, bool] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    is_class = _qualified(node.value, aliases) in classes
+                    bound[target.id] = bound.get(target.id, True) and is_class
+    return {name for name, only in bound.items() if only}
+
+
+def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:
+    text = ast.unparse(node)
+    head, _, rest = text.partition(".")
+    return aliases.get(head, head) + (f".{rest}" if rest else "")
+
+
+def _factory(walker: Walker, node: ast.Call) -> bool:
+    """A loader built out of sight: a callable imported from another module (not a class
+    or function of this file) given a `num_workers=` keyword (`CIFAR10DataModule(
+    num_workers=8)`, `create_loader(dataset, num_workers=args.workers)`,
+    `wds.WebLoader(...)`). The worker count is the one a DataLoader it builds gets; every
+    other setting is left to the callee, out of sight. A count that only arrives inside
+    `**kwargs` is not read this way: it may be meant for something else."""
+    root = node.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not any(k.arg == "num_workers" for k in node.keywords):
+        return False
+    if not isinstance(root, ast.Name) or root.id not in walker.aliases:
+        return False
+    own = walker.index().functions.keys() | walker.index().classes.keys()
+    return not (isinstance(node.func, ast.Name) and node.func.id in own)
+
+
+def _loader(walker: Walker, node: ast.Call, name: str, factory: bool = False) -> None:
     values, opaque = keyword_values(node, walker.scope())
     # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
     #            num_workers=0, ...): positional use beyond the dataset is rare; map the
@@ -56,7 +98,7 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
         "collate_fn",
         "pin_memory",
     ]
-    for index, arg in enumerate(node.args[: len(positional)]):
+    for index, arg in enumerate([] if factory else node.args[: len(positional)]):
         values.setdefault(positional[index], resolve(arg, walker.scope()))
     function = walker.functions[-1] if walker.functions else None
     walker.report.loaders.append(
@@ -75,6 +117,7 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
             "dataset": _dataset(walker, node),
             "opaque_kwargs": opaque,
+            "factory": factory,
         }
     )
 
@@ -253,6 +296,25 @@ def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             places.add((inner.lineno, inner.col_offset + 1))
     for loader in loaders:
         loader["one_batch"] = (loader["line"], loader["column"]) in places
+
+
+def _drop_fallbacks(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """Leave out a DataLoader built in an `except` handler when the `try` body builds one:
+    the same loader retried (timm's `except TypeError:` without persistent_workers for
+    old PyTorch), one place, judged once where the `try` builds it."""
+    if not loaders:
+        return
+    fallbacks: set[int] = set()
+    for node in ast.walk(module):
+        if not isinstance(node, ast.Try) or not node.handlers:
+            continue
+        start, end = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        if not any(start <= x["line"] <= end for x in loaders):
+            continue
+        for handler in node.handlers:
+            last = handler.end_lineno or handler.lineno
+            fallbacks |= {id(x) for x in loaders if handler.lineno <= x["line"] <= last}
+    loaders[:] = [x for x in loaders if id(x) not in fallbacks]
 
 
 def _mark_non_blocking(module: ast.Module, loaders: list[dict[str, Any]]) -> None:

@@ -26,9 +26,12 @@ Attributes = dict[str, tuple[ast.expr, Scope]]
 MAX_DEPTH = 6
 
 
-def parameter_defaults(init: ast.FunctionDef, constructions: list[ast.Call]) -> dict[str, ast.expr]:
+def parameter_defaults(
+    init: ast.FunctionDef, constructions: list[ast.Call], skip: int = 1
+) -> dict[str, ast.expr]:
     """An `__init__`'s parameter defaults, less those the file's constructions of the class
-    pass (`Model(workers=8)`); none at all when one passes `*args` or `**kwargs`."""
+    pass (`Model(workers=8)`); none at all when one passes `*args` or `**kwargs`. With
+    `skip=0`, a plain function's, less those its calls pass."""
     positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
     with_default = positional[len(positional) - len(init.args.defaults) :]
     defaults = dict(zip(with_default, init.args.defaults, strict=True))
@@ -38,7 +41,7 @@ def parameter_defaults(init: ast.FunctionDef, constructions: list[ast.Call]) -> 
     for node in constructions:
         for keyword in node.keywords:
             defaults.pop(keyword.arg or "", None)
-        for name in positional[1 : 1 + len(node.args)]:  # after self
+        for name in positional[skip : skip + len(node.args)]:  # after self
             defaults.pop(name, None)
         if any(k.arg is None for k in node.keywords) or any(
             isinstance(a, ast.Starred) for a in node.args

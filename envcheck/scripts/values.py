@@ -121,7 +121,10 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         if assigned is None:
             return Value(False, None, text, f"{node.id} is not a simple assignment here")
         found = resolve(assigned, scope, depth + 1)
-        return Value(found.known, found.value, text, found.source or f"{node.id} = ...")
+        source = found.source or f"{node.id} = ..."
+        if found.source == "literal" and assigned is scope.defaults.get(node.id):
+            source = f"default {node.id}={ast.unparse(assigned)}"  # a parameter left as it is
+        return Value(found.known, found.value, text, source)
     if (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
@@ -144,6 +147,8 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return _binop(node, scope, depth)
     if isinstance(node, ast.Call) and ast.unparse(node.func) in scope.returns:
         return _returned(node, scope, depth)
+    if isinstance(node, (ast.BoolOp, ast.Compare)):
+        return _logic(node, scope, depth)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -164,6 +169,46 @@ def _returned(node: ast.Call, scope: Scope, depth: int) -> Value:
     if found.source not in ("literal", ""):
         source += f" ({found.source})"
     return Value(found.known, found.value, ast.unparse(node), source)
+
+
+_COMPARISONS: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _logic(node: ast.BoolOp | ast.Compare, scope: Scope, depth: int) -> Value:
+    """`persistent_workers and num_workers > 0`, `self.num_workers > 0`: evaluated when the
+    operands are known (an `and` stops at the first false one, an `or` at a true one)."""
+    text = ast.unparse(node)
+    if isinstance(node, ast.Compare):
+        compare = _COMPARISONS.get(type(node.ops[0])) if len(node.ops) == 1 else None
+        left, right = (
+            resolve(node.left, scope, depth + 1),
+            resolve(node.comparators[0], scope, depth + 1),
+        )
+        if compare is None or not (left.known and right.known):
+            return Value(False, None, text, "computed at run time")
+        try:
+            return Value(True, compare(left.value, right.value), text, "comparison of known values")
+        except TypeError:
+            return Value(False, None, text, "computed at run time")
+    stop = isinstance(node.op, ast.Or)  # the truth value that ends the chain
+    result: Value = Value(False, None, text, "computed at run time")
+    for operand in node.values:
+        found = resolve(operand, scope, depth + 1)
+        if not found.known:
+            return Value(False, None, text, "computed at run time")
+        result = Value(True, found.value, text, "logic on known values")
+        if bool(found.value) is stop:
+            break
+    return result
 
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -231,10 +276,10 @@ def keyword_values(call: ast.Call, scope: Scope) -> tuple[dict[str, Value], list
             continue
         for name, expr in expanded.items():
             found = resolve(expr, scope)
-            values.setdefault(
-                name,
-                Value(found.known, found.value, found.text, f"via **{ast.unparse(keyword.value)}"),
-            )
+            via = f"via **{ast.unparse(keyword.value)}"
+            if found.source.startswith("default "):
+                via += f", {found.source}"
+            values.setdefault(name, Value(found.known, found.value, found.text, via))
     return values, opaque
 
 
