@@ -162,6 +162,34 @@ def test_base_class_named_through_the_modules_own_alias(tmp_path: Path) -> None:
     assert workers(report) == [4]
 
 
+def test_arguments_kept_as_attributes_by_save_hyperparameters(tmp_path: Path) -> None:
+    # d2l: HyperParameters.save_hyperparameters sets the caller's arguments on self
+    source = (
+        "import inspect, sys\nimport torch\n"
+        "d2l = sys.modules[__name__]\n"
+        "class HyperParameters:\n"
+        "    def save_hyperparameters(self, ignore=[]):\n"
+        "        frame = inspect.currentframe().f_back\n"
+        "        _, _, _, local_vars = inspect.getargvalues(frame)\n"
+        "        self.hparams = {k: v for k, v in local_vars.items() if k not in ignore}\n"
+        "        for k, v in self.hparams.items():\n"
+        "            setattr(self, k, v)\n"
+        "class DataModule(d2l.HyperParameters):\n"
+        "    def __init__(self, root='../data', num_workers=4):\n"
+        "        self.save_hyperparameters()\n"
+        "class FashionMNIST(d2l.DataModule):\n"
+        "    def __init__(self, batch_size=64, resize=(28, 28)):\n"
+        "        super().__init__()\n"
+        "        self.save_hyperparameters(ignore=['resize'])\n"
+        "    def get_dataloader(self, train):\n"
+        "        return torch.utils.data.DataLoader(\n"
+        "            data, self.batch_size, num_workers=self.num_workers)\n"
+    )
+    report = analyse(tmp_path, source)
+    assert workers(report) == [4]
+    assert report.loaders[0]["args"]["batch_size"]["value"] == 64
+
+
 IN_MEMORY = """
 import torch
 from torch.utils.data import Dataset, DataLoader

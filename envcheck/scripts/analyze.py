@@ -23,7 +23,11 @@ from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.index import FileIndex
-from envcheck.scripts.inherited import inherited_attributes, parameter_defaults
+from envcheck.scripts.inherited import (
+    inherited_attributes,
+    init_attributes,
+    parameter_defaults,
+)
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
 from envcheck.scripts.tf_data import TfDataObserver
@@ -307,21 +311,7 @@ class Walker(ast.NodeVisitor):
         scope = self.module_scope.inside(init)
         cls = next(c for c in self.index().class_nodes if init in c.body)
         scope.defaults = parameter_defaults(init, self._calls_by_name().get(cls.name, []))
-        found: dict[str, tuple[ast.expr, Scope]] = {}
-        twice: set[str] = set()
-        for assignment in ast.walk(init):
-            if not isinstance(assignment, ast.Assign):
-                continue
-            for target in assignment.targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == "self"
-                ):
-                    if target.attr in found:
-                        twice.add(target.attr)
-                    found[target.attr] = (assignment.value, scope)
-        return {k: v for k, v in found.items() if k not in twice}
+        return init_attributes(self, init, scope)
 
 
 def _import_aliases(module: ast.Module) -> dict[str, str]:

@@ -32,10 +32,9 @@ class DataLoaderObserver:
             _loader(walker, node, name, factory=True)
 
     def finish(self, walker: Walker) -> None:
-        _drop_fallbacks(walker.module, walker.report.loaders)
+        _drop_fallbacks_mark_non_blocking(walker.module, walker.report.loaders)
         _mark_rebuilt(walker.module, walker.report.loaders)
         _mark_one_batch(walker.module, walker.report.loaders)
-        _mark_non_blocking(walker.module, walker.report.loaders)
         _mark_once(walker.report.loaders)
 
 
@@ -54,7 +53,9 @@ def _bound_to(module: ast.Module, aliases: dict[str, str], classes: set[str]) ->
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
-                    is_class = _qualified(node.value, aliases) in classes
+                    is_class = isinstance(node.value, (ast.Name, ast.Attribute)) and (
+                        _qualified(node.value, aliases) in classes
+                    )
                     bound[target.id] = bound.get(target.id, True) and is_class
     return {name for name, only in bound.items() if only}
 
@@ -298,14 +299,23 @@ def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         loader["one_batch"] = (loader["line"], loader["column"]) in places
 
 
-def _drop_fallbacks(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
-    """Leave out a DataLoader built in an `except` handler when the `try` body builds one:
-    the same loader retried (timm's `except TypeError:` without persistent_workers for
-    old PyTorch), one place, judged once where the `try` builds it."""
+def _drop_fallbacks_mark_non_blocking(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """One walk for two facts. Leave out a DataLoader built in an `except` handler when
+    the `try` body builds one: the same loader retried (timm's `except TypeError:`
+    without persistent_workers for old PyTorch), judged once where the `try` builds it.
+    And `non_blocking_copy`: the line of the file's first `.to(..., non_blocking=True)`
+    (or `.cuda(non_blocking=True)`), or None; such a copy overlaps with compute only from
+    pinned memory, so it makes pinning worth it even for small in-memory batches."""
     if not loaders:
         return
     fallbacks: set[int] = set()
+    line = None
     for node in ast.walk(module):
+        if isinstance(node, ast.Call) and any(
+            k.arg == "non_blocking" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in node.keywords
+        ):
+            line = node.lineno if line is None else min(line, node.lineno)
         if not isinstance(node, ast.Try) or not node.handlers:
             continue
         start, end = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
@@ -315,21 +325,6 @@ def _drop_fallbacks(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             last = handler.end_lineno or handler.lineno
             fallbacks |= {id(x) for x in loaders if handler.lineno <= x["line"] <= last}
     loaders[:] = [x for x in loaders if id(x) not in fallbacks]
-
-
-def _mark_non_blocking(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
-    """`non_blocking_copy`: the line of the file's first `.to(..., non_blocking=True)` (or
-    `.cuda(non_blocking=True)`), or None. Such a copy overlaps with compute only from
-    pinned memory, so it makes pinning worth it even for small in-memory batches."""
-    if not loaders:
-        return
-    line = None
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call) and any(
-            k.arg == "non_blocking" and isinstance(k.value, ast.Constant) and k.value.value is True
-            for k in node.keywords
-        ):
-            line = node.lineno if line is None else min(line, node.lineno)
     for loader in loaders:
         loader["non_blocking_copy"] = line
 

@@ -72,7 +72,8 @@ def in_memory(cls: ast.ClassDef) -> Optional[str]:
     )
     if getitem is None:
         return None
-    if any(word in ast.unparse(cls) for word in LAZY_STORES):
+    text = ast.unparse(cls)
+    if any(word in text for word in LAZY_STORES):
         return None
     held: list[str] = []
     for node in own_nodes(getitem):

@@ -9,6 +9,8 @@ constructors in the file assign, each parameter bound to what the subclass passe
 parameter a `*args`/`**kwargs` may carry is left unknown; a subclass `__init__` that never
 calls its base's gets nothing from it. A base named through the module's own alias
 (`d2l = sys.modules[__name__]`, `class FashionMNIST(d2l.DataModule)`) is the file's class.
+A constructor's `self.x = value` assignments are read here for the walker too, with the
+arguments a `self.save_hyperparameters()` of the file keeps as attributes.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ def _from_bases(
             return {}
         base_scope.defaults = _bound(call, base_init, scope)
     found = _from_bases(walker, base, base_init, base_scope, calls, depth + 1)
-    found.update(_assigned(base_init, base_scope))
+    found.update(init_attributes(walker, base_init, base_scope))
     return found
 
 
@@ -121,9 +123,55 @@ def _bound(call: ast.Call, base_init: ast.FunctionDef, scope: Scope) -> dict[str
     return bound
 
 
-def _assigned(init: ast.FunctionDef, scope: Scope) -> Attributes:
-    """`self.x = value` made once in `init`, each read in `scope`."""
+def kept_arguments(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attributes:
+    """`self.save_hyperparameters()` in `init`, where the file's method of that name sets
+    every argument of its caller as an attribute (`setattr(self, k, v)` over
+    `inspect.getargvalues(inspect.currentframe().f_back)`, d2l's idiom): each parameter of
+    `init` (less `ignore=[...]`) as `self.<parameter>`, read in `scope`."""
+    calls = [
+        (node.func.attr, node)
+        for node in ast.walk(init)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    ]
     found: Attributes = {}
+    if not calls:
+        return found
+    keepers = _argument_keepers(walker, {name for name, _ in calls})
+    for name, node in calls:
+        if name not in keepers:
+            continue
+        ignored: set[str] = set()
+        for keyword in node.keywords:
+            if keyword.arg == "ignore" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                ignored |= {str(e.value) for e in keyword.value.elts if isinstance(e, ast.Constant)}
+        for arg in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]:
+            if arg.arg not in ignored and not arg.arg.startswith("_"):
+                found[arg.arg] = (ast.Name(arg.arg, ast.Load()), scope)
+    return found
+
+
+def _argument_keepers(walker: Walker, names: set[str]) -> set[str]:
+    """Those of `names` that are the file's methods setting their caller's arguments as
+    attributes."""
+    found: set[str] = set()
+    for cls in walker.index().class_nodes:
+        for method in cls.body:
+            if not isinstance(method, ast.FunctionDef) or method.name not in names:
+                continue
+            end = method.end_lineno or method.lineno
+            text = "\n".join(walker.lines[method.lineno - 1 : end])
+            if "getargvalues" in text and "f_back" in text and "setattr(self" in text:
+                found.add(method.name)
+    return found
+
+
+def init_attributes(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attributes:
+    """`self.x = value` made once in `init` (and the arguments `self.save_hyperparameters()`
+    keeps, see kept_arguments), each read in `scope`."""
+    found: Attributes = kept_arguments(walker, init, scope)
     twice: set[str] = set()
     for node in ast.walk(init):
         if not isinstance(node, ast.Assign):
