@@ -14,7 +14,12 @@ import ast
 import re
 
 # flags named for a non-Linux platform: IS_WINDOWS, _IS_WINDOWS, ON_WINDOWS, is_macos, IS_MAC
-FLAG = re.compile(r"^_*(is|on|running_on)?_?(windows|win32|win|macos|mac|darwin|osx)$", re.I)
+# (a bare `win` or `mac` may be a window or an address, not a platform)
+FLAG = re.compile(
+    r"^_*(?:(?:is|on|running_on)_?(?:windows|win32|win|macos|mac|darwin|osx)"
+    r"|windows|win32|macos|darwin|osx)$",
+    re.I,
+)
 # what sys.platform / platform.system() / os.name equal on Windows and macOS
 NAMES = ("win32", "cygwin", "windows", "darwin", "nt", "win", "mac")
 PLATFORM_READS = ("sys.platform", "platform.system()", "os.name", "platform.platform()")
