@@ -42,14 +42,17 @@ def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
     """The DataLoader classes of a file: torch's, the file's own subclasses, and names
     only ever bound to one of those (`loader_class = torch.utils.data.DataLoader`, then
     `if multi_epochs: loader_class = MultiEpochsDataLoader`; `loader_class(dataset)`)."""
-    classes = set(DATALOADERS) | _subclasses(module, aliases, DATALOADERS)
-    return classes | _bound_to(module, aliases, classes)
+    nodes: list[ast.AST] = [
+        n for n in ast.walk(module) if isinstance(n, (ast.ClassDef, ast.Assign))
+    ]
+    classes = set(DATALOADERS) | _subclasses(nodes, aliases, DATALOADERS)
+    return classes | _bound_to(nodes, aliases, classes)
 
 
-def _bound_to(module: ast.Module, aliases: dict[str, str], classes: set[str]) -> set[str]:
-    """Plain names every assignment of which binds one of `classes`."""
+def _bound_to(nodes: list[ast.AST], aliases: dict[str, str], classes: set[str]) -> set[str]:
+    """Plain names every assignment (of `nodes`) of which binds one of `classes`."""
     bound: dict[str, bool] = {}
-    for node in ast.walk(module):
+    for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -377,10 +380,10 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             loader["rebuilt"] = None
 
 
-def _subclasses(module: ast.Module, aliases: dict[str, str], bases: set[str]) -> set[str]:
-    """Classes defined in the file that derive from one of `bases` (by local name)."""
+def _subclasses(nodes: list[ast.AST], aliases: dict[str, str], bases: set[str]) -> set[str]:
+    """Classes (of `nodes`, the file's) that derive from one of `bases` (by local name)."""
     found: set[str] = set()
-    for node in ast.walk(module):
+    for node in nodes:
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 text = ast.unparse(base)

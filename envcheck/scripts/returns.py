@@ -11,28 +11,48 @@ itself (`d2l = sys.modules[__name__]`) is followed: `d2l.get_dataloader_workers(
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator, Mapping
 from typing import Optional
 
 
-def constant_returns(module: ast.Module) -> dict[str, ast.expr]:
+class ConstantReturns(Mapping[str, ast.expr]):
     """Callee (`name`, or `alias.name` through a self alias) -> the one expression the
-    module-level function always returns."""
-    found: dict[str, ast.expr] = {}
-    defined: dict[str, int] = {}
-    for node in module.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined[node.name] = defined.get(node.name, 0) + 1
-        if isinstance(node, ast.FunctionDef):
-            returned = _one_return(node)
-            if returned is not None:
-                found[node.name] = returned
-    unique = {name: expr for name, expr in found.items() if defined.get(name) == 1}
-    # `d2l = sys.modules[__name__]`, then `d2l.get_dataloader_workers()`
-    return {
-        f"{prefix}{name}": expr
-        for prefix in ["", *(f"{alias}." for alias in self_aliases(module))]
-        for name, expr in unique.items()
-    }
+    module-level function always returns; each function is read when first asked for."""
+
+    def __init__(self, module: ast.Module):
+        defined: dict[str, list[ast.stmt]] = {}
+        for node in module.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.setdefault(node.name, []).append(node)
+        self._functions = {
+            name: nodes[0]
+            for name, nodes in defined.items()
+            if len(nodes) == 1 and isinstance(nodes[0], ast.FunctionDef)
+        }
+        # `d2l = sys.modules[__name__]`, then `d2l.get_dataloader_workers()`
+        self._prefixes = ["", *(f"{alias}." for alias in self_aliases(module))]
+        self._read: dict[str, Optional[ast.expr]] = {}
+
+    def __getitem__(self, callee: str) -> ast.expr:
+        for prefix in self._prefixes:
+            name = callee[len(prefix) :] if callee.startswith(prefix) else None
+            if name is None or name not in self._functions:
+                continue
+            if name not in self._read:
+                self._read[name] = _one_return(self._functions[name])
+            found = self._read[name]
+            if found is not None:
+                return found
+        raise KeyError(callee)
+
+    def __iter__(self) -> Iterator[str]:
+        for prefix in self._prefixes:
+            for name in self._functions:
+                if name in self:
+                    yield prefix + name
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def self_aliases(module: ast.Module) -> list[str]:

@@ -11,11 +11,12 @@ expression, rather than guess.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from envcheck.scripts.platforms import other_platform_only
-from envcheck.scripts.returns import constant_returns
+from envcheck.scripts.returns import ConstantReturns
 
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
 # The `source` of a value read from a live object by envcheck.inspect(), not from code.
@@ -66,7 +67,7 @@ class Scope:
         self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
         self.defaults: dict[str, ast.expr] = {}
         # functions of the file that always return one expression (returns.py)
-        self.returns: dict[str, ast.expr] = {}
+        self.returns: Mapping[str, ast.expr] = {}
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
@@ -75,7 +76,7 @@ class Scope:
             _argparse_defaults(module),
             module_updates=_dict_updates(module.body),
         )
-        scope.returns = constant_returns(module)
+        scope.returns = ConstantReturns(module)
         return scope
 
     def inside(self, function: Optional[ast.AST]) -> Scope:
