@@ -230,5 +230,5 @@ def test_a_data_module_that_neither_trains_nor_names_a_device_leaves_pinning_unk
     )
     results = audit(tmp_path / "data.py", rules=("EC501", "EC502"))
     assert results["EC502"].status.value == "unknown"
-    assert "does not train" in results["EC502"].reason
+    assert "neither trains nor names a device" in results["EC502"].reason
     assert results["EC501"].status.value == "pass"

@@ -71,7 +71,6 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
 
 # A loader returned by these is consumed by Lightning, which copies each batch to the
 # trainer's device itself (non_blocking on CUDA): the target machine decides.
-LIGHTNING_HOOKS = ("train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader")
 
 
 def where(loader: dict[str, Any]) -> str:
@@ -124,6 +123,25 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
         return f"the dataset is a TensorDataset ({dataset.get('text')})"
     if dataset.get("class") == "pre-tokenised":
         return f"the dataset is text tokenised up front ({dataset.get('text')})"
+    if dataset.get("in_memory"):
+        return f"the dataset is in memory: {dataset['in_memory']}"
+    return None
+
+
+def data_module(file_facts: dict[str, Any]) -> Optional[str]:
+    """Why the file is a data module whose consumer is out of sight (it neither trains
+    nor names a device), or None."""
+    gpu = file_facts.get("gpu")
+    if (
+        file_facts.get("trains") is False
+        and isinstance(gpu, dict)
+        and gpu.get("trains") == "unknown"
+        and not gpu.get("line")
+    ):
+        return (
+            "a data module (the file neither trains nor names a device): whether its "
+            "batches are copied to a GPU, and how, is decided by the code that imports it"
+        )
     return None
 
 
@@ -164,14 +182,18 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     Whether the script trains on a GPU is the answer every script rule shares: from the
     code (a CUDA device reaching the model or data, Accelerate, Lightning, DDP), else
     from the training machine (`--target`, `[target]`, or the machine `doctor` runs on);
-    when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`
-    or text tokenised up front (`DataLoader(tokenized["train"])` after
-    `raw.map(tokenize_function)`) is not flagged: its batches come from memory, and
-    workers add little (the probe measures whether a loader keeps up); nor is a loader
-    built to read a single batch, `next(iter(DataLoader(...)))`. A training loop over a
-    loader another module builds (`self.train_loader = make_data_loader(args)`) makes
-    this rule and EC502-EC505 unknown: its settings are out of sight. A loader-making
-    function out of sight handed a worker count (`create_loader(ds,
+    when neither tells, the rule is unknown. A loader over an in-memory `TensorDataset`,
+    text tokenised up front (`DataLoader(tokenized["train"])` after
+    `raw.map(tokenize_function)`) or a Dataset class of the file whose `__getitem__` only
+    indexes data it holds (`return self.centers[i], self.contexts[i]`; not one that
+    memory-maps its data) is not flagged: its batches come from memory, and workers add
+    little (the probe measures whether a loader keeps up); nor is a loader built to read
+    a single batch, `next(iter(DataLoader(...)))`. Values are read on the path a Linux
+    training node takes: `if _IS_WINDOWS: num_workers = 0` does not apply there. A
+    training loop over a loader another module builds (`self.train_loader =
+    make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
+    out of sight.
+    A loader-making function out of sight handed a worker count (`create_loader(ds,
     num_workers=args.workers)`, `make_data_loader(args, **kwargs)` with `kwargs =
     {"num_workers": ...}`) is judged on that count (EC501, EC504); what it does about
     pinning and persistent workers is its own, so EC502 and EC503 say unknown there.
@@ -232,12 +254,15 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     with the previous step's compute (PyTorch's memory-pinning notes).
 
     Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`), or
-    one over text tokenised up front, whose batches of token ids are a few KB. A data
-    module that builds loaders but neither trains nor names a device makes the rule
-    unknown: whether (and how) its batches reach a GPU is decided by the training code
-    that consumes them, out of sight; the loaders of a Lightning data module's
-    `*_dataloader` hooks are judged, since Lightning copies their batches to the
-    trainer's device itself.
+    one over text tokenised up front, whose batches of token ids are a few KB; nor one
+    over data already in memory (a `TensorDataset`, a Dataset of the file that only
+    indexes what it holds) when the file copies batches without `non_blocking=True`:
+    the small synchronous copy gains little from pinning, while a `non_blocking` copy
+    overlaps with compute only from pinned memory. A data module that builds loaders but
+    neither trains nor names a device makes the rule unknown: whether (and how) its
+    batches reach a GPU is decided by the training code that consumes them, out of
+    sight (a Lightning data module included: the Trainer that will read it, and its
+    accelerator, are chosen elsewhere).
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -247,20 +272,17 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
         known, value, how = argument(loader, "pin_memory", False)
         if known and value:
             return None
-        answer = file_facts.get("gpu") or {}
-        if (
-            answer.get("trains") == "unknown"
-            and file_facts.get("trains") is False
-            and loader.get("function") not in LIGHTNING_HOOKS
-        ):
-            return (
-                f"{how}; {loader.get('path')} builds the loader but does not train: the code "
-                "that consumes its batches, out of this file, decides whether they are copied "
-                "to a GPU (and with non_blocking, which pinning serves)"
-            )
+        module = data_module(file_facts)
+        if module:
+            return f"{how}; {module} (and with non_blocking, which pinning serves)"
         gpu = trains_on_gpu(facts, file_facts)
         if gpu.trains is False:
             return Clear(f"{how}, not judged: {gpu.reason}")
+        if loader.get("built_by"):
+            return (
+                f"{how}, handed to {loader['built_by']}, which decides how its batches "
+                "reach the GPU"
+            )
         if not known:
             return how
         if gpu.trains is None:
@@ -269,6 +291,12 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
         if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
             return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
+        in_memory = in_memory_dataset(loader)
+        if in_memory and not loader.get("non_blocking_copy"):
+            return Clear(
+                f"{how}, but {in_memory}, and the file copies batches without "
+                "non_blocking=True: pinning would gain little"
+            )
         return loader_hit(loader, how=how)
 
     return per_loader(facts, test, "every CUDA DataLoader pins memory")
@@ -302,6 +330,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
     num_samples=int(1e10))`): one pass that never ends. A worker count the source does
     not settle makes the rule unknown unless `persistent_workers=True` is given.
+    Nor is one returned by a Lightning `test_dataloader()` or `predict_dataloader()`
+    hook, which `trainer.test()` / `trainer.predict()` read once.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """
@@ -322,6 +352,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
                 f"{how}, but {loader['rebuilt']}: a new DataLoader each time, whose workers "
                 "persistent_workers could not keep"
             )
+        if loader.get("read_once"):
+            return Clear(f"{how}, but {loader['read_once']}: its workers serve one pass")
         if not known:
             return how
         return loader_hit(loader, how=how, workers_how=workers_how)
@@ -362,6 +394,10 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     processes on the node, one per GPU unless the source says how many. The rule judges
     workers x processes per node against the training machine's usable CPUs; when the
     processes are one per GPU and the machine's GPUs are not known, it is unknown.
+    A loader built out of sight by a callable imported from another module and given a
+    `num_workers=` keyword (`CIFAR10DataModule(num_workers=args.num_workers)`,
+    `create_loader(..., num_workers=...)`) is judged on that count; its other settings
+    are the callee's, so EC502 and EC503 are unknown there.
 
     **Best practice.** Size workers from the usable CPUs:
     `len(os.sched_getaffinity(0))` minus one, divided among the processes on the node.

@@ -23,6 +23,11 @@ from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.index import FileIndex
+from envcheck.scripts.inherited import (
+    inherited_attributes,
+    init_attributes,
+    parameter_defaults,
+)
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
 from envcheck.scripts.tf_data import TfDataObserver
@@ -115,6 +120,7 @@ class Walker(ast.NodeVisitor):
         self._scopes: dict[int, Scope] = {}
         self._index: Optional[FileIndex] = None
         self._attributes: dict[int, dict[str, tuple[ast.expr, Scope]]] = {}
+        self._inherited_by_class: dict[int, dict[str, tuple[ast.expr, Scope]]] = {}
         self._calls: Optional[dict[str, list[ast.Call]]] = None
         self._inits: Optional[dict[int, ast.FunctionDef]] = None
         self.in_main_guard = False
@@ -250,7 +256,29 @@ class Walker(ast.NodeVisitor):
                 if id(init) not in self._attributes:
                     self._attributes[id(init)] = self._init_attributes(init)
                 scope.attributes = self._attributes[id(init)]
+            inherited = self._inherited(function)
+            if inherited:
+                scope.attributes = {**inherited, **scope.attributes}
+            if isinstance(function, ast.FunctionDef) and not self._is_method(function):
+                # a function's parameters stand for their defaults unless the file passes them
+                calls = self._calls_by_name().get(function.name, [])
+                scope.defaults = parameter_defaults(function, calls, skip=0)
         return self._scopes[key]
+
+    def _is_method(self, function: ast.AST) -> bool:
+        return any(function in c.body for c in self.index().class_nodes)
+
+    def _inherited(self, method: ast.AST) -> dict[str, tuple[ast.expr, Scope]]:
+        """What base-class constructors of the file assign to `self` (inherited.py),
+        computed once per class."""
+        owner = next((c for c in self.index().class_nodes if method in c.body), None)
+        if owner is None:
+            return {}
+        if id(owner) not in self._inherited_by_class:
+            self._inherited_by_class[id(owner)] = inherited_attributes(
+                self, owner, self._calls_by_name()
+            )
+        return self._inherited_by_class[id(owner)]
 
     def _calls_by_name(self) -> dict[str, list[ast.Call]]:
         """The file's calls of plain names (`Model(...)`), by name, gathered once."""
@@ -283,38 +311,9 @@ class Walker(ast.NodeVisitor):
         __init__'s scope, in which a parameter stands for its default unless the file
         constructs the class with that argument (`Model(workers=8)`)."""
         scope = self.module_scope.inside(init)
-        positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
-        with_default = positional[len(positional) - len(init.args.defaults) :]
-        defaults = dict(zip(with_default, init.args.defaults, strict=True))
-        for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True):
-            if default is not None:
-                defaults[arg.arg] = default
         cls = next(c for c in self.index().class_nodes if init in c.body)
-        for node in self._calls_by_name().get(cls.name, []):
-            for keyword in node.keywords:
-                defaults.pop(keyword.arg or "", None)
-            for name in positional[1 : 1 + len(node.args)]:  # after self
-                defaults.pop(name, None)
-            if any(k.arg is None for k in node.keywords) or any(
-                isinstance(a, ast.Starred) for a in node.args
-            ):
-                defaults.clear()  # *args or **kwargs: not known which
-        scope.defaults = defaults
-        found: dict[str, tuple[ast.expr, Scope]] = {}
-        twice: set[str] = set()
-        for assignment in ast.walk(init):
-            if not isinstance(assignment, ast.Assign):
-                continue
-            for target in assignment.targets:
-                if (
-                    isinstance(target, ast.Attribute)
-                    and isinstance(target.value, ast.Name)
-                    and target.value.id == "self"
-                ):
-                    if target.attr in found:
-                        twice.add(target.attr)
-                    found[target.attr] = (assignment.value, scope)
-        return {k: v for k, v in found.items() if k not in twice}
+        scope.defaults = parameter_defaults(init, self._calls_by_name().get(cls.name, []))
+        return init_attributes(self, init, scope)
 
 
 def _import_aliases(module: ast.Module) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
+from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -31,13 +32,41 @@ class DataLoaderObserver:
             _maker(walker, node, name)
 
     def finish(self, walker: Walker) -> None:
+        _drop_fallbacks_mark_non_blocking(walker.module, walker.report.loaders)
         _mark_rebuilt(walker.module, walker.report.loaders)
         _mark_one_batch(walker.module, walker.report.loaders)
+        _mark_once(walker.report.loaders)
 
 
 def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
-    """The DataLoader classes of a file: torch's, and the file's own subclasses."""
-    return set(DATALOADERS) | _subclasses(module, aliases, DATALOADERS)
+    """The DataLoader classes of a file: torch's, the file's own subclasses, and names
+    only ever bound to one of those (`loader_class = torch.utils.data.DataLoader`, then
+    `if multi_epochs: loader_class = MultiEpochsDataLoader`; `loader_class(dataset)`)."""
+    nodes: list[ast.AST] = [
+        n for n in ast.walk(module) if isinstance(n, (ast.ClassDef, ast.Assign))
+    ]
+    classes = set(DATALOADERS) | _subclasses(nodes, aliases, DATALOADERS)
+    return classes | _bound_to(nodes, aliases, classes)
+
+
+def _bound_to(nodes: list[ast.AST], aliases: dict[str, str], classes: set[str]) -> set[str]:
+    """Plain names every assignment (of `nodes`) of which binds one of `classes`."""
+    bound: dict[str, bool] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    is_class = isinstance(node.value, (ast.Name, ast.Attribute)) and (
+                        _qualified(node.value, aliases) in classes
+                    )
+                    bound[target.id] = bound.get(target.id, True) and is_class
+    return {name for name, only in bound.items() if only}
+
+
+def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:
+    text = ast.unparse(node)
+    head, _, rest = text.partition(".")
+    return aliases.get(head, head) + (f".{rest}" if rest else "")
 
 
 def _loader(walker: Walker, node: ast.Call, name: str) -> None:
@@ -207,7 +236,23 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     short = name.rsplit(".", 1)[-1]
     if not short:
         return None
-    return {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
+    found = {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
+    held = _held_in_memory(walker, short)
+    if held is not None:
+        found["in_memory"] = held
+    return found
+
+
+TORCH_DATASETS = {"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"}
+
+
+def _held_in_memory(walker: Walker, name: str) -> Optional[str]:
+    """Why the file's Dataset class `name` serves samples from memory (datasets.py), or
+    None (not the file's, defined twice, or reading per sample)."""
+    classes = [c for c in walker.index().class_nodes if c.name == name]
+    if len(classes) != 1 or name not in walker.index().derived_from(TORCH_DATASETS):
+        return None
+    return in_memory(classes[0])
 
 
 def _built_by(
@@ -378,6 +423,53 @@ def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         loader["one_batch"] = (loader["line"], loader["column"]) in places
 
 
+def _drop_fallbacks_mark_non_blocking(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """One walk for two facts. Leave out a DataLoader built in an `except` handler when
+    the `try` body builds one: the same loader retried (timm's `except TypeError:`
+    without persistent_workers for old PyTorch), judged once where the `try` builds it.
+    And `non_blocking_copy`: the line of the file's first `.to(..., non_blocking=True)`
+    (or `.cuda(non_blocking=True)`), or None; such a copy overlaps with compute only from
+    pinned memory, so it makes pinning worth it even for small in-memory batches."""
+    if not loaders:
+        return
+    fallbacks: set[int] = set()
+    line = None
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and any(
+            k.arg == "non_blocking" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in node.keywords
+        ):
+            line = node.lineno if line is None else min(line, node.lineno)
+        if not isinstance(node, ast.Try) or not node.handlers:
+            continue
+        start, end = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        if not any(start <= x["line"] <= end for x in loaders):
+            continue
+        for handler in node.handlers:
+            last = handler.end_lineno or handler.lineno
+            fallbacks |= {id(x) for x in loaders if handler.lineno <= x["line"] <= last}
+    loaders[:] = [x for x in loaders if id(x) not in fallbacks]
+    for loader in loaders:
+        loader["non_blocking_copy"] = line
+
+
+# Lightning's hooks for loaders that trainer.test() / trainer.predict() read once
+READ_ONCE_HOOKS = ("test_dataloader", "predict_dataloader")
+
+
+def _mark_once(loaders: list[dict[str, Any]]) -> None:
+    """`read_once`: why the loader is iterated a single time (a Lightning test or
+    predict hook), or None. Workers kept alive after its one pass would serve nothing."""
+    for loader in loaders:
+        function = loader.get("function")
+        loader["read_once"] = (
+            f"it is returned by {function}(), which Lightning iterates once per "
+            f"trainer.{function.split('_')[0]}()"
+            if function in READ_ONCE_HOOKS
+            else None
+        )
+
+
 def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     """`rebuilt`: why a DataLoader is constructed anew again and again (inside a loop, or
     in a function called from one, such as `validate()` per epoch), or None. Its workers
@@ -409,10 +501,10 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             loader["rebuilt"] = None
 
 
-def _subclasses(module: ast.Module, aliases: dict[str, str], bases: set[str]) -> set[str]:
-    """Classes defined in the file that derive from one of `bases` (by local name)."""
+def _subclasses(nodes: list[ast.AST], aliases: dict[str, str], bases: set[str]) -> set[str]:
+    """Classes (of `nodes`, the file's) that derive from one of `bases` (by local name)."""
     found: set[str] = set()
-    for node in ast.walk(module):
+    for node in nodes:
         if isinstance(node, ast.ClassDef):
             for base in node.bases:
                 text = ast.unparse(base)

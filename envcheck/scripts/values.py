@@ -11,10 +11,13 @@ expression, rather than guess.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from envcheck.scripts.configs import absl_flag, config_defaults
+from envcheck.scripts.platforms import other_platform_only
+from envcheck.scripts.returns import ConstantReturns
 
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
 # The `source` of a value read from a live object by envcheck.inspect(), not from code.
@@ -67,21 +70,27 @@ class Scope:
         # __init__'s scope, whose parameters stand for their defaults (set by the walker)
         self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
         self.defaults: dict[str, ast.expr] = {}
+        # functions of the file that always return one expression (returns.py)
+        self.returns: Mapping[str, ast.expr] = {}
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
-        return cls(
+        scope = cls(
             _simple_assignments(module.body),
             _argparse_defaults(module),
             module_updates=_dict_updates(module.body),
             config_defaults=config_defaults(module),
         )
+        scope.returns = ConstantReturns(module)
+        return scope
 
     def inside(self, function: Optional[ast.AST]) -> Scope:
         """The scope within `function` (module-level facts are shared, not recomputed)."""
-        return Scope(
+        scope = Scope(
             self.module_names, self.argparse, function, self.module_updates, self.config_defaults
         )
+        scope.returns = self.returns
+        return scope
 
     def lookup(self, name: str) -> Optional[ast.expr]:
         if name in self.local_names:
@@ -120,7 +129,10 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         if assigned is None:
             return Value(False, None, text, f"{node.id} is not a simple assignment here")
         found = resolve(assigned, scope, depth + 1)
-        return Value(found.known, found.value, text, found.source or f"{node.id} = ...")
+        source = found.source or f"{node.id} = ..."
+        if found.source == "literal" and assigned is scope.defaults.get(node.id):
+            source = f"default {node.id}={ast.unparse(assigned)}"  # a parameter left as it is
+        return Value(found.known, found.value, text, source)
     if (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
@@ -152,6 +164,10 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return _binop(node, scope, depth)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         return _compare(node, scope, depth)
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in scope.returns:
+        return _returned(node, scope, depth)
+    if isinstance(node, ast.BoolOp):
+        return _logic(node, scope, depth)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -179,6 +195,40 @@ def _config_default(node: ast.Attribute, scope: Scope, depth: int) -> Value:
     where, expr = defaults[0]
     found = resolve(expr, scope, depth + 1)
     return Value(found.known, found.value, text, f"config default {where} = {ast.unparse(expr)}")
+
+
+def _returned(node: ast.Call, scope: Scope, depth: int) -> Value:
+    """`get_dataloader_workers()`: what the file's function always returns, read at
+    module level."""
+    name = ast.unparse(node.func)
+    module = Scope(
+        scope.module_names,
+        scope.argparse,
+        module_updates=scope.module_updates,
+        config_defaults=scope.config_defaults,
+    )
+    module.returns = scope.returns
+    found = resolve(scope.returns[name], module, depth + 1)
+    source = f"{name}() returns {ast.unparse(scope.returns[name])}"
+    if found.source not in ("literal", ""):
+        source += f" ({found.source})"
+    return Value(found.known, found.value, ast.unparse(node), source)
+
+
+def _logic(node: ast.BoolOp, scope: Scope, depth: int) -> Value:
+    """`persistent_workers and num_workers > 0`: evaluated when the operands are known (an
+    `and` stops at the first false one, an `or` at a true one)."""
+    text = ast.unparse(node)
+    stop = isinstance(node.op, ast.Or)  # the truth value that ends the chain
+    result: Value = Value(False, None, text, "computed at run time")
+    for operand in node.values:
+        found = resolve(operand, scope, depth + 1)
+        if not found.known:
+            return Value(False, None, text, "computed at run time")
+        result = Value(True, found.value, text, "logic on known values")
+        if bool(found.value) is stop:
+            break
+    return result
 
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -288,10 +338,10 @@ def keyword_values(call: ast.Call, scope: Scope) -> tuple[dict[str, Value], list
             continue
         for name, expr in expanded.items():
             found = resolve(expr, scope)
-            values.setdefault(
-                name,
-                Value(found.known, found.value, found.text, f"via **{ast.unparse(keyword.value)}"),
-            )
+            via = f"via **{ast.unparse(keyword.value)}"
+            if found.source.startswith("default "):
+                via += f", {found.source}"
+            values.setdefault(name, Value(found.known, found.value, found.text, via))
     return values, opaque
 
 
@@ -444,6 +494,8 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
             continue
         out.append(node)
         for field in ("body", "orelse", "finalbody", "handlers"):
+            if field == "body" and isinstance(node, ast.If) and other_platform_only(node.test):
+                continue  # a Windows or macOS branch: not the Linux training node's path
             inner = getattr(node, field, None)
             if isinstance(inner, list):
                 out.extend(_statements([n for n in inner if isinstance(n, ast.stmt)]))

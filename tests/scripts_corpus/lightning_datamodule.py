@@ -1,6 +1,6 @@
 """A Lightning data module on its own: no trainer, no device in the file. Whether it
-feeds a GPU is the training machine's answer, so the loader rules judge it against
-the target; the GPU count is read only to size the batch."""
+feeds a GPU is the training machine's answer, so the worker rules judge it against
+the target (pinning is left to the importer); the GPU count only sizes the batch."""
 
 import lightning as L
 import torch

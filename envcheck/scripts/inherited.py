@@ -1,0 +1,234 @@
+"""`self.x` set by a base class's `__init__` of the same file.
+
+torchgeo's `GeoDataModule.__init__(..., num_workers=0)` hands `num_workers` to
+`super().__init__(dataset_class, batch_size, num_workers)`, and `BaseDataModule.__init__`
+stores it: `self.num_workers` in a method of the subclass is that value. The walker
+(analyze.py) reads a class's own `__init__`; this module adds what its base classes'
+constructors in the file assign, each parameter bound to what the subclass passes up
+(`super().__init__(...)` or `Base.__init__(self, ...)`) and otherwise to its default. A
+parameter a `*args`/`**kwargs` may carry is left unknown; a subclass `__init__` that never
+calls its base's gets nothing from it. A base named through the module's own alias
+(`d2l = sys.modules[__name__]`, `class FashionMNIST(d2l.DataModule)`) is the file's class.
+A constructor's `self.x = value` assignments are read here for the walker too, with the
+arguments a `self.save_hyperparameters()` of the file keeps as attributes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Optional
+
+from envcheck.scripts.returns import self_aliases
+from envcheck.scripts.values import Scope, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+Attributes = dict[str, tuple[ast.expr, Scope]]
+MAX_DEPTH = 6
+
+
+def parameter_defaults(
+    init: ast.FunctionDef, constructions: list[ast.Call], skip: int = 1
+) -> dict[str, ast.expr]:
+    """An `__init__`'s parameter defaults, less those the file's constructions of the class
+    pass (`Model(workers=8)`); none at all when one passes `*args` or `**kwargs`. With
+    `skip=0`, a plain function's, less those its calls pass."""
+    positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
+    with_default = positional[len(positional) - len(init.args.defaults) :]
+    defaults = dict(zip(with_default, init.args.defaults, strict=True))
+    for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True):
+        if default is not None:
+            defaults[arg.arg] = default
+    for node in constructions:
+        for keyword in node.keywords:
+            defaults.pop(keyword.arg or "", None)
+        for name in positional[skip : skip + len(node.args)]:  # after self
+            defaults.pop(name, None)
+        if any(k.arg is None for k in node.keywords) or any(
+            isinstance(a, ast.Starred) for a in node.args
+        ):
+            defaults.clear()  # *args or **kwargs: not known which
+    return defaults
+
+
+def inherited_attributes(
+    walker: Walker, cls: ast.ClassDef, calls: dict[str, list[ast.Call]]
+) -> Attributes:
+    """`self.x` assignments the base classes' constructors of the file make for an
+    instance of `cls` (`calls`: the file's calls by plain name, for its constructions);
+    the class's own `__init__` is not here."""
+    if _file_base(walker, cls) is None:
+        return {}
+    init = _init(cls)
+    scope: Optional[Scope] = None
+    if init is not None:
+        scope = walker.module_scope.inside(init)
+        scope.defaults = parameter_defaults(init, calls.get(cls.name, []))
+    return _from_bases(walker, cls, init, scope, calls, 0)
+
+
+def _from_bases(
+    walker: Walker,
+    cls: ast.ClassDef,
+    init: Optional[ast.FunctionDef],
+    scope: Optional[Scope],
+    calls: dict[str, list[ast.Call]],
+    depth: int,
+) -> Attributes:
+    """What the file base of `cls` assigns when `cls` (whose constructor is `init`, read in
+    `scope`) is built."""
+    base = _file_base(walker, cls)
+    if base is None or depth > MAX_DEPTH:
+        return {}
+    base_init = _init(base)
+    if base_init is None:  # the base's own base builds it
+        return _from_bases(walker, base, init, scope, calls, depth + 1)
+    base_scope = walker.module_scope.inside(base_init)
+    if init is None or scope is None:  # `cls` has no __init__: the base's runs as called
+        base_scope.defaults = parameter_defaults(base_init, calls.get(cls.name, []))
+    else:
+        call = _super_call(init, base)
+        if call is None:
+            return {}
+        base_scope.defaults = _bound(call, base_init, scope)
+    found = _from_bases(walker, base, base_init, base_scope, calls, depth + 1)
+    found.update(init_attributes(walker, base_init, base_scope))
+    return found
+
+
+def _bound(call: ast.Call, base_init: ast.FunctionDef, scope: Scope) -> dict[str, ast.expr]:
+    """The base constructor's parameters as the subclass's call binds them: the values
+    known in the subclass's scope, the base's defaults for the ones not passed."""
+    positional = [a.arg for a in [*base_init.args.posonlyargs, *base_init.args.args]][1:]
+    given: dict[str, ast.expr] = {}
+    starred = any(isinstance(a, ast.Starred) for a in call.args)
+    for name, arg in zip(positional, call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            break
+        given[name] = arg
+    spread = starred or any(k.arg is None for k in call.keywords)
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            given[keyword.arg] = keyword.value
+    bound: dict[str, ast.expr] = {}
+    if not spread:
+        bound = parameter_defaults(base_init, [])
+    for name, expr in given.items():
+        value = resolve(expr, scope)
+        if value.known:
+            bound[name] = ast.Constant(value.value)
+        else:
+            bound.pop(name, None)
+    return bound
+
+
+def kept_arguments(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attributes:
+    """`self.save_hyperparameters()` in `init`, where the file's method of that name sets
+    every argument of its caller as an attribute (`setattr(self, k, v)` over
+    `inspect.getargvalues(inspect.currentframe().f_back)`, d2l's idiom): each parameter of
+    `init` (less `ignore=[...]`) as `self.<parameter>`, read in `scope`."""
+    calls = [
+        (node.func.attr, node)
+        for node in ast.walk(init)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    ]
+    found: Attributes = {}
+    if not calls:
+        return found
+    keepers = _argument_keepers(walker, {name for name, _ in calls})
+    for name, node in calls:
+        if name not in keepers:
+            continue
+        ignored: set[str] = set()
+        for keyword in node.keywords:
+            if keyword.arg == "ignore" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                ignored |= {str(e.value) for e in keyword.value.elts if isinstance(e, ast.Constant)}
+        for arg in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]:
+            if arg.arg not in ignored and not arg.arg.startswith("_"):
+                found[arg.arg] = (ast.Name(arg.arg, ast.Load()), scope)
+    return found
+
+
+def _argument_keepers(walker: Walker, names: set[str]) -> set[str]:
+    """Those of `names` that are the file's methods setting their caller's arguments as
+    attributes."""
+    found: set[str] = set()
+    for cls in walker.index().class_nodes:
+        for method in cls.body:
+            if not isinstance(method, ast.FunctionDef) or method.name not in names:
+                continue
+            end = method.end_lineno or method.lineno
+            text = "\n".join(walker.lines[method.lineno - 1 : end])
+            if "getargvalues" in text and "f_back" in text and "setattr(self" in text:
+                found.add(method.name)
+    return found
+
+
+def init_attributes(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attributes:
+    """`self.x = value` made once in `init` (and the arguments `self.save_hyperparameters()`
+    keeps, see kept_arguments), each read in `scope`."""
+    found: Attributes = kept_arguments(walker, init, scope)
+    twice: set[str] = set()
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            ):
+                if target.attr in found:
+                    twice.add(target.attr)
+                found[target.attr] = (node.value, scope)
+    return {k: v for k, v in found.items() if k not in twice}
+
+
+def _init(cls: ast.ClassDef) -> Optional[ast.FunctionDef]:
+    return next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None
+    )
+
+
+def _file_base(walker: Walker, cls: ast.ClassDef) -> Optional[ast.ClassDef]:
+    """The one base class of `cls` defined in the file (by name, or through the module's
+    own alias), or None."""
+    classes: dict[str, list[ast.ClassDef]] = {}
+    for node in walker.index().class_nodes:
+        classes.setdefault(node.name, []).append(node)
+    aliases = set(self_aliases(walker.module))
+    found: list[ast.ClassDef] = []
+    for base in cls.bases:
+        name: Optional[str] = None
+        if isinstance(base, ast.Name):
+            name = base.id
+        elif (
+            isinstance(base, ast.Attribute)
+            and isinstance(base.value, ast.Name)
+            and base.value.id in aliases
+        ):
+            name = base.attr
+        if name is not None and len(classes.get(name, [])) == 1 and classes[name][0] is not cls:
+            found.append(classes[name][0])
+    return found[0] if len(found) == 1 else None
+
+
+def _super_call(init: ast.FunctionDef, base: ast.ClassDef) -> Optional[ast.Call]:
+    """`super().__init__(...)` (or `Base.__init__(self, ...)`, the self dropped) in `init`."""
+    for node in ast.walk(init):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+        ):
+            continue
+        owner = node.func.value
+        if isinstance(owner, ast.Call) and ast.unparse(owner.func) == "super":
+            return node
+        if ast.unparse(owner).rsplit(".", 1)[-1] == base.name and node.args:
+            return ast.Call(node.func, node.args[1:], node.keywords)
+    return None

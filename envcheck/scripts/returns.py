@@ -1,0 +1,115 @@
+"""Functions of a file that always return the same expression.
+
+`num_workers = get_dataloader_workers()` where the file defines
+`def get_dataloader_workers(): return 4`: the value is 4 whatever the call passes. The
+value resolver (values.py) reads such a call as the expression returned, when every
+`return` of the function returns that one expression and it does not use the function's
+parameters or locals; anything else stays computed at run time. A module that names
+itself (`d2l = sys.modules[__name__]`) is followed: `d2l.get_dataloader_workers()`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from typing import Optional
+
+
+class ConstantReturns(Mapping[str, ast.expr]):
+    """Callee (`name`, or `alias.name` through a self alias) -> the one expression the
+    module-level function always returns; each function is read when first asked for."""
+
+    def __init__(self, module: ast.Module):
+        defined: dict[str, list[ast.stmt]] = {}
+        for node in module.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.setdefault(node.name, []).append(node)
+        self._functions = {
+            name: nodes[0]
+            for name, nodes in defined.items()
+            if len(nodes) == 1 and isinstance(nodes[0], ast.FunctionDef)
+        }
+        # `d2l = sys.modules[__name__]`, then `d2l.get_dataloader_workers()`
+        self._prefixes = ["", *(f"{alias}." for alias in self_aliases(module))]
+        self._read: dict[str, Optional[ast.expr]] = {}
+
+    def __getitem__(self, callee: str) -> ast.expr:
+        for prefix in self._prefixes:
+            name = callee[len(prefix) :] if callee.startswith(prefix) else None
+            if name is None or name not in self._functions:
+                continue
+            if name not in self._read:
+                self._read[name] = _one_return(self._functions[name])
+            found = self._read[name]
+            if found is not None:
+                return found
+        raise KeyError(callee)
+
+    def __iter__(self) -> Iterator[str]:
+        for prefix in self._prefixes:
+            for name in self._functions:
+                if name in self:
+                    yield prefix + name
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def self_aliases(module: ast.Module) -> list[str]:
+    """Module-level names bound to the module itself: `d2l = sys.modules[__name__]`."""
+    return [
+        target.id
+        for node in module.body
+        if isinstance(node, ast.Assign) and _is_this_module(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    ]
+
+
+def _one_return(function: ast.FunctionDef) -> Optional[ast.expr]:
+    if function.decorator_list:
+        return None  # a decorator may replace the function
+    returns = [n for n in _own_nodes(function) if isinstance(n, ast.Return)]
+    if not returns or any(r.value is None for r in returns):
+        return None
+    values = [r.value for r in returns if r.value is not None]
+    if len({ast.dump(v) for v in values}) != 1:
+        return None
+    expr = values[0]
+    local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    local |= {
+        n.id
+        for n in _own_nodes(function)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+    }
+    if any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(expr)):
+        return None
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(function)):
+        return None
+    return expr
+
+
+def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:
+    """The function's nodes, not those of functions or classes nested in it."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+    return out
+
+
+def _is_this_module(node: ast.expr) -> bool:
+    """`sys.modules[__name__]`."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id == "__name__"
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "modules"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "sys"
+    )

@@ -1,0 +1,371 @@
+"""DataLoader facts on shapes from released library code (issue 11): values behind
+platform branches, constants returned by a function of the file, `self.x` set by a base
+class's constructor, datasets that serve samples from memory, data modules that choose no
+device, and Lightning's read-once test hooks. Each snippet goes through the real analyser
+and, where a verdict is asserted, the real rules against an 8-GPU, 2-CPU Linux node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import snapshot_from
+
+from envcheck import interpreter
+from envcheck.collectors import scripts
+from envcheck.collectors.base import CollectContext
+from envcheck.engine.evaluate import evaluate
+from envcheck.rulebook import builtin_registry
+from envcheck.scripts.analyze import analyze_file
+from envcheck.snapshot import Facts
+
+LOADER_RULES = ("EC501", "EC502", "EC503", "EC504")
+
+
+def analyse(tmp_path: Path, source: str) -> Any:
+    (tmp_path / "data.py").write_text(source)
+    report = analyze_file(tmp_path / "data.py", "data.py")
+    assert report.error is None
+    return report
+
+
+def workers(report: Any) -> list[Any]:
+    return [x["args"]["num_workers"]["value"] for x in report.loaders]
+
+
+def verdicts(tmp_path: Path, source: str) -> dict[str, Any]:
+    (tmp_path / "data.py").write_text(source)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "data.py",))
+    snapshot = snapshot_from(
+        {
+            "collectors": {"scripts": {"status": "ok", "reason": None}},
+            "scripts": scripts.collect(ctx)["scripts"],
+            "cpu": {"usable": 2, "logical": 2},
+            "platform": {"system": "Linux"},
+            "gpu": {
+                "status": "ok",
+                "devices": [
+                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
+                    for i in range(8)
+                ],
+            },
+        }
+    )
+    results = evaluate(builtin_registry(), Facts(snapshot))
+    return {r.id: r for r in results if r.id in LOADER_RULES}
+
+
+# Lightning's demo MNISTDataModule: workers turned off on Windows only
+WINDOWS_ONLY = """
+from torch.utils.data import DataLoader
+from lightning.fabric.utilities.imports import _IS_WINDOWS
+
+class MNISTDataModule:
+    def __init__(self, batch_size=32, num_workers=16):
+        if num_workers and _IS_WINDOWS:
+            num_workers = 0
+        self.num_workers = num_workers
+
+    def train_dataloader(self):
+        return DataLoader(self.dataset, num_workers=self.num_workers, pin_memory=True)
+"""
+
+
+def test_a_windows_only_branch_is_not_the_linux_path(tmp_path: Path) -> None:
+    assert workers(analyse(tmp_path, WINDOWS_ONLY)) == [16]
+
+
+def test_platform_conditions(tmp_path: Path) -> None:
+    source = "from torch.utils.data import DataLoader\nimport os, sys, platform\nn = 4\n"
+    for condition in (
+        'sys.platform == "win32"',
+        'sys.platform.startswith("darwin")',
+        'platform.system() == "Windows"',
+        'os.name == "nt"',
+        'sys.platform in ("win32", "cygwin")',
+        "IS_MACOS and fast",
+    ):
+        source += f"if {condition}:\n    n = 0\n"
+    source += "DataLoader(ds, num_workers=n)\n"
+    assert workers(analyse(tmp_path, source)) == [4]
+    # a branch Linux may take leaves two candidate values: not known
+    for other in ("if sys.platform != 'win32':\n", "if not IS_WINDOWS:\n", "if win:\n"):
+        assert workers(analyse(tmp_path, source + other + "    n = 2\n")) == [None], other
+
+
+def test_a_function_of_the_file_returning_a_constant(tmp_path: Path) -> None:
+    # d2l: num_workers = d2l.get_dataloader_workers(), d2l = sys.modules[__name__]
+    report = analyse(
+        tmp_path,
+        "import sys\nimport torch\n"
+        "d2l = sys.modules[__name__]\n"
+        "def get_dataloader_workers():\n"
+        "    return 4\n"
+        "def varies(n):\n"
+        "    return n\n"
+        "def load_data(batch_size):\n"
+        "    num_workers = d2l.get_dataloader_workers()\n"
+        "    a = torch.utils.data.DataLoader(ds, batch_size, num_workers=num_workers)\n"
+        "    b = torch.utils.data.DataLoader(ds, num_workers=get_dataloader_workers())\n"
+        "    c = torch.utils.data.DataLoader(ds, num_workers=varies(3))\n",
+    )
+    assert workers(report) == [4, 4, None]
+    assert report.loaders[0]["args"]["num_workers"]["source"] == (
+        "d2l.get_dataloader_workers() returns 4"
+    )
+
+
+def test_self_attribute_set_by_a_base_class_constructor(tmp_path: Path) -> None:
+    # torchgeo: GeoDataModule(num_workers=0) -> super().__init__(..., num_workers)
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "class Base:\n"
+        "    def __init__(self, dataset_class, batch_size=1, num_workers=0, **kwargs):\n"
+        "        self.num_workers = num_workers\n"
+        "class Geo(Base):\n"
+        "    def __init__(self, dataset_class, batch_size=1, patch=64, num_workers=3):\n"
+        "        super().__init__(dataset_class, batch_size, num_workers)\n"
+        "    def loader(self):\n"
+        "        return DataLoader(self.ds, num_workers=self.num_workers)\n"
+        "class Inherits(Base):\n"
+        "    def loader(self):\n"
+        "        return DataLoader(self.ds, num_workers=self.num_workers)\n"
+        "class Spreads(Base):\n"
+        "    def __init__(self, *args, **kwargs):\n"
+        "        super().__init__(*args, **kwargs)\n"
+        "    def loader(self):\n"
+        "        return DataLoader(self.ds, num_workers=self.num_workers)\n"
+        "class Ignores(Base):\n"
+        "    def __init__(self):\n"
+        "        pass\n"
+        "    def loader(self):\n"
+        "        return DataLoader(self.ds, num_workers=self.num_workers)\n",
+    )
+    assert workers(report) == [3, 0, None, None]
+
+
+def test_base_class_named_through_the_modules_own_alias(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "import sys\nimport torch\n"
+        "d2l = sys.modules[__name__]\n"
+        "class DataModule:\n"
+        "    def __init__(self, root='../data', num_workers=4):\n"
+        "        self.num_workers = num_workers\n"
+        "class Fashion(d2l.DataModule):\n"
+        "    def __init__(self, batch_size=64):\n"
+        "        super().__init__()\n"
+        "    def get_dataloader(self, train):\n"
+        "        return torch.utils.data.DataLoader(data, num_workers=self.num_workers)\n",
+    )
+    assert workers(report) == [4]
+
+
+def test_arguments_kept_as_attributes_by_save_hyperparameters(tmp_path: Path) -> None:
+    # d2l: HyperParameters.save_hyperparameters sets the caller's arguments on self
+    source = (
+        "import inspect, sys\nimport torch\n"
+        "d2l = sys.modules[__name__]\n"
+        "class HyperParameters:\n"
+        "    def save_hyperparameters(self, ignore=[]):\n"
+        "        frame = inspect.currentframe().f_back\n"
+        "        _, _, _, local_vars = inspect.getargvalues(frame)\n"
+        "        self.hparams = {k: v for k, v in local_vars.items() if k not in ignore}\n"
+        "        for k, v in self.hparams.items():\n"
+        "            setattr(self, k, v)\n"
+        "class DataModule(d2l.HyperParameters):\n"
+        "    def __init__(self, root='../data', num_workers=4):\n"
+        "        self.save_hyperparameters()\n"
+        "class FashionMNIST(d2l.DataModule):\n"
+        "    def __init__(self, batch_size=64, resize=(28, 28)):\n"
+        "        super().__init__()\n"
+        "        self.save_hyperparameters(ignore=['resize'])\n"
+        "    def get_dataloader(self, train):\n"
+        "        return torch.utils.data.DataLoader(\n"
+        "            data, self.batch_size, num_workers=self.num_workers)\n"
+    )
+    report = analyse(tmp_path, source)
+    assert workers(report) == [4]
+    assert report.loaders[0]["args"]["batch_size"]["value"] == 64
+
+
+IN_MEMORY = """
+import torch
+from torch.utils.data import Dataset, DataLoader
+
+class PTBDataset(Dataset):
+    def __init__(self, centers, contexts):
+        self.centers, self.contexts = centers, contexts
+
+    def __getitem__(self, index):
+        return (self.centers[index].float(), self.contexts[index])
+
+class Images(Dataset):
+    def __getitem__(self, index):
+        return self.transform(Image.open(self.paths[index]))
+
+class Mapped(Dataset):
+    def __init__(self, path):
+        self.data = np.memmap(path, dtype=np.uint16, mode="r")
+
+    def __getitem__(self, index):
+        return self.data[index]
+
+model = torch.nn.LSTM(32, 32).to("cuda")
+a = DataLoader(PTBDataset(c, x), batch_size=512)
+b = DataLoader(Images(), batch_size=512)
+c = DataLoader(Mapped("train.bin"), batch_size=512)
+for batch in a:
+    model(batch[0].to("cuda")).sum().backward()
+"""
+
+
+def test_a_dataset_of_the_file_serving_samples_from_memory(tmp_path: Path) -> None:
+    report = analyse(tmp_path, IN_MEMORY)
+    assert [x["dataset"].get("in_memory") for x in report.loaders] == [
+        "PTBDataset.__getitem__ only indexes data it holds (self.centers, self.contexts)",
+        None,
+        None,
+    ]
+    results = verdicts(tmp_path, IN_MEMORY)
+    for rule in ("EC501", "EC502"):
+        flagged = [f.location.line for f in results[rule].findings]
+        assert flagged == [25, 26], (rule, results[rule].reason)
+
+
+def test_in_memory_batches_copied_non_blocking_still_want_pinning(tmp_path: Path) -> None:
+    source = IN_MEMORY.replace('batch[0].to("cuda")', 'batch[0].to("cuda", non_blocking=True)')
+    results = verdicts(tmp_path, source)
+    assert [f.location.line for f in results["EC501"].findings] == [25, 26]
+    assert [f.location.line for f in results["EC502"].findings] == [24, 25, 26]
+
+
+def test_a_data_module_leaves_pinning_to_its_importer(tmp_path: Path) -> None:
+    """A file that neither trains nor names a device: EC502 is unknown (where its batches
+    go is decided elsewhere), while EC501 still judges the worker count."""
+    results = verdicts(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "class DataModule:\n"
+        "    def train_dataloader(self):\n"
+        "        return DataLoader(self.train_set, batch_size=64)\n",
+    )
+    assert results["EC502"].status.value == "unknown"
+    assert "a data module" in results["EC502"].reason
+    assert results["EC501"].status.value == "fail"
+
+
+def test_lightning_test_and_predict_loaders_are_read_once(tmp_path: Path) -> None:
+    results = verdicts(tmp_path, WINDOWS_ONLY + TEST_HOOKS)
+    assert [f.location.line for f in results["EC503"].findings] == [12]
+    assert [f.location.line for f in results["EC504"].findings] == [12, 15, 18]
+    assert not results["EC501"].findings
+
+
+TEST_HOOKS = """
+    def test_dataloader(self):
+        return DataLoader(self.dataset, num_workers=self.num_workers, pin_memory=True)
+
+    def predict_dataloader(self):
+        return DataLoader(self.dataset, num_workers=self.num_workers, pin_memory=True)
+"""
+
+
+# timm's create_loader: settings are the function's defaults, the loader class is chosen
+# through a variable, and an `except TypeError:` retries the same loader for old PyTorch
+LIBRARY_FUNCTION = """
+import torch
+
+class MultiEpochsDataLoader(torch.utils.data.DataLoader):
+    pass
+
+def create_loader(dataset, num_workers=1, pin_memory=False, persistent_workers=True,
+                  use_multi_epochs_loader=False, device=torch.device("cuda")):
+    loader_class = torch.utils.data.DataLoader
+    if use_multi_epochs_loader:
+        loader_class = MultiEpochsDataLoader
+    loader_args = dict(
+        num_workers=num_workers,
+        pin_memory=pin_memory,
+        persistent_workers=persistent_workers and num_workers > 0,
+    )
+    try:
+        loader = loader_class(dataset, **loader_args)
+    except TypeError:
+        loader_args.pop("persistent_workers")
+        loader = loader_class(dataset, **loader_args)
+    return PrefetchLoader(loader, device=device)
+"""
+
+
+def test_a_library_function_judged_at_its_defaults(tmp_path: Path) -> None:
+    report = analyse(tmp_path, LIBRARY_FUNCTION)
+    [loader] = report.loaders  # the fallback in the except handler is the same loader
+    assert loader["line"] == 18
+    args = {k: v["value"] for k, v in loader["args"].items()}
+    assert args == {"num_workers": 1, "pin_memory": False, "persistent_workers": True}
+    assert loader["args"]["pin_memory"]["source"] == ("via **loader_args, default pin_memory=False")
+    results = verdicts(tmp_path, LIBRARY_FUNCTION)
+    assert [f.location.line for f in results["EC502"].findings] == [18]
+    for rule in ("EC501", "EC503", "EC504"):
+        assert results[rule].status.value == "pass", results[rule].reason
+
+
+def test_a_default_the_file_overrides_is_not_known(tmp_path: Path) -> None:
+    report = analyse(tmp_path, LIBRARY_FUNCTION + "\ncreate_loader(ds, pin_memory=True)\n")
+    assert report.loaders[0]["args"]["pin_memory"]["known"] is False
+    assert report.loaders[0]["args"]["num_workers"]["value"] == 1
+
+
+def test_comparisons_and_logic_on_known_values(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "n = 0\n"
+        "DataLoader(ds, num_workers=n, persistent_workers=n > 0)\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=flag and n > 0)\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=n > 0 and flag)\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=n == 0 or flag)\n",
+    )
+    assert [x["args"]["persistent_workers"]["value"] for x in report.loaders] == [
+        False,
+        None,
+        False,
+        True,
+    ]
+
+
+# lightning-bolts' SimCLR: a data module of another package given the worker count
+FACTORY = """
+from argparse import ArgumentParser
+from pytorch_lightning import Trainer
+from pl_bolts.datamodules import CIFAR10DataModule
+
+parser = ArgumentParser()
+parser.add_argument("--num_workers", default=8, type=int)
+args = parser.parse_args()
+dm = CIFAR10DataModule(data_dir=".", batch_size=256, num_workers=args.num_workers)
+kwargs = {"num_workers": args.num_workers}
+other = make_loaders(args, **kwargs)
+trainer = Trainer(gpus=1)
+trainer.fit(model, datamodule=dm)
+"""
+
+
+def test_a_loader_factory_out_of_sight_given_the_worker_count(tmp_path: Path) -> None:
+    """The worker count handed to an imported factory is judged (EC504), directly or
+    through `**kwargs`; what the factory does with the rest is out of sight (EC502, EC503
+    unknown)."""
+    report = analyse(tmp_path, FACTORY)
+    assert [loader["callee"] for loader in report.loaders] == [
+        "pl_bolts.datamodules.CIFAR10DataModule",
+        "make_loaders",
+    ]
+    assert all(loader["built_by"] for loader in report.loaders)
+    results = verdicts(tmp_path, FACTORY)
+    assert [f.location.line for f in results["EC504"].findings] == [9, 11]
+    assert results["EC501"].status.value == "pass"
+    for rule in ("EC502", "EC503"):
+        assert results[rule].status.value == "unknown"
+        assert "CIFAR10DataModule" in results[rule].reason
