@@ -12,8 +12,11 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
   `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`; a Hugging
   Face `Trainer` (unless `TrainingArguments(use_cpu=True)`).
 - **no**: the code says CPU (`Trainer(accelerator="cpu")`, `Accelerator(cpu=True)`, only
-  CPU devices), or it runs a PyTorch training loop and never names a device (tensors
-  then stay on the CPU).
+  CPU devices, a `device='cpu'` parameter default of library code), or it runs a
+  PyTorch training loop and never names a device (tensors then stay on the CPU). A
+  device the file does not determine, handed to any call (`torch.ones(..., device=d)`,
+  a project's `batch_to_device(batch, self._device)`), is no proof of CPU training: the
+  answer is then unknown.
 - **unknown**: anything else, with the reason (a data module with no training code, a
   LightningModule whose Trainer is elsewhere, a device passed in from elsewhere): the
   training machine then decides.
@@ -54,7 +57,9 @@ QUIET = {"print", "info", "debug", "warning", "log", "format", "write", "set_des
 
 @dataclass
 class Evidence:
-    verdict: str  # "yes" | "no" | "cpu" (a trainer told to use the CPU) | "opaque"
+    # "yes" | "no" | "cpu" (a trainer told to use the CPU) | "opaque" | "handed" (a device
+    # the file does not determine, handed to a call: no proof of CPU training)
+    verdict: str
     reason: str
     line: int
     module_level: bool
@@ -267,8 +272,7 @@ class _Reader:
 
     def _arguments(self, node: ast.Call, function: Optional[Function]) -> None:
         """A device value handed to `.to(...)`, a `device=` argument or any call."""
-        func = node.func
-        moving = isinstance(func, ast.Attribute) and func.attr in MOVES
+        moving = _moves(node)
         arguments: list[ast.expr] = [*node.args]
         arguments += [k.value for k in node.keywords if k.arg in ("device", "device_type", None)]
         if not moving:
@@ -279,16 +283,21 @@ class _Reader:
         scope = self._scope(function)
         for argument in arguments:
             device = self._device(argument, scope)
+            default = None
+            if isinstance(argument, ast.Name):
+                default = parameter_default(function, argument.id, scope)
+            if default is not None and self._device(default, scope) in ("cuda", "cpu"):
+                device = self._device(default, scope)
             if device == "cuda":
                 self._add("yes", f"{_short(node)}", node, function)
                 return
             if device == "cpu" and moving:
                 self._add("no", f"{_short(node)} (the CPU)", node, function)
                 return
-            to_call = isinstance(func, ast.Attribute) and func.attr == "to"
-            if device == "opaque" and to_call and _device_like(argument):
+            if device == "opaque" and _device_like(argument):
+                verdict = "opaque" if moving else "handed"
                 self._add(
-                    "opaque", f"{_short(node)}: the device is not determined here", node, function
+                    verdict, f"{_short(node)}: the device is not determined here", node, function
                 )
                 return
 
@@ -370,6 +379,10 @@ class _Reader:
                 "trains with Keras, which runs on a GPU when the machine has one",
                 None,
             )
+        handed = [e for e in counted if e.verdict == "handed"]
+        if self.trains_anywhere and handed:
+            first = min(handed, key=lambda e: e.line)
+            return _answer("unknown", first.reason, first.line)
         if self.trains_anywhere:
             return _answer(
                 "no",
@@ -432,6 +445,33 @@ def _device_like(node: ast.expr) -> bool:
     if isinstance(node, ast.IfExp):
         return _device_like(node.body) or _device_like(node.orelse)
     return False
+
+
+def _moves(call: ast.Call) -> bool:
+    """A call that moves a model or tensors to a device: `.to(...)`, `.cuda(...)`,
+    `to_device(...)` and the projects' own `batch_to_device(...)`, `send_to_device(...)`."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in MOVES or name.endswith("_to_device")
+
+
+def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> Optional[ast.expr]:
+    """The default of `function`'s parameter `name` when the function does not reassign
+    it (`def forward(self, X, device='cpu')`): library code runs at its defaults unless a
+    caller in sight passes another value (which counts on its own)."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if name in scope.local_names:
+        return None
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    with_default = positional[len(positional) - len(arguments.defaults) :]
+    pairs = list(zip(with_default, arguments.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d]
+    for parameter, default in pairs:
+        if parameter.arg == name:
+            return default
+    return None
 
 
 def _device_getter(call: ast.Call) -> bool:
