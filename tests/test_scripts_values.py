@@ -297,6 +297,19 @@ PRECISION = [
         {"conv_layers": True},
     ),
     (
+        "a model parameter declared with the project's transformer class",
+        "from st.model import SentenceTransformer\n"
+        "class Callback:\n"
+        "    def __init__(self, model: SentenceTransformer):\n"
+        "        self.model = model\n",
+        {"conv_layers": False, "matmul_layers": ["SentenceTransformer"]},
+    ),
+    (
+        "a model parameter declared with the project's CNN class",
+        "from models import ResNet50\ndef train(net: ResNet50, loader):\n    pass\n",
+        {"conv_layers": True, "matmul_layers": []},
+    ),
+    (
         "a Hugging Face model loaded by its class is matmul-bound",
         "from transformers import AutoModelForSequenceClassification as M\n"
         "model = M.from_pretrained('bert-base-cased')\n",

@@ -326,6 +326,8 @@ def _unless(gate: Any) -> str:
         return ""
     if gate.get("option"):
         return f" (unless {gate['option']} is passed)"
+    if gate.get("framework_default"):
+        return f": {gate.get('text')}"
     return f" (unless {gate.get('text')} turns mixed precision on)"
 
 

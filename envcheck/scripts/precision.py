@@ -148,6 +148,8 @@ CONV_WORDS = (
     "dpn",
     "preactresnet",
 )
+# Parameters that hold the model a trainer trains (`model`, `student_model`, `net`).
+MODEL_PARAMETER = re.compile(r"^(\w+_)?(model|net|network)$")
 # The memory layouts PyTorch offers for convolutional models (channels-last tutorial).
 CHANNELS_LAST = ("torch.channels_last", "torch.channels_last_3d")
 # A name that starts with one of these converts or exports data, whatever it converts
@@ -204,6 +206,8 @@ class _Reader:
             gates = []
         if isinstance(node, ast.ClassDef):
             self._lightning_module(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._annotated_model(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = self.walker.qualname(node)
             if name in AMP_NAMES:
@@ -372,6 +376,24 @@ class _Reader:
             return None
         return self._dtype_kind(assigned[0], assigned[1], depth + 1)
 
+    def _annotated_model(self, function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        """A model parameter declared with the project's model class (`model:
+        SentenceTransformer`): the class names the kind of model the file trains."""
+        arguments = function.args
+        for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+            if argument.annotation is None or not MODEL_PARAMETER.match(argument.arg):
+                continue
+            name = self.walker.qualname(argument.annotation) or ""
+            if not name or name.startswith(("torch.", "typing.", "lightning", "pytorch_lightning")):
+                continue
+            cls = name.rsplit(".", 1)[-1]
+            kind = _architecture(cls) or _architecture(_snake(cls))
+            if kind == "conv":
+                self.conv = True
+            elif kind == "matmul":
+                self.matmul.append(name.rsplit(".", 1)[-1])
+                self.linear_weights = None
+
     def _lightning_module(self, node: ast.ClassDef) -> None:
         for base in node.bases:
             name = self.walker.qualname(base) or ""
@@ -530,6 +552,12 @@ def _named_elsewhere(node: ast.Call, name: str, references: dict[str, set[str]])
     # package names the project, not the model (`yolox.utils.ModelEMA`)
     kinds = {_architecture(part) for part in name.split(".")[1:-1]} - {None}
     return kinds.pop() if len(kinds) == 1 else None
+
+
+def _snake(name: str) -> str:
+    """`SentenceTransformer` -> `sentence_transformer`, so that each word of a class name
+    is matched at its start (`ResNet50` is matched whole first)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 def _about_precision(test: ast.expr) -> bool:
