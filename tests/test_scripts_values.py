@@ -258,6 +258,15 @@ PRECISION = [
         },
     ),
     (
+        "a --precision flag defaulting to 'amp', handed to the project's autocast helper",
+        "import argparse\nfrom training.precision import get_autocast\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--precision', default='amp')\n"
+        "args = parser.parse_args()\n"
+        "autocast = get_autocast(args.precision)\n",
+        {"autocast": True, "amp_gate": None},
+    ),
+    (
         "a LightningModule whose Trainer is not in the file",
         "from lightning.pytorch import LightningModule\n"
         "class Lit(LightningModule):\n"

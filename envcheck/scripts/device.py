@@ -467,7 +467,11 @@ def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> O
     positional = [*arguments.posonlyargs, *arguments.args]
     with_default = positional[len(positional) - len(arguments.defaults) :]
     pairs = list(zip(with_default, arguments.defaults, strict=True))
-    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d]
+    pairs += [
+        (a, d)
+        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+        if d is not None
+    ]
     for parameter, default in pairs:
         if parameter.arg == name:
             return default

@@ -37,7 +37,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from envcheck.scripts.device import parameter_default
+from envcheck.scripts.device import LIGHTNING_ROOTS, parameter_default
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -80,7 +80,6 @@ OFF_UNLESS_SET = (LAUNCH_CONFIG, HF_COMMAND_LINE)
 LIGHTNING_ELSEWHERE = (
     "the Lightning Trainer that runs this LightningModule (not in this file) sets its precision"
 )
-LIGHTNING_ROOTS = ("lightning.", "pytorch_lightning.", "lightning_fabric.")
 # The objects that run a LightningModule and own its precision.
 LIGHTNING_RUNNERS = ("Trainer", "Fabric", "LightningCLI")
 # Half-precision dtypes, and full ones, as written (`torch.bfloat16`, `"bf16"`).
@@ -90,7 +89,22 @@ FULL_DTYPES = ("float32", "float64", "float", "double", "fp32", "tf32")
 PRECISION_HELPERS = ("autocast", "precision", "amp", "dtype", "scaler", "fp16", "bf16", "half")
 # Calls whose mixed precision comes from a configuration outside the source.
 EXTERNAL_CONFIG = ("deepspeed.initialize",)
-MIXED_VALUES = ("fp16", "bf16", "16", "bf16-mixed", "16-mixed", "16-true", "bf16-true", "fp8")
+MIXED_VALUES = (
+    "fp16",
+    "bf16",
+    "16",
+    "bf16-mixed",
+    "16-mixed",
+    "16-true",
+    "bf16-true",
+    "fp8",
+    # the projects' own precision settings (open_clip's --precision choices)
+    "amp",
+    "amp_bf16",
+    "amp_bfloat16",
+    "pure_bf16",
+    "pure_fp16",
+)
 # Architectures among torchvision/timm models that are transformers, not convolutional.
 TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
 # Their matmuls, not convolutions, dominate: TF32 matters there.
@@ -282,7 +296,7 @@ class _Reader:
             self.gates.append((where, scope))
         if not name.startswith(LIBRARIES) and short not in HANDLED:
             self._project_setting(node, gates, scope)
-            self._precision_helper(node, scope)
+            self._precision_helper(node, gates, scope)
         self._model_dtype(node, name, gates, scope)
         if name.startswith(LIGHTNING_ROOTS) and any(r in name for r in LIGHTNING_RUNNERS):
             self.lightning_runner = True
@@ -311,7 +325,7 @@ class _Reader:
             elif value.value is True or str(value.value) in MIXED_VALUES:
                 self._use(f"{ast.unparse(node.func)}({keyword.arg}=...)", gates, scope)
 
-    def _precision_helper(self, node: ast.Call, scope: Scope) -> None:
+    def _precision_helper(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
         """The precision setting handed positionally to a project's precision helper
         (`get_autocast(args.precision)`, `get_input_dtype(args.precision)`): the source
         does not show what the helper turns on, so it is a gate unless the setting is
@@ -325,7 +339,7 @@ class _Reader:
                 continue
             value = resolve(argument, scope)
             if value.known and (value.value is True or str(value.value) in MIXED_VALUES):
-                self._use(f"{ast.unparse(node.func)}({ast.unparse(argument)})", [], scope)
+                self._use(f"{ast.unparse(node.func)}({ast.unparse(argument)})", gates, scope)
             elif not value.known or value.source.startswith("argparse "):
                 self.gates.append((argument, scope))
 
@@ -363,8 +377,9 @@ class _Reader:
         if text in FULL_DTYPES:
             return "full"
         assigned: Optional[tuple[ast.expr, Scope]] = None
-        if isinstance(expr, ast.Name) and scope.lookup(expr.id) is not None:
-            assigned = (scope.lookup(expr.id), scope)  # type: ignore[assignment]
+        looked = scope.lookup(expr.id) if isinstance(expr, ast.Name) else None
+        if looked is not None:
+            assigned = (looked, scope)
         elif (
             isinstance(expr, ast.Attribute)
             and isinstance(expr.value, ast.Name)
