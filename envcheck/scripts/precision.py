@@ -29,6 +29,11 @@
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size
   (nothing for tensor cores to speed up). Neither conv nor matmul: the model is built out
   of sight and the rules that depend on its kind say unknown.
+
+Size: one reader, one walk. Each call is read once for the precision it switches on and
+the model it builds, under the conditions in force at that point (the gates) and the
+scope of its function; the model-kind naming (`_architecture` and the names it reads)
+could become its own module once the work on named models built out of sight settles.
 """
 
 from __future__ import annotations
