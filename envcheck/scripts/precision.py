@@ -216,17 +216,19 @@ class _Reader:
         self.lightning_module = False  # the file defines a LightningModule
         self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
         self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
-        self.references = _references(walker.module)
+        # name -> functions or classes assigned to it by reference, as the walk meets them
+        self.references: dict[str, set[str]] = {}
 
     def visit(self, node: ast.AST, gates: list[ast.expr], scope: Scope) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scope = self.walker.scope_of(node)
             self.functions[id(scope)] = node
             gates = []
-        if isinstance(node, ast.ClassDef):
-            self._lightning_module(node)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self._annotated_model(node)
+        elif isinstance(node, ast.Assign):
+            _reference(node, self.references)
+        elif isinstance(node, ast.ClassDef):
+            self._lightning_module(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = self.walker.qualname(node)
             if name in AMP_NAMES:
@@ -607,20 +609,16 @@ def _model_like(callee: str) -> bool:
     return "model" in callee.lower() or callee.endswith(("Net", "Network"))
 
 
-def _references(module: ast.Module) -> dict[str, set[str]]:
-    """name -> the functions or classes assigned to it by reference (`backbone =
-    resnet18`, `arch = models.resnet50`), not by a call, anywhere in the file."""
-    found: dict[str, set[str]] = {}
-    for node in ast.walk(module):
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, (ast.Name, ast.Attribute))
-        ):
-            referenced = ast.unparse(node.value).rsplit(".", 1)[-1]
-            found.setdefault(node.targets[0].id, set()).add(referenced)
-    return found
+def _reference(node: ast.Assign, references: dict[str, set[str]]) -> None:
+    """Record `backbone = resnet18` / `arch = models.resnet50`: a function or class
+    assigned by reference, not called (read before the calls that follow it)."""
+    if (
+        len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, (ast.Name, ast.Attribute))
+    ):
+        referenced = ast.unparse(node.value).rsplit(".", 1)[-1]
+        references.setdefault(node.targets[0].id, set()).add(referenced)
 
 
 def _architecture(name: str) -> Optional[str]:
