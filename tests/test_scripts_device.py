@@ -252,6 +252,30 @@ SHAPES = [
         3,
     ),
     (
+        "a device chosen in __init__ with a conditional expression",
+        "import torch\n"
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.__device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "    def train(self, loader):\n"
+        "        self.model.to(self.__device)\n"
+        "        for x in loader:\n"
+        "            self.model(x).sum().backward()\n",
+        "yes",
+        "self.model.to(self.__device)",
+        6,
+    ),
+    (
+        "a Lightning 1.x Trainer from the script's --accelerator/--gpus flags",
+        "from argparse import ArgumentParser\n"
+        "from pytorch_lightning import Trainer\n"
+        "parser = Trainer.add_argparse_args(ArgumentParser())\n"
+        "trainer = Trainer.from_argparse_args(parser.parse_args())\n",
+        "yes",
+        "--accelerator / --gpus",
+        4,
+    ),
+    (
         "a Keras script",
         "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.fit(x, y)\n",
         "unknown",

@@ -7,7 +7,8 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
   (`"cuda"`, `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, a variable or
   an argparse default holding one) handed to `.to(...)`, a `device=` argument or a call;
   Hugging Face Accelerate (`Accelerator()`, `accelerator.prepare`); a Lightning
-  `Trainer`/`Fabric` whose accelerator is gpu, cuda or auto (Lightning's default);
+  `Trainer`/`Fabric` whose accelerator is gpu, cuda or auto (Lightning's default), or a
+  Lightning 1.x `Trainer.from_argparse_args` (the script's --accelerator/--gpus flags);
   `torch.accelerator`; DDP (`init_process_group`, `DistributedDataParallel`,
   `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`; a Hugging
   Face `Trainer` (unless `TrainingArguments(use_cpu=True)`).
@@ -212,6 +213,16 @@ class _Reader:
         if name.startswith(LIGHTNING_ROOTS) and name.rsplit(".", 1)[-1] in ("Trainer", "Fabric"):
             self._lightning(node, name.rsplit(".", 1)[-1], function)
             return
+        if name.startswith(LIGHTNING_ROOTS) and name.endswith("Trainer.from_argparse_args"):
+            # Lightning 1.x: Trainer.add_argparse_args gives the script --accelerator and
+            # --gpus, a GPU behind an opt-in flag
+            self._add(
+                "yes",
+                f"{_short(node)} (the script's --accelerator / --gpus flags choose the GPU)",
+                node,
+                function,
+            )
+            return
         if isinstance(func, ast.Attribute) and func.attr == "prepare" and node.args:
             receiver = ast.unparse(func.value).lower()
             if "accelerator" in receiver:
@@ -342,6 +353,12 @@ class _Reader:
             value = resolve(node, scope)
             if value.known and isinstance(value.value, str):
                 return self._device(ast.Constant(value.value), scope, depth + 1)
+            if _self_attribute(node) and node.attr in scope.attributes:
+                # `self.device = "cuda" if torch.cuda.is_available() else "cpu"` in __init__
+                assigned, init = scope.attributes[node.attr]
+                found = self._device(assigned, init, depth + 1)
+                if found in ("cuda", "cpu"):
+                    return found
             return "opaque" if "device" in node.attr.lower() else None
         return None
 
@@ -445,6 +462,10 @@ def _device_like(node: ast.expr) -> bool:
     if isinstance(node, ast.IfExp):
         return _device_like(node.body) or _device_like(node.orelse)
     return False
+
+
+def _self_attribute(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _moves(call: ast.Call) -> bool:
