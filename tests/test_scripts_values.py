@@ -183,6 +183,7 @@ PRECISION = [
                 "text": "accelerate launch --mixed_precision or accelerate config",
                 "option": None,
                 "default": False,
+                "outside": True,
             },
         },
     ),
@@ -209,6 +210,7 @@ PRECISION = [
                 "text": "--fp16/--bf16 on the command line",
                 "option": None,
                 "default": False,  # TrainingArguments' fp16/bf16 default to False
+                "outside": True,
             },
         },
     ),
@@ -279,6 +281,7 @@ PRECISION = [
                 "file) sets its precision",
                 "option": None,
                 "default": None,
+                "outside": True,
             },
         },
     ),
@@ -330,7 +333,12 @@ PRECISION = [
         "engine, optimizer, _, _ = deepspeed.initialize(model=model, config='ds.json')\n",
         {
             "autocast": False,
-            "amp_gate": {"text": "the DeepSpeed config", "option": None, "default": None},
+            "amp_gate": {
+                "text": "the DeepSpeed config",
+                "option": None,
+                "default": None,
+                "outside": True,
+            },
         },
     ),
 ]

@@ -235,6 +235,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
                     fix=f"pass {option} when training on these GPUs (or make it the default)",
                 )
             )
+        elif gate.get("outside"):
+            unknown.append(
+                f"{f.get('path')}: mixed precision is set outside the source: {gate.get('text')}"
+            )
         else:
             unknown.append(
                 f"{f.get('path')}: mixed precision depends on `{gate.get('text')}`, which the "
@@ -295,9 +299,12 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             continue
         gate = f.get("amp_gate")
         if isinstance(gate, dict) and gate.get("default") is None:
-            unknown.append(
-                f"{f.get('path')}: whether it trains in float32 depends on `{gate.get('text')}`"
+            how = (
+                f"is set outside the source: {gate.get('text')}"
+                if gate.get("outside")
+                else f"depends on `{gate.get('text')}`"
             )
+            unknown.append(f"{f.get('path')}: whether it trains in float32 {how}")
             continue
         hits.append(_file_hit(f, cap=cap, unless=_unless(gate)))
     return _judged(

@@ -15,7 +15,8 @@
   does not show (a recipe's `set_default_dtype(cfg_dtype)`, the Trainer of a
   LightningModule defined elsewhere, `accelerate launch`): `{"text", "option",
   "default"}` — the flag and its default, e.g. option "--amp", default False: AMP is off
-  unless --amp is passed; default None: not known. `Accelerator()` without
+  unless --amp is passed; default None: not known; `"outside": True` for a setting made
+  outside the source. `Accelerator()` without
   mixed_precision is Accelerate's float32 default (`"framework_default": True`), as
   Fabric() and a Lightning Trainer's precision are;
 - `conv_layers`: the model has convolutions: `nn.Conv*`, `torchvision.models.*` (not the
@@ -515,6 +516,7 @@ class _Reader:
                 "text": expr,
                 "option": None,
                 "default": False if expr in OFF_UNLESS_SET else None,
+                "outside": True,
             }
         text = ast.unparse(expr)
         value = resolve(expr, scope)
