@@ -33,6 +33,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -474,29 +475,6 @@ def _moves(call: ast.Call) -> bool:
     func = call.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     return name in MOVES or name.endswith("_to_device")
-
-
-def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> Optional[ast.expr]:
-    """The default of `function`'s parameter `name` when the function does not reassign
-    it (`def forward(self, X, device='cpu')`): library code runs at its defaults unless a
-    caller in sight passes another value (which counts on its own)."""
-    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    if name in scope.local_names:
-        return None
-    arguments = function.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    with_default = positional[len(positional) - len(arguments.defaults) :]
-    pairs = list(zip(with_default, arguments.defaults, strict=True))
-    pairs += [
-        (a, d)
-        for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
-        if d is not None
-    ]
-    for parameter, default in pairs:
-        if parameter.arg == name:
-            return default
-    return None
 
 
 def _device_getter(call: ast.Call) -> bool:

@@ -43,7 +43,8 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from envcheck.scripts.device import LIGHTNING_ROOTS, parameter_default
+from envcheck.scripts.device import LIGHTNING_ROOTS
+from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
