@@ -198,6 +198,84 @@ SHAPES = [
         3,
     ),
     (
+        "a batch moved by the project's *_to_device helper to a device from a config",
+        "import torch\nfrom recipes import utils\n"
+        "class Recipe:\n"
+        "    def __init__(self, cfg):\n"
+        "        self._device = utils.get_device(device=cfg.device)\n"
+        "    def train(self, loader):\n"
+        "        for batch in loader:\n"
+        "            utils.batch_to_device(batch, self._device)\n"
+        "            self.model(**batch).sum().backward()\n",
+        "unknown",
+        "utils.batch_to_device(batch, self._device)",
+        8,
+    ),
+    (
+        "a device the file does not determine, handed to calls that are not moves",
+        "import torch\n"
+        "def train(model, loader, device):\n"
+        "    mask = torch.ones(8, device=device)\n"
+        "    for x in loader:\n"
+        "        model(x, mask).sum().backward()\n",
+        "unknown",
+        "torch.ones(8, device=device)",
+        3,
+    ),
+    (
+        "a library class whose device parameter defaults to the CPU",
+        "import torch\nfrom skorch.utils import to_device\n"
+        "class Net:\n"
+        "    def __init__(self, module, device='cpu'):\n"
+        "        self.module = module\n"
+        "        self.device = device\n"
+        "    def initialize(self):\n"
+        "        self.module_ = to_device(self.module, self.device)\n"
+        "    def forward(self, X, device='cpu'):\n"
+        "        return to_device(self.module_(X), device=device)\n"
+        "    def fit(self, loader):\n"
+        "        for x, y in loader:\n"
+        "            self.module_(x).sum().backward()\n",
+        "no",
+        "to_device(self.module, self.device) (the CPU)",
+        8,
+    ),
+    (
+        "a function whose device parameter defaults to CUDA",
+        "import torch\n"
+        "def fit(model, loader, device='cuda'):\n"
+        "    model.to(device)\n"
+        "    for x in loader:\n"
+        "        model(x).sum().backward()\n",
+        "yes",
+        "model.to(device)",
+        3,
+    ),
+    (
+        "a device chosen in __init__ with a conditional expression",
+        "import torch\n"
+        "class Trainer:\n"
+        "    def __init__(self):\n"
+        "        self.__device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "    def train(self, loader):\n"
+        "        self.model.to(self.__device)\n"
+        "        for x in loader:\n"
+        "            self.model(x).sum().backward()\n",
+        "yes",
+        "self.model.to(self.__device)",
+        6,
+    ),
+    (
+        "a Lightning 1.x Trainer from the script's --accelerator/--gpus flags",
+        "from argparse import ArgumentParser\n"
+        "from pytorch_lightning import Trainer\n"
+        "parser = Trainer.add_argparse_args(ArgumentParser())\n"
+        "trainer = Trainer.from_argparse_args(parser.parse_args())\n",
+        "yes",
+        "--accelerator / --gpus",
+        4,
+    ),
+    (
         "a Keras script",
         "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.fit(x, y)\n",
         "unknown",

@@ -156,19 +156,34 @@ PRECISION = [
             "amp_gate": {
                 "text": "args.mixed_precision (default None: accelerate launch or config)",
                 "option": None,
-                "default": None,
+                "default": False,  # float32 unless the launcher's config sets it
             },
         },
     ),
     (
-        "Accelerator() without mixed_precision: accelerate launch or config decides",
+        "Accelerator() without mixed_precision: Accelerate's default 'no', as Fabric()",
         "from accelerate import Accelerator\naccelerator = Accelerator()\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "Accelerator() at Accelerate's default mixed_precision 'no' (unless "
+                "`accelerate launch --mixed_precision` or `accelerate config` changes it)",
+                "option": None,
+                "default": False,
+                "framework_default": True,
+            },
+        },
+    ),
+    (
+        "Accelerator(**kwargs): the keywords are not known, the launcher may set it",
+        "from accelerate import Accelerator\nkw = make()\naccelerator = Accelerator(**kw)\n",
         {
             "autocast": False,
             "amp_gate": {
                 "text": "accelerate launch --mixed_precision or accelerate config",
                 "option": None,
-                "default": None,
+                "default": False,
+                "outside": True,
             },
         },
     ),
@@ -194,9 +209,123 @@ PRECISION = [
             "amp_gate": {
                 "text": "--fp16/--bf16 on the command line",
                 "option": None,
-                "default": None,
+                "default": False,  # TrainingArguments' fp16/bf16 default to False
+                "outside": True,
             },
         },
+    ),
+    (
+        "a model built under a bfloat16 default dtype",
+        "import torch\ntorch.set_default_dtype(torch.bfloat16)\nmodel = torch.nn.Transformer()\n",
+        {"autocast": True, "amp_gate": None},
+    ),
+    (
+        "a model built under a default dtype from a config",
+        "from recipes import training\n"
+        "dtype = training.get_dtype(cfg.dtype)\n"
+        "with training.set_default_dtype(dtype):\n"
+        "    model = build(cfg)\n",
+        {"autocast": False, "amp_gate": {"text": "dtype", "option": None, "default": None}},
+    ),
+    (
+        "a float32 default dtype is not low precision",
+        "import torch\ntorch.set_default_dtype(torch.float32)\n",
+        {"autocast": False, "amp_gate": None},
+    ),
+    (
+        "AMP behind a method parameter that defaults to off",
+        "import torch\n"
+        "class FitMixin:\n"
+        "    def fit(self, loader, use_amp: bool = False):\n"
+        "        if use_amp:\n"
+        "            if self.device.type == 'cuda':\n"
+        "                scaler = torch.cuda.amp.GradScaler()\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "use_amp (a parameter, default False)",
+                "option": None,
+                "default": False,
+            },
+        },
+    ),
+    (
+        "the precision setting handed to the project's autocast helper",
+        "from training.precision import get_autocast\n"
+        "def train(args):\n"
+        "    autocast = get_autocast(args.precision)\n",
+        {
+            "autocast": False,
+            "amp_gate": {"text": "args.precision", "option": None, "default": None},
+        },
+    ),
+    (
+        "a --precision flag defaulting to 'amp', handed to the project's autocast helper",
+        "import argparse\nfrom training.precision import get_autocast\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--precision', default='amp')\n"
+        "args = parser.parse_args()\n"
+        "autocast = get_autocast(args.precision)\n",
+        {"autocast": True, "amp_gate": None},
+    ),
+    (
+        "a LightningModule whose Trainer is not in the file",
+        "from lightning.pytorch import LightningModule\n"
+        "class Lit(LightningModule):\n"
+        "    def training_step(self, batch, batch_idx):\n"
+        "        return self(batch).sum()\n",
+        {
+            "autocast": False,
+            "amp_gate": {
+                "text": "the Lightning Trainer that runs this LightningModule (not in this "
+                "file) sets its precision",
+                "option": None,
+                "default": None,
+                "outside": True,
+            },
+        },
+    ),
+    (
+        "a LightningModule and the Trainer that runs it, at its default precision",
+        "from pytorch_lightning import LightningModule, Trainer\n"
+        "class Lit(LightningModule):\n"
+        "    pass\n"
+        "Trainer.from_argparse_args(args).fit(Lit())\n",
+        {"autocast": False, "amp_gate": None},
+    ),
+    (
+        "a helper named convert_* is not a convolution",
+        "from helpers import convert_coco_dataset_to_yolo\nconvert_coco_dataset_to_yolo(opt)\n",
+        {"conv_layers": False},
+    ),
+    (
+        "a model helper of a package named after its models is not a model (ModelEMA)",
+        "from yolox.utils import ModelEMA\nema = ModelEMA(model, 0.9998)\n",
+        {"conv_layers": False},
+    ),
+    (
+        "a model put in the channels-last layout, which only convolutions use",
+        "import torch\nmodel = load(weights).to(memory_format=torch.channels_last)\n",
+        {"conv_layers": True},
+    ),
+    (
+        "a model parameter declared with the project's transformer class",
+        "from st.model import SentenceTransformer\n"
+        "class Callback:\n"
+        "    def __init__(self, model: SentenceTransformer):\n"
+        "        self.model = model\n",
+        {"conv_layers": False, "matmul_layers": ["SentenceTransformer"]},
+    ),
+    (
+        "a model parameter declared with the project's CNN class",
+        "from models import ResNet50\ndef train(net: ResNet50, loader):\n    pass\n",
+        {"conv_layers": True, "matmul_layers": []},
+    ),
+    (
+        "a Hugging Face model loaded by its class is matmul-bound",
+        "from transformers import AutoModelForSequenceClassification as M\n"
+        "model = M.from_pretrained('bert-base-cased')\n",
+        {"conv_layers": False, "matmul_layers": ["AutoModelForSequenceClassification"]},
     ),
     (
         "DeepSpeed: precision in its JSON config",
@@ -204,7 +333,12 @@ PRECISION = [
         "engine, optimizer, _, _ = deepspeed.initialize(model=model, config='ds.json')\n",
         {
             "autocast": False,
-            "amp_gate": {"text": "the DeepSpeed config", "option": None, "default": None},
+            "amp_gate": {
+                "text": "the DeepSpeed config",
+                "option": None,
+                "default": None,
+                "outside": True,
+            },
         },
     ),
 ]

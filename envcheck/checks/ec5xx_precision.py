@@ -157,6 +157,7 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
 
 FLOAT32 = "trains on a GPU without torch.autocast / GradScaler"
+ACCELERATE_FIX = "Accelerator(mixed_precision='bf16')   # or 'fp16' before Ampere"
 AUTOCAST_FIX = (
     "with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
     "# float16 needs torch.amp.GradScaler"
@@ -196,11 +197,15 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     (called, or through `functools.partial` or a variable), Accelerate's
     `mixed_precision`, Lightning's `precision="16-mixed"`, `TrainingArguments(fp16=True)`,
     `model.half()`, apex `amp.initialize`, a precision setting handed to the project's
-    own classes (`MixedPrecisionTrainer(use_fp16=...)`). Behind a command-line flag that
-    defaults to off (`--amp`, `action="store_true"`), the script offers mixed precision
-    and choosing it is a setting of the run: no finding, and the rule's reason says AMP
-    is off unless the flag is passed; behind a condition the source does not settle, the
-    rule is unknown for that file.
+    own classes (`MixedPrecisionTrainer(use_fp16=...)`), a model built or loaded in
+    bfloat16/float16 (`set_default_dtype`, `torch_dtype=`). Behind a command-line flag
+    that defaults to off (`--amp`, `action="store_true"`), the script offers mixed
+    precision and choosing it is a setting of the run: no finding, and the rule's reason
+    says AMP is off unless the flag is passed; behind a condition or a setting the source
+    does not settle (a parameter of the caller's, a recipe's config dtype, the Trainer of
+    a LightningModule defined elsewhere, `accelerate launch`), the rule is unknown for
+    that file. A framework left at its default precision trains in float32:
+    `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -217,6 +222,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         gate = f.get("amp_gate")
         if not isinstance(gate, dict):
             hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
+        elif gate.get("framework_default"):
+            # a framework left at its float32 default (Accelerator() as Fabric() is)
+            how = f"trains on a GPU in float32: {gate.get('text')}"
+            hits.append(_file_hit(f, cap=cap, how=how, fix=ACCELERATE_FIX))
         elif gate.get("option") and not gate.get("default"):
             # the script offers mixed precision: choosing it is the user's run setting
             option = gate["option"]
@@ -224,6 +233,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
                 f"{f.get('path')}: mixed precision is there behind {option}, off by "
                 f"default: AMP is off unless {option} is passed (pass it on GPUs with "
                 "tensor cores)"
+            )
+        elif gate.get("outside"):
+            unknown.append(
+                f"{f.get('path')}: mixed precision is set outside the source: {gate.get('text')}"
             )
         else:
             unknown.append(
@@ -242,8 +255,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     severity=Severity.LOW,
     category="scripts",
     summary="float32 matmuls on an Ampere-or-newer GPU without TF32",
-    message="{path} trains in float32 on GPUs of compute capability {cap} without enabling "
-    "TF32 for matmuls (off by default since PyTorch 1.12)",
+    message="{path} trains in float32{unless} on GPUs of compute capability {cap} without "
+    "enabling TF32 for matmuls (off by default since PyTorch 1.12)",
     fix="torch.set_float32_matmul_precision('high')",
     evidence=(
         "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-"
@@ -260,8 +273,12 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
     cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
     defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
-    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones. A
-    model built out of sight whose kind nothing names is unknown.
+    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones;
+    a convolutional backbone feeding recurrent or transformer layers is judged by those.
+    A model built out of sight whose kind nothing names is unknown. When mixed precision
+    is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
+    the default run is float32: the finding says so, since TF32 costs nothing when
+    autocast is on.
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
@@ -271,8 +288,10 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     files, unknown, cap = found
     hits: list[Hit] = []
     for f in files:
-        if f.get("autocast") or f.get("tf32") is True or f.get("conv_layers"):
+        if f.get("autocast") or f.get("tf32") is True:
             continue
+        if f.get("conv_layers") and not _matmul_bound(f):
+            continue  # convolutions (with Linear heads): cuDNN already allows TF32
         if f.get("toy_model"):
             continue  # a few small nn.Linear: TF32 buys nothing
         if _out_of_sight(f):
@@ -280,11 +299,14 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             continue
         gate = f.get("amp_gate")
         if isinstance(gate, dict) and gate.get("default") is None:
-            unknown.append(
-                f"{f.get('path')}: whether it trains in float32 depends on `{gate.get('text')}`"
+            how = (
+                f"is set outside the source: {gate.get('text')}"
+                if gate.get("outside")
+                else f"depends on `{gate.get('text')}`"
             )
+            unknown.append(f"{f.get('path')}: whether it trains in float32 {how}")
             continue
-        hits.append(_file_hit(f, cap=cap))
+        hits.append(_file_hit(f, cap=cap, unless=_unless(gate)))
     return _judged(
         hits,
         unknown,
@@ -292,6 +314,28 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
         "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
         "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)",
     )
+
+
+# Layers that are only a convolutional model's head; anything else among the matmul
+# layers (recurrent, attention, transformer blocks, a named transformer) dominates.
+HEAD_LAYERS = {"Linear", "linear", "Bilinear"}
+
+
+def _matmul_bound(file_facts: dict[str, Any]) -> bool:
+    """Matmul-heavy layers beside the convolutions (a ResNet backbone feeding a
+    transformer, a file of both CNNs and RNNs): their matmuls do not get cuDNN's TF32."""
+    return bool(set(file_facts.get("matmul_layers") or []) - HEAD_LAYERS)
+
+
+def _unless(gate: Any) -> str:
+    """Where mixed precision can still be turned on, for a float32 default run."""
+    if not isinstance(gate, dict):
+        return ""
+    if gate.get("option"):
+        return f" (unless {gate['option']} is passed)"
+    if gate.get("framework_default"):
+        return f": {gate.get('text')}"
+    return f" (unless {gate.get('text')} turns mixed precision on)"
 
 
 TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"

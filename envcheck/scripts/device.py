@@ -7,13 +7,17 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
   (`"cuda"`, `torch.device("cuda" if torch.cuda.is_available() else "cpu")`, a variable or
   an argparse default holding one) handed to `.to(...)`, a `device=` argument or a call;
   Hugging Face Accelerate (`Accelerator()`, `accelerator.prepare`); a Lightning
-  `Trainer`/`Fabric` whose accelerator is gpu, cuda or auto (Lightning's default);
+  `Trainer`/`Fabric` whose accelerator is gpu, cuda or auto (Lightning's default), or a
+  Lightning 1.x `Trainer.from_argparse_args` (the script's --accelerator/--gpus flags);
   `torch.accelerator`; DDP (`init_process_group`, `DistributedDataParallel`,
   `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`; a Hugging
   Face `Trainer` (unless `TrainingArguments(use_cpu=True)`).
 - **no**: the code says CPU (`Trainer(accelerator="cpu")`, `Accelerator(cpu=True)`, only
-  CPU devices), or it runs a PyTorch training loop and never names a device (tensors
-  then stay on the CPU).
+  CPU devices, a `device='cpu'` parameter default of library code), or it runs a
+  PyTorch training loop and never names a device (tensors then stay on the CPU). A
+  device the file does not determine, handed to any call (`torch.ones(..., device=d)`,
+  a project's `batch_to_device(batch, self._device)`), is no proof of CPU training: the
+  answer is then unknown.
 - **unknown**: anything else, with the reason (a data module with no training code, a
   LightningModule whose Trainer is elsewhere, a device passed in from elsewhere): the
   training machine then decides.
@@ -29,6 +33,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -54,7 +59,9 @@ QUIET = {"print", "info", "debug", "warning", "log", "format", "write", "set_des
 
 @dataclass
 class Evidence:
-    verdict: str  # "yes" | "no" | "cpu" (a trainer told to use the CPU) | "opaque"
+    # "yes" | "no" | "cpu" (a trainer told to use the CPU) | "opaque" | "handed" (a device
+    # the file does not determine, handed to a call: no proof of CPU training)
+    verdict: str
     reason: str
     line: int
     module_level: bool
@@ -207,6 +214,16 @@ class _Reader:
         if name.startswith(LIGHTNING_ROOTS) and name.rsplit(".", 1)[-1] in ("Trainer", "Fabric"):
             self._lightning(node, name.rsplit(".", 1)[-1], function)
             return
+        if name.startswith(LIGHTNING_ROOTS) and name.endswith("Trainer.from_argparse_args"):
+            # Lightning 1.x: Trainer.add_argparse_args gives the script --accelerator and
+            # --gpus, a GPU behind an opt-in flag
+            self._add(
+                "yes",
+                f"{_short(node)} (the script's --accelerator / --gpus flags choose the GPU)",
+                node,
+                function,
+            )
+            return
         if isinstance(func, ast.Attribute) and func.attr == "prepare" and node.args:
             receiver = ast.unparse(func.value).lower()
             if "accelerator" in receiver:
@@ -267,8 +284,7 @@ class _Reader:
 
     def _arguments(self, node: ast.Call, function: Optional[Function]) -> None:
         """A device value handed to `.to(...)`, a `device=` argument or any call."""
-        func = node.func
-        moving = isinstance(func, ast.Attribute) and func.attr in MOVES
+        moving = _moves(node)
         arguments: list[ast.expr] = [*node.args]
         arguments += [k.value for k in node.keywords if k.arg in ("device", "device_type", None)]
         if not moving:
@@ -279,16 +295,21 @@ class _Reader:
         scope = self._scope(function)
         for argument in arguments:
             device = self._device(argument, scope)
+            default = None
+            if isinstance(argument, ast.Name):
+                default = parameter_default(function, argument.id, scope)
+            if default is not None and self._device(default, scope) in ("cuda", "cpu"):
+                device = self._device(default, scope)
             if device == "cuda":
                 self._add("yes", f"{_short(node)}", node, function)
                 return
             if device == "cpu" and moving:
                 self._add("no", f"{_short(node)} (the CPU)", node, function)
                 return
-            to_call = isinstance(func, ast.Attribute) and func.attr == "to"
-            if device == "opaque" and to_call and _device_like(argument):
+            if device == "opaque" and _device_like(argument):
+                verdict = "opaque" if moving else "handed"
                 self._add(
-                    "opaque", f"{_short(node)}: the device is not determined here", node, function
+                    verdict, f"{_short(node)}: the device is not determined here", node, function
                 )
                 return
 
@@ -333,6 +354,12 @@ class _Reader:
             value = resolve(node, scope)
             if value.known and isinstance(value.value, str):
                 return self._device(ast.Constant(value.value), scope, depth + 1)
+            if _self_attribute(node) and node.attr in scope.attributes:
+                # `self.device = "cuda" if torch.cuda.is_available() else "cpu"` in __init__
+                assigned, init = scope.attributes[node.attr]
+                found = self._device(assigned, init, depth + 1)
+                if found in ("cuda", "cpu"):
+                    return found
             return "opaque" if "device" in node.attr.lower() else None
         return None
 
@@ -370,6 +397,10 @@ class _Reader:
                 "trains with Keras, which runs on a GPU when the machine has one",
                 None,
             )
+        handed = [e for e in counted if e.verdict == "handed"]
+        if self.trains_anywhere and handed:
+            first = min(handed, key=lambda e: e.line)
+            return _answer("unknown", first.reason, first.line)
         if self.trains_anywhere:
             return _answer(
                 "no",
@@ -432,6 +463,18 @@ def _device_like(node: ast.expr) -> bool:
     if isinstance(node, ast.IfExp):
         return _device_like(node.body) or _device_like(node.orelse)
     return False
+
+
+def _self_attribute(node: ast.Attribute) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _moves(call: ast.Call) -> bool:
+    """A call that moves a model or tensors to a device: `.to(...)`, `.cuda(...)`,
+    `to_device(...)` and the projects' own `batch_to_device(...)`, `send_to_device(...)`."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in MOVES or name.endswith("_to_device")
 
 
 def _device_getter(call: ast.Call) -> bool:

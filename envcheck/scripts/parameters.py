@@ -1,4 +1,4 @@
-"""A function parameter's value, read from the file's calls to the function.
+"""A function parameter's value, read from the file's calls to the function or its default.
 
 Library loader code (`def provide_dataset(pattern, num_threads=1)`) is judged at the
 values it is called with: what every call in the file passes for the parameter, or its
@@ -7,6 +7,10 @@ library code is judged at its defaults, as argparse defaults are). A parameter h
 on from a caller's own parameter (`f(x, num_threads=num_threads)`) is followed into
 that caller. When the calls disagree, pass `*args`/`**kwargs`, or the parameter has no
 default and no caller, the value is unknown, with the reason.
+
+`parameter_default` is the plain default alone, for the GPU answer (device.py) and the
+precision reader (precision.py): a trainer's `fit(self, ..., use_amp=False)` runs at it
+unless a caller in sight passes another value (which counts on its own).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from envcheck.scripts.index import Function
-from envcheck.scripts.values import Value, resolve
+from envcheck.scripts.values import Scope, Value, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -70,6 +74,16 @@ def parameter_value(
     if unknown is not None:
         return Value(False, None, name, unknown.source)
     return Value(False, None, name, f"the calls to {function.name}() pass different values")
+
+
+def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> Optional[ast.expr]:
+    """The default of `function`'s parameter `name` when the function does not reassign
+    it (`def forward(self, X, device='cpu')`)."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if name in scope.local_names:
+        return None
+    return _default(function, name)
 
 
 def _at_default(walker: Walker, function: Function, name: str, default: ast.expr) -> Value:

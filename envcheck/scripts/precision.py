@@ -7,19 +7,34 @@
   `ctx = torch.autocast`), Accelerate `mixed_precision="fp16"`, Lightning
   `precision="16-mixed"`, `TrainingArguments(fp16=True)`, `model.half()`, apex
   `amp.initialize`, a precision setting handed to the project's own classes
-  (`MixedPrecisionTrainer(use_fp16=True)`);
+  (`MixedPrecisionTrainer(use_fp16=True)`) or precision helpers
+  (`get_autocast(args.precision)`), a model built or loaded in half precision
+  (`set_default_dtype(torch.bfloat16)`, `from_pretrained(torch_dtype=torch.bfloat16)`);
 - `amp_gate`: when every use sits behind a condition (`if args.amp:`, `... if args.amp
-  else None`, `enabled=args.amp`): `{"text", "option", "default"}` — the flag and its
-  default, e.g. option "--amp", default False: AMP is off unless --amp is passed;
+  else None`, `enabled=args.amp`, a parameter `use_amp=False`) or a setting the source
+  does not show (a recipe's `set_default_dtype(cfg_dtype)`, the Trainer of a
+  LightningModule defined elsewhere, `accelerate launch`): `{"text", "option",
+  "default"}` — the flag and its default, e.g. option "--amp", default False: AMP is off
+  unless --amp is passed; default None: not known; `"outside": True` for a setting made
+  outside the source. `Accelerator()` without
+  mixed_precision is Accelerate's float32 default (`"framework_default": True`), as
+  Fabric() and a Lightning Trainer's precision are;
 - `conv_layers`: the model has convolutions: `nn.Conv*`, `torchvision.models.*` (not the
   transformers among them), `timm.create_model` of a convolutional architecture, or a
   model of the project built out of sight whose name says it (`ResNet18()`, `SSD300()`,
-  `modeling.__dict__["deeplabv3plus_mobilenet"]`);
+  `modeling.__dict__["deeplabv3plus_mobilenet"]`, a factory picked into a variable, a
+  model class imported from a module named after it: `models.yolo.Model`), or a model
+  put in the channels-last layout that only convolutions use;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, `RNNModel()`, `TransformerModel()`), with
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size
   (nothing for tensor cores to speed up). Neither conv nor matmul: the model is built out
   of sight and the rules that depend on its kind say unknown.
+
+Size: one reader, one walk. Each call is read once for the precision it switches on and
+the model it builds, under the conditions in force at that point (the gates) and the
+scope of its function; the model-kind naming (`_architecture` and the names it reads)
+could become its own module once the work on named models built out of sight settles.
 """
 
 from __future__ import annotations
@@ -28,6 +43,8 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from envcheck.scripts.device import LIGHTNING_ROOTS
+from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -53,11 +70,48 @@ CALLER_DECIDES = re.compile(r"self\.\w+ = [A-Za-z_]\w* in __init__")
 # metric), and the calls read above with their own meaning.
 LIBRARIES = ("torch.", "numpy.", "torchmetrics.", "sklearn.", "tensorflow.", "keras.")
 HANDLED = ("Accelerator", "Trainer", "Fabric", "TrainingArguments", "Seq2SeqTrainingArguments")
-# Accelerator() without mixed_precision reads it from `accelerate launch` or its config.
+# Accelerator(**kwargs), or a flag defaulting to None: `accelerate launch` or its config
+# decides; without them the run is float32.
 LAUNCH_CONFIG = "accelerate launch --mixed_precision or accelerate config"
+# Accelerator() with no mixed_precision at all: Accelerate's own default, float32, as
+# Fabric() and a Lightning Trainer are.
+FRAMEWORK_DEFAULT = (
+    "Accelerator() at Accelerate's default mixed_precision 'no' (unless `accelerate launch "
+    "--mixed_precision` or `accelerate config` changes it)"
+)
+# TrainingArguments from the command line: fp16/bf16 default to False.
+HF_COMMAND_LINE = "--fp16/--bf16 on the command line"
+# Set outside the source, and float32 when not set (the default run is float32).
+OFF_UNLESS_SET = (LAUNCH_CONFIG, HF_COMMAND_LINE)
+# A LightningModule whose Trainer is created elsewhere: that Trainer sets the precision.
+LIGHTNING_ELSEWHERE = (
+    "the Lightning Trainer that runs this LightningModule (not in this file) sets its precision"
+)
+# The objects that run a LightningModule and own its precision.
+LIGHTNING_RUNNERS = ("Trainer", "Fabric", "LightningCLI")
+# Half-precision dtypes, and full ones, as written (`torch.bfloat16`, `"bf16"`).
+HALF_DTYPES = ("bfloat16", "float16", "half", "bf16", "fp16")
+FULL_DTYPES = ("float32", "float64", "float", "double", "fp32", "tf32")
+# Project helpers that take the precision setting positionally (`get_autocast(args.precision)`).
+PRECISION_HELPERS = ("autocast", "precision", "amp", "dtype", "scaler", "fp16", "bf16", "half")
 # Calls whose mixed precision comes from a configuration outside the source.
 EXTERNAL_CONFIG = ("deepspeed.initialize",)
-MIXED_VALUES = ("fp16", "bf16", "16", "bf16-mixed", "16-mixed", "16-true", "bf16-true", "fp8")
+MIXED_VALUES = (
+    "fp16",
+    "bf16",
+    "16",
+    "bf16-mixed",
+    "16-mixed",
+    "16-true",
+    "bf16-true",
+    "fp8",
+    # the projects' own precision settings (open_clip's --precision choices)
+    "amp",
+    "amp_bf16",
+    "amp_bfloat16",
+    "pure_bf16",
+    "pure_fp16",
+)
 # Architectures among torchvision/timm models that are transformers, not convolutional.
 TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
 # Their matmuls, not convolutions, dominate: TF32 matters there.
@@ -115,6 +169,13 @@ CONV_WORDS = (
     "dpn",
     "preactresnet",
 )
+# Parameters that hold the model a trainer trains (`model`, `student_model`, `net`).
+MODEL_PARAMETER = re.compile(r"^(\w+_)?(model|net|network)$")
+# The memory layouts PyTorch offers for convolutional models (channels-last tutorial).
+CHANNELS_LAST = ("torch.channels_last", "torch.channels_last_3d")
+# A name that starts with one of these converts or exports data, whatever it converts
+# to (`convert_coco_dataset_to_yolo`): it does not name the model.
+NOT_MODEL = ("convert", "export")
 MATMUL_WORDS = (
     "rnn",
     "lstm",
@@ -154,11 +215,22 @@ class _Reader:
         self.conv = False
         self.matmul: list[str] = []  # what shows matmul-bound layers
         self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
+        self.lightning_module = False  # the file defines a LightningModule
+        self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
+        self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
+        # name -> functions or classes assigned to it by reference, as the walk meets them
+        self.references: dict[str, set[str]] = {}
 
     def visit(self, node: ast.AST, gates: list[ast.expr], scope: Scope) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             scope = self.walker.scope_of(node)
+            self.functions[id(scope)] = node
             gates = []
+            self._annotated_model(node)
+        elif isinstance(node, ast.Assign):
+            _reference(node, self.references)
+        elif isinstance(node, ast.ClassDef):
+            self._lightning_module(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = self.walker.qualname(node)
             if name in AMP_NAMES:
@@ -179,7 +251,10 @@ class _Reader:
 
     def _use(self, what: str, gates: list[ast.expr], scope: Scope) -> None:
         if gates:
-            self.gates.append((gates[-1], scope))
+            # the innermost condition about precision (`if use_amp:` around `elif
+            # device_type == "cuda":`), else the innermost one
+            about = [g for g in gates if _about_precision(g)]
+            self.gates.append(((about or gates)[-1], scope))
         elif self.ungated is None:
             self.ungated = what
 
@@ -202,8 +277,9 @@ class _Reader:
                 continue
             if setting is None:
                 if accelerate and key == "mixed_precision":
-                    # left to `accelerate launch --mixed_precision` / `accelerate config`
-                    self.gates.append((LAUNCH_CONFIG, scope))
+                    # Accelerator(): Accelerate's default; Accelerator(**kwargs): not known
+                    spread = any(k.arg is None for k in node.keywords)
+                    self.gates.append((LAUNCH_CONFIG if spread else FRAMEWORK_DEFAULT, scope))
                 continue
             value = resolve(setting, scope)
             if value.known and str(value.value) in MIXED_VALUES:
@@ -225,10 +301,14 @@ class _Reader:
         ):
             # TrainingArguments parsed from the command line, a DeepSpeed JSON config:
             # mixed precision is set outside the source
-            where = "--fp16/--bf16 on the command line" if "Hf" in short else "the DeepSpeed config"
+            where = HF_COMMAND_LINE if "Hf" in short else "the DeepSpeed config"
             self.gates.append((where, scope))
         if not name.startswith(LIBRARIES) and short not in HANDLED:
             self._project_setting(node, gates, scope)
+            self._precision_helper(node, gates, scope)
+        self._model_dtype(node, name, gates, scope)
+        if name.startswith(LIGHTNING_ROOTS) and any(r in name for r in LIGHTNING_RUNNERS):
+            self.lightning_runner = True
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in HALF_METHODS and not node.args:
             self._use(f".{func.attr}()", gates, scope)
@@ -254,6 +334,96 @@ class _Reader:
             elif value.value is True or str(value.value) in MIXED_VALUES:
                 self._use(f"{ast.unparse(node.func)}({keyword.arg}=...)", gates, scope)
 
+    def _precision_helper(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
+        """The precision setting handed positionally to a project's precision helper
+        (`get_autocast(args.precision)`, `get_input_dtype(args.precision)`): the source
+        does not show what the helper turns on, so it is a gate unless the setting is
+        known to be mixed."""
+        callee = (_callee(node) or "").lower()
+        if not set(callee.split("_")) & set(PRECISION_HELPERS):
+            return
+        for argument in node.args:
+            last = ast.unparse(argument).rsplit(".", 1)[-1]
+            if not isinstance(argument, (ast.Name, ast.Attribute)) or last not in PROJECT_KEYWORDS:
+                continue
+            value = resolve(argument, scope)
+            if value.known and (value.value is True or str(value.value) in MIXED_VALUES):
+                self._use(f"{ast.unparse(node.func)}({ast.unparse(argument)})", gates, scope)
+            elif not value.known or value.source.startswith("argparse "):
+                self.gates.append((argument, scope))
+
+    def _model_dtype(self, node: ast.Call, name: str, gates: list[ast.expr], scope: Scope) -> None:
+        """The dtype the model is built or loaded in: `set_default_dtype(dtype)` (torch's,
+        or a project's context manager around the model's construction) and
+        `from_pretrained(..., torch_dtype=dtype)`. bfloat16/float16 is low precision on
+        the tensor cores; a dtype the source does not show (a recipe's config) is a gate."""
+        expr: Optional[ast.expr] = None
+        if name.rsplit(".", 1)[-1] == "set_default_dtype" and node.args:
+            expr = node.args[0]
+        elif _keyword(node, "torch_dtype") is not None:
+            expr = _keyword(node, "torch_dtype")
+        if expr is None:
+            return
+        kind = self._dtype_kind(expr, scope)
+        if kind == "half":
+            self._use(f"{ast.unparse(node.func)}({ast.unparse(expr)})", gates, scope)
+        elif kind is None:
+            self.gates.append((expr, scope))
+
+    def _dtype_kind(self, expr: ast.expr, scope: Scope, depth: int = 0) -> Optional[str]:
+        """'half', 'full' (float32 or wider), or None when the source does not say."""
+        value = resolve(expr, scope)
+        if value.known:
+            if value.value is None:
+                return "full"  # the default dtype
+            text = str(value.value).lower()
+        elif isinstance(expr, (ast.Name, ast.Attribute)):
+            text = ast.unparse(expr).rsplit(".", 1)[-1].lower()
+        else:
+            return None
+        if text in HALF_DTYPES:
+            return "half"
+        if text in FULL_DTYPES:
+            return "full"
+        assigned: Optional[tuple[ast.expr, Scope]] = None
+        looked = scope.lookup(expr.id) if isinstance(expr, ast.Name) else None
+        if looked is not None:
+            assigned = (looked, scope)
+        elif (
+            isinstance(expr, ast.Attribute)
+            and isinstance(expr.value, ast.Name)
+            and expr.value.id == "self"
+            and expr.attr in scope.attributes
+        ):
+            assigned = scope.attributes[expr.attr]
+        if assigned is None or depth > 4:
+            return None
+        return self._dtype_kind(assigned[0], assigned[1], depth + 1)
+
+    def _annotated_model(self, function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        """A model parameter declared with the project's model class (`model:
+        SentenceTransformer`): the class names the kind of model the file trains."""
+        arguments = function.args
+        for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+            if argument.annotation is None or not MODEL_PARAMETER.match(argument.arg):
+                continue
+            name = self.walker.qualname(argument.annotation) or ""
+            if not name or name.startswith(("torch.", "typing.", "lightning", "pytorch_lightning")):
+                continue
+            cls = name.rsplit(".", 1)[-1]
+            kind = _architecture(cls)
+            if kind == "conv":
+                self.conv = True
+            elif kind == "matmul":
+                self.matmul.append(name.rsplit(".", 1)[-1])
+                self.linear_weights = None
+
+    def _lightning_module(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            name = self.walker.qualname(base) or ""
+            if name.startswith(LIGHTNING_ROOTS) and name.endswith("LightningModule"):
+                self.lightning_module = True
+
     def _matmul(self, node: ast.Call, name: str, scope: Scope) -> None:
         short = name.rsplit(".", 1)[-1]
         if name in MATMUL_LAYERS:
@@ -271,9 +441,12 @@ class _Reader:
         elif name.startswith("transformers.") and ("Model" in short or "For" in short):
             self.matmul.append(short)
             self.linear_weights = None
-        elif (
-            not name.startswith(("torch.", "torchvision.", "timm."))
-            and _architecture(_callee(node) or "") == "matmul"
+        elif _pretrained_transformer(name):
+            self.matmul.append(name.split(".")[-2])
+            self.linear_weights = None
+        elif not name.startswith(("torch.", "torchvision.", "timm.")) and (
+            _architecture(_callee(node) or "") == "matmul"
+            or _named_elsewhere(node, name, self.references) == "matmul"
         ):
             self.matmul.append(_callee(node) or short)
             self.linear_weights = None
@@ -281,6 +454,9 @@ class _Reader:
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
         if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
             return True
+        layout = _keyword(node, "memory_format")
+        if layout is not None and self.walker.qualname(layout) in CHANNELS_LAST:
+            return True  # `model.to(memory_format=torch.channels_last)`: a layout for CNNs
         architecture: Optional[str] = None
         if name.startswith("torchvision.models.") and name != "torchvision.models.get_model":
             architecture = name.rsplit(".", 1)[-1]
@@ -301,7 +477,9 @@ class _Reader:
             project = not name.startswith(("torch.", "torchvision."))
             modules = [_architecture(p) for p in name.split(".")[:-1] if p.startswith("conv")]
             return project and (
-                (callee is not None and _architecture(callee) == "conv") or "conv" in modules
+                (callee is not None and _architecture(callee) == "conv")
+                or "conv" in modules
+                or (callee is not None and _named_elsewhere(node, name, self.references) == "conv")
             )
         return not architecture.lower().startswith(TRANSFORMERS)
 
@@ -315,22 +493,48 @@ class _Reader:
             and self.linear_weights is not None
             and self.linear_weights < TOY_WEIGHTS
         )
+        if self.lightning_module and not self.lightning_runner:
+            self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
             return found
         gates = [self._gate(expr, scope) for expr, scope in self.gates]
         if any(g["default"] is True for g in gates):
             found["autocast"] = True  # on by default
             return found
-        off = [g for g in gates if g["option"] is not None]
-        found["amp_gate"] = off[0] if off else gates[0]
+        # a command-line flag first (its wording is the most useful), then a condition
+        # the source does not settle (the rules then say unknown), then settings off by
+        # default
+        ranked = sorted(gates, key=lambda g: (g["option"] is None, g["default"] is not None))
+        found["amp_gate"] = ranked[0]
         return found
 
     def _gate(self, expr: Gate, scope: Scope) -> dict[str, Any]:
         """The condition AMP sits behind, and its default where the source shows it."""
         if isinstance(expr, str):  # set outside the source (a launcher, a config file)
-            return {"text": expr, "option": None, "default": None}
+            if expr == FRAMEWORK_DEFAULT:
+                return {"text": expr, "option": None, "default": False, "framework_default": True}
+            return {
+                "text": expr,
+                "option": None,
+                "default": False if expr in OFF_UNLESS_SET else None,
+                "outside": True,
+            }
         text = ast.unparse(expr)
         value = resolve(expr, scope)
+        default_expr = None
+        if not value.known and isinstance(expr, ast.Name):
+            default_expr = parameter_default(self.functions.get(id(scope)), expr.id, scope)
+        if default_expr is not None:
+            # `if use_amp:` in `def fit(..., use_amp=False)`: the caller decides, and the
+            # default is what a caller that does not say gets
+            found = resolve(default_expr, scope)
+            if found.known:
+                on = found.value is True or str(found.value).lower() in MIXED_VALUES
+                return {
+                    "text": f"{text} (a parameter, default {ast.unparse(default_expr)})",
+                    "option": None,
+                    "default": on,
+                }
         option = None
         if value.source.startswith("argparse "):
             option = value.source.split()[1]
@@ -341,7 +545,7 @@ class _Reader:
             return {
                 "text": f"{text} (default None: accelerate launch or config)",
                 "option": None,
-                "default": None,
+                "default": False,  # float32 unless the launcher's config sets it
             }
         if value.known and not isinstance(default, bool):
             default = str(default).lower() in MIXED_VALUES or default is True
@@ -357,6 +561,63 @@ def _callee(node: ast.Call) -> Optional[str]:
     return None
 
 
+def _named_elsewhere(node: ast.Call, name: str, references: dict[str, set[str]]) -> Optional[str]:
+    """The kind of a model whose call does not name it, named elsewhere in the file: a
+    factory picked into a variable (`backbone = resnet18` ... `backbone(...)`), or a
+    model class of the project imported from a module that names the architecture
+    (`from yolov5.models.yolo import SegmentationModel`, `from models.yolo import Model`)."""
+    callee = _callee(node)
+    if isinstance(node.func, ast.Name) and callee in references:
+        kinds = {_architecture(r) for r in references[callee]}
+        if len(kinds) == 1:
+            return kinds.pop()
+    if callee is None or "." not in name or not _model_like(callee):
+        return None
+    # the modules under the project's package (`yolov5.models.yolo`: models, yolo); the
+    # package names the project, not the model (`yolox.utils.ModelEMA`)
+    kinds = {_architecture(part) for part in name.split(".")[1:-1]} - {None}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _about_precision(test: ast.expr) -> bool:
+    """A condition that reads a precision setting (`args.amp`, `use_fp16`,
+    `cfg.precision == "16"`), not a device or a step count."""
+    for node in ast.walk(test):
+        word = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+        if isinstance(word, str) and set(word.lower().split("_")) & set(PROJECT_KEYWORDS):
+            return True
+    return False
+
+
+def _pretrained_transformer(name: str) -> bool:
+    """A Hugging Face transformers model loaded by its class
+    (`AutoModelForSequenceClassification.from_pretrained(...)`, `BertModel.from_config`)."""
+    parts = name.split(".")
+    return (
+        len(parts) >= 3
+        and parts[0] == "transformers"
+        and parts[-1] in ("from_pretrained", "from_config")
+        and ("Model" in parts[-2] or "For" in parts[-2])
+    )
+
+
+def _model_like(callee: str) -> bool:
+    """A class name that says it is a model (`Model`, `SegmentationModel`, `UNet`)."""
+    return "model" in callee.lower() or callee.endswith(("Net", "Network"))
+
+
+def _reference(node: ast.Assign, references: dict[str, set[str]]) -> None:
+    """Record `backbone = resnet18` / `arch = models.resnet50`: a function or class
+    assigned by reference, not called (read before the calls that follow it)."""
+    if (
+        len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, (ast.Name, ast.Attribute))
+    ):
+        referenced = ast.unparse(node.value).rsplit(".", 1)[-1]
+        references.setdefault(node.targets[0].id, set()).add(referenced)
+
+
 # Where a word of a name starts: the start, after `_`, or a capital after a lower-case
 # letter or digit (`GeneratorResNet` -> Generator, ResNet; `conv2d_gradfix` -> conv2d).
 WORD_START = re.compile(r"(?:^|_|(?<=[a-z0-9])(?=[A-Z]))")
@@ -368,6 +629,8 @@ def _architecture(name: str) -> Optional[str]:
     """'conv' or 'matmul' when a model's class or factory name says which, else None: an
     architecture word at the start of the name or of one of its words, `_`-separated or
     CamelCase (`GeneratorResNet`: convolutional; `GPT`, `TransformerModel`: matmul)."""
+    if name.lower().lstrip("_").startswith(NOT_MODEL):  # `convert_coco_to_yolo()`
+        return None
     parts = _tails(name)
     for part in parts:
         if part.startswith(CONV_WORDS) and not part.startswith(NOT_CONV):
