@@ -22,7 +22,7 @@ from typing import Any, Optional
 from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
-from envcheck.scripts.index import FileIndex
+from envcheck.scripts.index import FileIndex, module_nodes
 from envcheck.scripts.inherited import (
     inherited_attributes,
     init_attributes,
@@ -284,7 +284,7 @@ class Walker(ast.NodeVisitor):
         """The file's calls of plain names (`Model(...)`), by name, gathered once."""
         if self._calls is None:
             self._calls = {}
-            for node in ast.walk(self.module):
+            for node in module_nodes(self.module):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     self._calls.setdefault(node.func.id, []).append(node)
         return self._calls
@@ -319,7 +319,7 @@ class Walker(ast.NodeVisitor):
 def _import_aliases(module: ast.Module) -> dict[str, str]:
     """Local name -> qualified name, from every import in the file."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

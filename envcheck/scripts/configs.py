@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from envcheck.scripts.index import module_nodes
+
 # Classes whose attributes are settings: dataclasses, and classes named so.
 CONFIG_CLASS_SUFFIXES = (
     "config",
@@ -30,7 +32,7 @@ def config_defaults(module: ast.Module) -> dict[str, list[tuple[str, ast.expr]]]
     int = 4`, `field(default=4)`), and objects a function builds, sets and returns
     (`C = CN(); C.num_workers = 4; return C` in `get_default_config()`)."""
     found: dict[str, list[tuple[str, ast.expr]]] = {}
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if isinstance(node, ast.ClassDef) and _config_class(node):
             for statement in node.body:
                 target, value = _field(statement)

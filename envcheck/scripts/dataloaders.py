@@ -10,6 +10,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.datasets import in_memory
+from envcheck.scripts.index import module_nodes
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:
     only ever bound to one of those (`loader_class = torch.utils.data.DataLoader`, then
     `if multi_epochs: loader_class = MultiEpochsDataLoader`; `loader_class(dataset)`)."""
     nodes: list[ast.AST] = [
-        n for n in ast.walk(module) if isinstance(n, (ast.ClassDef, ast.Assign))
+        n for n in module_nodes(module) if isinstance(n, (ast.ClassDef, ast.Assign))
     ]
     classes = set(DATALOADERS) | _subclasses(nodes, aliases, DATALOADERS)
     return classes | _bound_to(nodes, aliases, classes)
@@ -405,7 +406,7 @@ def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     if not loaders:
         return
     places = set()
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -434,7 +435,7 @@ def _drop_fallbacks_mark_non_blocking(module: ast.Module, loaders: list[dict[str
         return
     fallbacks: set[int] = set()
     line = None
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if isinstance(node, ast.Call) and any(
             k.arg == "non_blocking" and isinstance(k.value, ast.Constant) and k.value.value is True
             for k in node.keywords
@@ -478,7 +479,7 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         return
     in_loops: dict[str, int] = {}  # function name -> line of a call to it inside a loop
     loop_spans: list[tuple[int, int]] = []
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             continue
         loop_spans.append((node.lineno, node.end_lineno or node.lineno))

@@ -33,6 +33,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from envcheck.scripts.index import module_nodes
 from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.values import Scope, resolve
 
@@ -79,7 +80,7 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
     pass, optimizer step, `training_step` or `fit`), or None for a file of data or model
     definitions only: the file-level precision rules judge files that train."""
     found: list[ast.AST] = []
-    for node in ast.walk(walker.module):
+    for node in module_nodes(walker.module):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
             "training_step",
             "train_step",

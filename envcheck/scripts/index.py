@@ -6,7 +6,7 @@ a framework base, and helpers to walk a node's own statements (not nested functi
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Union
+from typing import Iterator, Optional, Union
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
@@ -20,6 +20,29 @@ def qualified_base(base: ast.expr, aliases: dict[str, str]) -> str:
     text = ast.unparse(base)
     head, _, rest = text.partition(".")
     return aliases.get(head, head) + (f".{rest}" if rest else "")
+
+
+def module_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of a tree in `ast.walk` order, listed once per tree: a dozen readers
+    scan the whole module, and walking it anew for each took a fifth of the audit."""
+    cached: Optional[list[ast.AST]] = tree.__dict__.get("_envcheck_nodes")
+    if cached is None:
+        cached = list(ast.walk(tree))
+        setattr(tree, "_envcheck_nodes", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
+
+
+def function_owners(tree: ast.AST, functions: list[Function]) -> dict[int, ast.AST]:
+    """id(node) -> the innermost function holding it (outer functions listed first), once
+    per tree."""
+    cached: Optional[dict[int, ast.AST]] = tree.__dict__.get("_envcheck_owners")
+    if cached is None:
+        cached = {}
+        for function in functions:
+            for node in ast.walk(function):
+                cached[id(node)] = function
+        setattr(tree, "_envcheck_owners", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
 
 
 def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
@@ -52,7 +75,9 @@ class FileIndex:
     def __init__(self, module: ast.Module, aliases: dict[str, str]):
         self.aliases = aliases
         self.function_nodes: list[Function] = [
-            n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            n
+            for n in module_nodes(module)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
         by_name: dict[str, list[Function]] = {}
         for function in self.function_nodes:
@@ -63,7 +88,7 @@ class FileIndex:
             for name, f in self.functions.items()
             if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(f))
         }
-        self.class_nodes = [n for n in ast.walk(module) if isinstance(n, ast.ClassDef)]
+        self.class_nodes = [n for n in module_nodes(module) if isinstance(n, ast.ClassDef)]
         self.classes = {c.name: c for c in self.class_nodes}
         self._derived: dict[frozenset[str], set[str]] = {}
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from envcheck.scripts.index import Function
+from envcheck.scripts.index import Function, function_owners, module_nodes
 from envcheck.scripts.values import Scope, Value, resolve
 
 if TYPE_CHECKING:
@@ -109,11 +109,8 @@ def _calls(walker: Walker, name: str, method: bool) -> list[tuple[Optional[ast.A
     with its enclosing function."""
     found: list[tuple[Optional[ast.AST], ast.Call]] = []
     index = walker.index()
-    owners: dict[int, ast.AST] = {}
-    for function in index.function_nodes:  # outer functions first: the innermost one wins
-        for node in ast.walk(function):
-            owners[id(node)] = function
-    for node in ast.walk(walker.module):
+    owners = function_owners(walker.module, index.function_nodes)
+    for node in module_nodes(walker.module):
         if not isinstance(node, ast.Call):
             continue
         func = node.func

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from envcheck.scripts.index import code_at, own_nodes
+from envcheck.scripts.index import code_at, module_nodes, own_nodes
 from envcheck.scripts.keras import uses_tensorflow
 from envcheck.scripts.torch_loops import once_test, periodic_test
 from envcheck.scripts.values import resolve
@@ -64,7 +64,7 @@ class TfLoopObserver:
         compiled = _compiled(walker)
         parents = {
             id(child): node
-            for node in ast.walk(walker.module)
+            for node in module_nodes(walker.module)
             for child in ast.iter_child_nodes(node)
         }
         seen: set[int] = set()
@@ -130,7 +130,7 @@ def _applies_gradients(nodes: list[ast.AST]) -> bool:
 def _first_apply(module: ast.Module) -> Optional[ast.Call]:
     found = [
         n
-        for n in ast.walk(module)
+        for n in module_nodes(module)
         if isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
         and n.func.attr == "apply_gradients"
@@ -152,7 +152,7 @@ def _compiled(walker: Walker) -> set[str]:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             if walker.qualname(target) in COMPILERS:
                 found.add(function.name)
-    for node in ast.walk(walker.module):
+    for node in module_nodes(walker.module):
         if (
             isinstance(node, ast.Call)
             and walker.qualname(node.func) in COMPILERS
@@ -165,7 +165,7 @@ def _compiled(walker: Walker) -> set[str]:
 
 def _loops(module: ast.Module) -> list[Loop]:
     return sorted(
-        (n for n in ast.walk(module) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))),
+        (n for n in module_nodes(module) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))),
         key=lambda n: (-n.lineno, -n.col_offset),
     )
 

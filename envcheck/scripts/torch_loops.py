@@ -34,7 +34,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.index import FileIndex, code_at, derived, own_nodes
+from envcheck.scripts.index import FileIndex, code_at, derived, module_nodes, own_nodes
 from envcheck.scripts.tensors import DeviceTensors, stringy
 from envcheck.scripts.values import resolve
 
@@ -1019,7 +1019,7 @@ def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
 
 
 def _dataset_cuda(walker: Walker) -> list[dict[str, Any]]:
-    classes = [n for n in ast.walk(walker.module) if isinstance(n, ast.ClassDef)]
+    classes = [n for n in module_nodes(walker.module) if isinstance(n, ast.ClassDef)]
     datasets = derived(classes, walker.aliases, DATASET_BASES)
     found: list[dict[str, Any]] = []
     for cls in classes:

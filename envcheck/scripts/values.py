@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from envcheck.scripts.configs import absl_flag, config_defaults
+from envcheck.scripts.index import module_nodes
 from envcheck.scripts.platforms import other_platform_only
 from envcheck.scripts.returns import ConstantReturns
 
@@ -508,7 +509,7 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
 def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
     """dest -> (option string, default expression) for every `add_argument(..., default=...)`."""
     found: dict[str, tuple[str, ast.expr]] = {}
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
