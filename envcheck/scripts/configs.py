@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from envcheck.scripts.assignments import statements
 from envcheck.scripts.index import module_nodes
 
 # Classes whose attributes are settings: dataclasses, and classes named so.
@@ -68,7 +69,7 @@ def _field(statement: ast.stmt) -> tuple[Optional[str], Optional[ast.expr]]:
 def _built_config(function: ast.AST) -> dict[str, tuple[str, ast.expr]]:
     """attr -> (object, value) for `obj.attr = value` on an object the function builds by
     a call and returns (`C = CN()` ... `return C`); set once each."""
-    body = _statements(list(getattr(function, "body", []) or []))
+    body = statements(list(getattr(function, "body", []) or []))
     returned = {
         s.value.id for s in body if isinstance(s, ast.Return) and isinstance(s.value, ast.Name)
     }
@@ -96,22 +97,6 @@ def _built_config(function: ast.AST) -> dict[str, tuple[str, ast.expr]]:
     return {k: v for k, v in found.items() if k not in twice}
 
 
-def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """The statements of a body and of its nested blocks, not of nested functions."""
-    out: list[ast.stmt] = []
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        out.append(node)
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(node, field, None)
-            if isinstance(inner, list):
-                out.extend(_statements([n for n in inner if isinstance(n, ast.stmt)]))
-        for handler in getattr(node, "handlers", []) or []:
-            out.extend(_statements(list(handler.body)))
-    return out
-
-
 def absl_flag(node: ast.Call, found: dict[str, tuple[str, ast.expr]]) -> None:
     """`flags.DEFINE_enum('mode', 'fit', [...], '...')`: FLAGS.mode defaults to 'fit'."""
     keywords = {k.arg: k.value for k in node.keywords if k.arg}
@@ -119,3 +104,44 @@ def absl_flag(node: ast.Call, found: dict[str, tuple[str, ast.expr]]) -> None:
     default = node.args[1] if len(node.args) > 1 else keywords.get("default")
     if isinstance(name, ast.Constant) and isinstance(name.value, str) and default is not None:
         found.setdefault(name.value, (f"--{name.value} (absl flag)", default))
+
+
+def option_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
+    """dest -> (option string, default expression) for every `add_argument(...,
+    default=...)` and absl `flags.DEFINE_*`: the command line a default run takes."""
+    found: dict[str, tuple[str, ast.expr]] = {}
+    for node in module_nodes(module):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.startswith("DEFINE_")
+        ):
+            absl_flag(node, found)
+            continue
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            continue
+        options = [
+            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        default = keywords.get("default")
+        action = keywords.get("action")
+        if default is None and isinstance(action, ast.Constant):
+            if action.value == "store_true":
+                default = ast.Constant(False)
+            elif action.value == "store_false":
+                default = ast.Constant(True)
+        if not options or default is None:
+            continue
+        dest_node = keywords.get("dest")
+        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+            dest = dest_node.value
+        else:
+            longs = [o for o in options if o.startswith("--")]
+            dest = (longs[0] if longs else options[0]).lstrip("-").replace("-", "_")
+        found[dest] = (max(options, key=len), default)
+    return found

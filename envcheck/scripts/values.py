@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from envcheck.scripts.configs import absl_flag, config_defaults
-from envcheck.scripts.index import module_nodes
-from envcheck.scripts.platforms import other_platform_only
+from envcheck.scripts.assignments import simple_assignments, statements
+from envcheck.scripts.configs import config_defaults, option_defaults
 from envcheck.scripts.returns import ConstantReturns
 
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
@@ -65,7 +64,7 @@ class Scope:
         self.config_defaults = config_defaults or {}
         self.module_updates = module_updates or {}
         body = _body(function) if function is not None else []
-        self.local_names = _simple_assignments(body) if function is not None else {}
+        self.local_names = simple_assignments(body) if function is not None else {}
         self.local_updates = _dict_updates(body) if function is not None else {}
         # `self.x` in a method: what the class's __init__ assigns it, read in the
         # __init__'s scope, whose parameters stand for their defaults (set by the walker)
@@ -77,8 +76,8 @@ class Scope:
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
         scope = cls(
-            _simple_assignments(module.body),
-            _argparse_defaults(module),
+            simple_assignments(module.body),
+            option_defaults(module),
             module_updates=_dict_updates(module.body),
             config_defaults=config_defaults(module),
         )
@@ -420,7 +419,7 @@ def _dict_updates(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:
     `name.update(other)`, `name |= {...}`, `name["k"] = v` (in if/with/for blocks too: an
     update under `if use_cuda:` is what a GPU run gets)."""
     found: dict[str, list[ast.expr]] = {}
-    for node in _statements(body):
+    for node in statements(body):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             call = node.value
             func = call.func
@@ -464,83 +463,3 @@ def _is_cpu_count(node: ast.expr) -> bool:
 
 def _body(node: Optional[ast.AST]) -> list[ast.stmt]:
     return list(getattr(node, "body", []) or [])
-
-
-def _simple_assignments(body: list[ast.stmt]) -> dict[str, ast.expr]:
-    """name -> the expression of its only plain assignment in this body (walked into
-    if/with/for/try blocks, not into nested functions). A name assigned twice with
-    different expressions is left out: which one applies depends on the run."""
-    found: dict[str, ast.expr] = {}
-    ambiguous: set[str] = set()
-    for node in _statements(body):
-        targets: list[ast.expr] = []
-        value: Optional[ast.expr] = None
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            targets, value = [node.target], node.value
-        for target in targets:
-            if isinstance(target, ast.Name) and value is not None:
-                previous = found.get(target.id)
-                if previous is not None and ast.dump(previous) != ast.dump(value):
-                    ambiguous.add(target.id)
-                found[target.id] = value
-    return {k: v for k, v in found.items() if k not in ambiguous}
-
-
-def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        out.append(node)
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            if field == "body" and isinstance(node, ast.If) and other_platform_only(node.test):
-                continue  # a Windows or macOS branch: not the Linux training node's path
-            inner = getattr(node, field, None)
-            if isinstance(inner, list):
-                out.extend(_statements([n for n in inner if isinstance(n, ast.stmt)]))
-            if field == "handlers" and isinstance(inner, list):
-                for handler in inner:
-                    out.extend(_statements(list(getattr(handler, "body", []))))
-    return out
-
-
-def _argparse_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
-    """dest -> (option string, default expression) for every `add_argument(..., default=...)`."""
-    found: dict[str, tuple[str, ast.expr]] = {}
-    for node in module_nodes(module):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr.startswith("DEFINE_")
-        ):
-            absl_flag(node, found)
-            continue
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "add_argument"
-        ):
-            continue
-        options = [
-            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-        ]
-        keywords = {k.arg: k.value for k in node.keywords if k.arg}
-        default = keywords.get("default")
-        action = keywords.get("action")
-        if default is None and isinstance(action, ast.Constant):
-            if action.value == "store_true":
-                default = ast.Constant(False)
-            elif action.value == "store_false":
-                default = ast.Constant(True)
-        if not options or default is None:
-            continue
-        dest_node = keywords.get("dest")
-        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
-            dest = dest_node.value
-        else:
-            longs = [o for o in options if o.startswith("--")]
-            dest = (longs[0] if longs else options[0]).lstrip("-").replace("-", "_")
-        found[dest] = (max(options, key=len), default)
-    return found
