@@ -33,7 +33,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from envcheck.scripts.index import module_nodes
+from envcheck.scripts.index import keyword_arg, module_nodes
 from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.values import Scope, resolve
 
@@ -168,7 +168,7 @@ class _Reader:
         name = self.walker.qualname(node.func) or ""
         func = node.func
         if name in DDP_NAMES:
-            backend = _keyword(node, "backend") or (node.args[0] if node.args else None)
+            backend = keyword_arg(node, "backend") or (node.args[0] if node.args else None)
             value = resolve(backend, self._scope(function)) if backend is not None else None
             if value is not None and value.known and value.value in ("gloo", "mpi"):
                 return  # CPU-capable backends: not evidence either way
@@ -185,7 +185,7 @@ class _Reader:
                 self._add("yes", "reads LOCAL_RANK (torchrun: one process per GPU)", node, function)
             return
         if name in ("accelerate.Accelerator",):
-            cpu = _keyword(node, "cpu")
+            cpu = keyword_arg(node, "cpu")
             value = resolve(cpu, self._scope(function)) if cpu is not None else None
             if value is not None and value.known and value.value is True:
                 self._add("cpu", "Accelerator(cpu=True)", node, function)
@@ -207,7 +207,7 @@ class _Reader:
             return
         if name.startswith(HF_ROOTS) and name.endswith("TrainingArguments"):
             for key in ("use_cpu", "no_cuda"):
-                flag = _keyword(node, key)
+                flag = keyword_arg(node, key)
                 value = resolve(flag, self._scope(function)) if flag is not None else None
                 if value is not None and value.known and value.value is True:
                     self._add("cpu", f"TrainingArguments({key}=True)", node, function)
@@ -239,7 +239,7 @@ class _Reader:
         if cuda_method and not name.startswith("torch.cuda"):
             self._add("yes", f"{_short(node)}", node, function)
             return
-        device_map = _keyword(node, "device_map")
+        device_map = keyword_arg(node, "device_map")
         if device_map is not None:
             value = resolve(device_map, self._scope(function))
             if not (value.known and value.value == "cpu"):
@@ -256,8 +256,8 @@ class _Reader:
 
     def _lightning(self, node: ast.Call, kind: str, function: Optional[Function]) -> None:
         scope = self._scope(function)
-        accelerator = _keyword(node, "accelerator")
-        gpus = _keyword(node, "gpus")
+        accelerator = keyword_arg(node, "accelerator")
+        gpus = keyword_arg(node, "gpus")
         if gpus is not None:
             value = resolve(gpus, scope)
             if value.known and value.value in (0, None):
@@ -439,13 +439,6 @@ class _Reader:
 
 def _answer(trains: str, reason: str, line: Optional[int]) -> dict[str, Any]:
     return {"trains": trains, "reason": reason, "line": line}
-
-
-def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
 
 
 def _device_like(node: ast.expr) -> bool:

@@ -22,6 +22,21 @@ def qualified_base(base: ast.expr, aliases: dict[str, str]) -> str:
     return aliases.get(head, head) + (f".{rest}" if rest else "")
 
 
+def keyword_arg(call: ast.Call, name: str) -> Optional[ast.expr]:
+    """The expression a call passes as keyword `name`, or None."""
+    for given in call.keywords:
+        if given.arg == name:
+            return given.value
+    return None
+
+
+def is_cpu(node: Optional[ast.expr]) -> bool:
+    """`"cpu"` or `torch.device("cpu")`."""
+    if isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and node.value == "cpu"
+
+
 def module_nodes(tree: ast.AST) -> list[ast.AST]:
     """Every node of a tree in `ast.walk` order, listed once per tree: a dozen readers
     scan the whole module, and walking it anew for each took a fifth of the audit."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
-from envcheck.scripts.index import FileIndex, code_at
+from envcheck.scripts.index import FileIndex, code_at, keyword_arg
 from envcheck.scripts.values import keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
     if name is not None and _is_keras(name):
         if name.rsplit(".", 1)[-1] in COMPUTE_LAYERS or ".applications." in name:
             walker.facts["keras_layers"] = True
-        dtype = _keyword(node, "dtype")
+        dtype = keyword_arg(node, "dtype")
         if dtype is not None and _policy_name(dtype, walker) in MIXED_POLICIES:
             walker.facts["mixed_precision"] = True  # a per-layer policy
     if name is not None and name.endswith(POLICY_SETTERS):
@@ -106,9 +106,9 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
         or (attr in ("predict", "evaluate") and worker_settings and uses_tensorflow(walker))
     ):
         values, opaque = keyword_values(node, walker.scope())
-        first = node.args[0] if node.args else _keyword(node, "generator")
+        first = node.args[0] if node.args else keyword_arg(node, "generator")
         if first is None and attr in ("fit", "predict", "evaluate"):
-            first = _keyword(node, "x")
+            first = keyword_arg(node, "x")
         kind, definition = _input(walker, first)
         observation = _observation(
             walker,
@@ -153,13 +153,6 @@ def uses_tensorflow(walker: Walker) -> bool:
     return any(
         v.split(".")[0] in ("keras", "tensorflow", "tf_keras") for v in walker.aliases.values()
     )
-
-
-def _keyword(node: ast.Call, name: str) -> Optional[ast.expr]:
-    for keyword in node.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
 
 
 def _observation(

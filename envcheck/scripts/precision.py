@@ -44,6 +44,7 @@ import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.device import LIGHTNING_ROOTS
+from envcheck.scripts.index import keyword_arg
 from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.values import Scope, resolve
 
@@ -262,7 +263,7 @@ class _Reader:
         """Read one call; True when AMP is gated by its `enabled=` argument."""
         name = self.walker.qualname(node.func) or ""
         short = name.rsplit(".", 1)[-1]
-        enabled = _keyword(node, "enabled")
+        enabled = keyword_arg(node, "enabled")
         if name in APEX_AMP:
             self._use(f"apex {ast.unparse(node.func)}", gates, scope)
         if name in AMP_NAMES and enabled is not None:
@@ -272,7 +273,7 @@ class _Reader:
                 return True
         accelerate = name.startswith("accelerate.") and short == "Accelerator"
         for key in ("mixed_precision", "precision"):
-            setting = _keyword(node, key)
+            setting = keyword_arg(node, key)
             if short not in ("Accelerator", "Trainer", "Fabric"):
                 continue
             if setting is None:
@@ -289,7 +290,7 @@ class _Reader:
             elif value.source.startswith("argparse "):
                 self.gates.append((setting, scope))  # "no" by default: off unless passed
         for key in ("fp16", "bf16"):
-            setting = _keyword(node, key)
+            setting = keyword_arg(node, key)
             if setting is not None and short in ("TrainingArguments", "Seq2SeqTrainingArguments"):
                 value = resolve(setting, scope)
                 if value.known and value.value is True:
@@ -360,8 +361,8 @@ class _Reader:
         expr: Optional[ast.expr] = None
         if name.rsplit(".", 1)[-1] == "set_default_dtype" and node.args:
             expr = node.args[0]
-        elif _keyword(node, "torch_dtype") is not None:
-            expr = _keyword(node, "torch_dtype")
+        elif keyword_arg(node, "torch_dtype") is not None:
+            expr = keyword_arg(node, "torch_dtype")
         if expr is None:
             return
         kind = self._dtype_kind(expr, scope)
@@ -454,7 +455,7 @@ class _Reader:
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
         if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
             return True
-        layout = _keyword(node, "memory_format")
+        layout = keyword_arg(node, "memory_format")
         if layout is not None and self.walker.qualname(layout) in CHANNELS_LAST:
             return True  # `model.to(memory_format=torch.channels_last)`: a layout for CNNs
         architecture: Optional[str] = None
@@ -650,10 +651,3 @@ def _tails(name: str) -> list[str]:
 
 def _as_list(node: Any) -> list[ast.AST]:
     return node if isinstance(node, list) else [node]
-
-
-def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None

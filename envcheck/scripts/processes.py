@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
+from envcheck.scripts.index import keyword_arg
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def _call(walker: Walker, node: ast.Call, scope: Scope) -> Optional[dict[str, An
     name = walker.qualname(node.func) or ""
     short = name.rsplit(".", 1)[-1]
     if name in SPAWN:
-        nprocs = _keyword(node, "nprocs")
+        nprocs = keyword_arg(node, "nprocs")
         if nprocs is None and len(node.args) >= 3:
             nprocs = node.args[2]
         if nprocs is None:
@@ -147,8 +148,8 @@ def _call(walker: Walker, node: ast.Call, scope: Scope) -> Optional[dict[str, An
 def _lightning(node: ast.Call, short: str, scope: Scope) -> Optional[dict[str, Any]]:
     if any(k.arg is None for k in node.keywords):
         return None  # Trainer(**settings): devices not known from the source
-    devices = _keyword(node, "devices")
-    accelerator = _keyword(node, "accelerator")
+    devices = keyword_arg(node, "devices")
+    accelerator = keyword_arg(node, "accelerator")
     kind = resolve(accelerator, scope) if accelerator is not None else None
     if kind is not None and (not kind.known or str(kind.value).lower() == "cpu"):
         return None  # on the CPU, or not known to use the GPUs
@@ -158,11 +159,4 @@ def _lightning(node: ast.Call, short: str, scope: Scope) -> Optional[dict[str, A
         return _entry(None, f"{short}(devices={text}): {PER_GPU}", node)
     if value.known and isinstance(value.value, int) and value.value > 1:
         return _entry(value.value, f"{short}(devices={text})", node)
-    return None
-
-
-def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
     return None

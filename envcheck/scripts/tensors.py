@@ -24,6 +24,8 @@ import ast
 import builtins
 from typing import Callable, Optional, Union
 
+from envcheck.scripts.index import is_cpu, keyword_arg
+
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 # attributes of a tensor that are tensors too (others are metadata: shape, dtype, device)
@@ -97,19 +99,6 @@ def dotted(node: ast.AST) -> Optional[str]:
     return ".".join([node.id, *reversed(parts)])
 
 
-def _is_cpu(node: Optional[ast.expr]) -> bool:
-    if isinstance(node, ast.Call) and node.args:  # torch.device("cpu")
-        node = node.args[0]
-    return isinstance(node, ast.Constant) and node.value == "cpu"
-
-
-def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
-
-
 def moves_to_device(call: ast.Call) -> bool:
     """`.to(device)`, `.cuda()`, `batch_to_device(batch, device)`: data put on a device
     (not `.to("cpu")`, not `.to(torch.float16)`)."""
@@ -121,8 +110,8 @@ def moves_to_device(call: ast.Call) -> bool:
         return True
     if name != "to" or not isinstance(func, ast.Attribute):
         return False
-    target = call.args[0] if call.args else _keyword(call, "device")
-    if target is None or _is_cpu(target):
+    target = call.args[0] if call.args else keyword_arg(call, "device")
+    if target is None or is_cpu(target):
         return False
     if isinstance(target, ast.Constant):
         return isinstance(target.value, str)
@@ -417,8 +406,8 @@ class DeviceTensors:
         if name.startswith("torch."):
             if name.startswith(TORCH_HOST_ROOTS) or name.rsplit(".", 1)[-1].startswith(TORCH_HOST):
                 return False
-            device = _keyword(call, FACTORY_DEVICE)
-            if device is not None and not _is_cpu(device):
+            device = keyword_arg(call, FACTORY_DEVICE)
+            if device is not None and not is_cpu(device):
                 return True  # torch.zeros(3, device=device)
             return any(self.holds(a, depth) for a in arguments)
         helper = self.resolve_call(call)

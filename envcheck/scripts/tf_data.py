@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
-from envcheck.scripts.index import FileIndex, code_at, header_nodes, own_nodes
+from envcheck.scripts.index import FileIndex, code_at, header_nodes, keyword_arg, own_nodes
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
 from envcheck.scripts.parameters import parameter_value
 from envcheck.scripts.values import Scope, keyword_values, resolve
@@ -467,7 +467,7 @@ class _Pipelines:
         values, _ = keyword_values(node, self.scope)
         if "num_parallel_reads" in values or len(node.args) >= 4:
             return None
-        files = node.args[0] if node.args else _keyword(node, "filenames")
+        files = node.args[0] if node.args else keyword_arg(node, "filenames")
         if files is None:
             return None
         if isinstance(files, ast.Name):
@@ -493,7 +493,7 @@ class _Pipelines:
             values, opaque = keyword_values(call, self.scope)
             position = 1 if name == "map" else 3
             parallel = values.get("num_parallel_calls")
-            written = _keyword(call, "num_parallel_calls")
+            written = keyword_arg(call, "num_parallel_calls")
             if parallel is None and len(call.args) > position:
                 written = call.args[position]
                 parallel = resolve(written, self.scope)
@@ -503,7 +503,7 @@ class _Pipelines:
                 parallel = passed if passed is not None else parallel
             op["num_parallel_calls"] = parallel.to_json() if parallel is not None else None
             op["opaque_kwargs"] = opaque
-            func = call.args[0] if call.args else _keyword(call, "map_func")
+            func = call.args[0] if call.args else keyword_arg(call, "map_func")
             op["map_function"] = ast.unparse(func) if func is not None else None
             op["makes_datasets"] = self._makes_datasets(func)
             op.update(self._function_calls(func))
@@ -664,7 +664,7 @@ class _Pipelines:
         short = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         if short in LOOKS or short in LOOP_WRAPPERS:
             return
-        selector = _keyword(node, "choice_dataset")
+        selector = keyword_arg(node, "choice_dataset")
         if short == "choose_from_datasets" and selector is None and len(node.args) > 1:
             selector = node.args[1]
         elements = [
@@ -886,10 +886,3 @@ def _chain_root(node: ast.expr) -> ast.expr:
             return node
         node = node.func.value
     return node
-
-
-def _keyword(node: ast.Call, name: str) -> Optional[ast.expr]:
-    for keyword in node.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None

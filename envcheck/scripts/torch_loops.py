@@ -34,7 +34,15 @@ import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.index import FileIndex, code_at, derived, module_nodes, own_nodes
+from envcheck.scripts.index import (
+    FileIndex,
+    code_at,
+    derived,
+    is_cpu,
+    keyword_arg,
+    module_nodes,
+    own_nodes,
+)
 from envcheck.scripts.tensors import DeviceTensors, stringy
 from envcheck.scripts.values import resolve
 
@@ -451,7 +459,7 @@ def _scalers(walker: Walker) -> set[str]:
             made = [c for c in made if (walker.qualname(c.func) or "").endswith("GradScaler")]
             if not made:
                 continue
-            enabled = _keyword(made[0], "enabled")
+            enabled = keyword_arg(made[0], "enabled")
             if enabled is not None and _false_by_default(enabled, walker, owner):
                 continue
             found.update(t for t in map(_dotted, node.targets) if t is not None)
@@ -939,22 +947,9 @@ def _sync_method(call: ast.Call) -> bool:
     if func.attr in SYNC_METHODS:
         return not call.args
     if func.attr == "to":
-        target = call.args[0] if call.args else _keyword(call, "device")
-        return _is_cpu(target)
+        target = call.args[0] if call.args else keyword_arg(call, "device")
+        return is_cpu(target)
     return False
-
-
-def _is_cpu(node: Optional[ast.expr]) -> bool:
-    if isinstance(node, ast.Call) and node.args:  # torch.device("cpu")
-        node = node.args[0]
-    return isinstance(node, ast.Constant) and node.value == "cpu"
-
-
-def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
-    for keyword in call.keywords:
-        if keyword.arg == name:
-            return keyword.value
-    return None
 
 
 def _chain(node: ast.expr) -> Iterable[ast.expr]:
@@ -991,8 +986,8 @@ def _sync_below(receiver: ast.expr) -> bool:
 def _device_argument(call: ast.Call) -> bool:
     """`.to(device)`, `.to("cuda")`, `.to(device=...)`; not `.to(torch.float16)`,
     `.to(dtype=...)` or `.to("cpu")`."""
-    target = call.args[0] if call.args else _keyword(call, "device")
-    if target is None or _is_cpu(target):
+    target = call.args[0] if call.args else keyword_arg(call, "device")
+    if target is None or is_cpu(target):
         return False
     if isinstance(target, ast.Attribute) and target.attr in DTYPES:
         return False
@@ -1086,11 +1081,11 @@ class _Devices:
         if isinstance(func, ast.Attribute) and func.attr == "cuda":
             return ".cuda()"
         if isinstance(func, ast.Attribute) and func.attr == "to":
-            target = call.args[0] if call.args else _keyword(call, "device")
+            target = call.args[0] if call.args else keyword_arg(call, "device")
             if target is not None and self.on_cuda(target, method):
                 return f".to({ast.unparse(target)})"
             return None
-        device = _keyword(call, "device")
+        device = keyword_arg(call, "device")
         if device is not None and self.on_cuda(device, method):
             return f"{ast.unparse(func)}(..., device={ast.unparse(device)})"
         return None
