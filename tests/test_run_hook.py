@@ -154,6 +154,10 @@ def _gone(pid: int) -> bool:
     return False
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("sig", "expected"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_is_forwarded_and_reported_as_128_plus_n(
     work: Path, sig: signal.Signals, expected: int
@@ -171,6 +175,9 @@ def test_signal_is_forwarded_and_reported_as_128_plus_n(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # no terminal: a SIGINT can only come from kill
+        # a test run started in the background (`make test &`) inherits SIGINT ignored,
+        # and so would the child: start both with the default disposition, as a user's are
+        preexec_fn=_default_sigint,
     )
     try:
         child = int(_wait_for(pid_file))
