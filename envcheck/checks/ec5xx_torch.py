@@ -130,14 +130,21 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
 
 def data_module(file_facts: dict[str, Any]) -> Optional[str]:
     """Why the file is a data module whose consumer is out of sight (it neither trains
-    nor names a device), or None."""
+    nor chooses a device), or None. A device the file only passes on (the `device`
+    argument of Lightning's `transfer_batch_to_device` hook handed to `super()`) is
+    chosen by the consumer, so it does not make the file a GPU trainer."""
     gpu = file_facts.get("gpu")
     if (
         file_facts.get("trains") is False
         and isinstance(gpu, dict)
         and gpu.get("trains") == "unknown"
-        and not gpu.get("line")
     ):
+        if gpu.get("line"):
+            return (
+                f"a data module (the file does not train, and the device it uses is "
+                f"handed in: {gpu.get('reason')}): whether its batches are copied to a "
+                "GPU, and how, is decided by the code that imports it"
+            )
         return (
             "a data module (the file neither trains nor names a device): whether its "
             "batches are copied to a GPU, and how, is decided by the code that imports it"

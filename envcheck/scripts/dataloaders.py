@@ -9,8 +9,9 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
+from envcheck.scripts.arrays import wrapped_arrays
 from envcheck.scripts.datasets import in_memory
-from envcheck.scripts.index import module_nodes
+from envcheck.scripts.index import function_owners, module_nodes
 from envcheck.scripts.loader_marks import mark_loaders
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
@@ -237,6 +238,9 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
         return None
     found = {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
     held = _held_in_memory(walker, short)
+    if held is None:
+        owners = function_owners(walker.module, walker.index().function_nodes)
+        held = wrapped_arrays(node, owners.get(id(node)))
     if held is not None:
         found["in_memory"] = held
     return found
