@@ -31,12 +31,16 @@ blind test): their numbers say how the audit does on code nobody here has seen.
 data modules shipped inside PyPI releases (yolov5, ultralytics, open_clip, torchtune,
 timm, Lightning, Accelerate, fairseq, TF Model Garden, TF-GAN, d2l, ...). Its files are
 fetched from PyPI and hash-checked by `python tests/real_scripts/fetch_released.py`
-(`make corpus`), so CI has them and tests/test_real_scripts.py asserts its verdicts like
-the main corpus's; its verdicts were written blind, before the first audit.
+(`make corpus`), so CI has them and tests/test_released_scripts.py asserts its verdicts
+like the main corpus's; its verdicts were written blind, before the first audit.
+`--corpus released2` scores a second released set (tests/real_scripts/released2/, more
+packages), judged blind after the analyser had been tuned on the first: the honest number
+for code it has not seen.
 
 Run on demand, never in the test suite:
 
-    .venv/bin/python benchmarks/script_audit_accuracy.py [--corpus main|holdout] [--runs 5]
+    .venv/bin/python benchmarks/script_audit_accuracy.py [--corpus main|holdout|released|released2]
+        [--runs 5]
         [--json FILE] [--print-gaps]
 
 tests/test_real_scripts.py imports the loading and matching functions from here.
@@ -71,10 +75,14 @@ HOLDOUT_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_HOLDOUT") or HOLDOUT 
 # tests/real_scripts/fetch_released.py (so CI has them and asserts them).
 RELEASED = CORPUS / "released"
 RELEASED_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED") or RELEASED / "files")
+# The second released set, judged blind after the first had been used for tuning.
+RELEASED2 = CORPUS / "released2"
+RELEASED2_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED2") or RELEASED2 / "files")
 CORPORA = {
     "main": (CORPUS, FILES),
     "holdout": (HOLDOUT, HOLDOUT_FILES),
     "released": (RELEASED, RELEASED_FILES),
+    "released2": (RELEASED2, RELEASED2_FILES),
 }
 TARGET = ROOT / "tests" / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
@@ -486,7 +494,8 @@ def main(args: Sequence[str] | None = None) -> int:
         choices=sorted(CORPORA),
         default="main",
         help="main: the corpus the analyser was tuned on; holdout: the blind held-out set; "
-        "released: files from PyPI releases (fetch them with "
+        "released: files from PyPI releases; released2: a second such set, judged blind "
+        "after the first was used for tuning (fetch both with "
         "tests/real_scripts/fetch_released.py)",
     )
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")

@@ -1,14 +1,15 @@
-"""Download the released script corpus from PyPI and check every byte (issue 11).
+"""Download the released script corpora from PyPI and check every byte (issue 11).
 
-The corpus in tests/real_scripts/released/ is other projects' code, so it is never
-committed: SOURCES.toml there records, per file, the PyPI artifact (URL and the sha256
+The corpora in tests/real_scripts/released/ and released2/ (a second set, judged blind
+after the first was used for tuning) are other projects' code, so they are never
+committed: SOURCES.toml in each records, per file, the PyPI artifact (URL and the sha256
 PyPI publishes) and the member's own sha256. This script downloads each artifact once,
-checks both hashes and writes the members into tests/real_scripts/released/files/ (or
---dest). A file already there with the right hash is left alone, so a second run does no
+checks both hashes and writes the members into the set's files/ folder (or, for one
+--sources file, --dest). A file already there with the right hash is left alone, so a second run does no
 network at all. Any mismatch or download failure is one line on stderr and exit 2: a
 corpus that is not the public release is never audited.
 
-    python tests/real_scripts/fetch_released.py [--dest DIR] [--sources FILE]
+    python tests/real_scripts/fetch_released.py [--sources FILE [--dest DIR]]
 
 Run by `make corpus` (and so by `make test` and CI). Standard library only.
 """
@@ -32,9 +33,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - envcheck supports 3.10
     import tomli as tomllib
 
-HERE = Path(__file__).resolve().parent / "released"
-SOURCES = HERE / "SOURCES.toml"
-DEST = HERE / "files"
+CORPORA = Path(__file__).resolve().parent
+SETS = ("released", "released2")  # each: SOURCES.toml, expected.toml, files/ (git-ignored)
 TIMEOUT_S = 120
 ATTEMPTS = 3
 
@@ -109,17 +109,26 @@ def fetch(sources: Mapping[str, Mapping[str, Any]], dest: Path) -> tuple[int, in
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sources", type=Path, default=SOURCES, help="SOURCES.toml to read")
-    parser.add_argument("--dest", type=Path, default=DEST, help="folder to write the files to")
+    parser.add_argument(
+        "--sources", type=Path, help="one SOURCES.toml to read (default: every released set)"
+    )
+    parser.add_argument(
+        "--dest", type=Path, help="folder to write its files to (default: files/ beside it)"
+    )
     opts = parser.parse_args(argv)
-    try:
-        with opts.sources.open("rb") as handle:
-            sources = tomllib.load(handle)["files"]
-        written, kept = fetch(sources, opts.dest)
-    except (OSError, KeyError, tomllib.TOMLDecodeError, FetchError) as error:
-        print(f"fetch_released: {error}", file=sys.stderr)
-        return 2
-    print(f"released corpus: {written} fetched, {kept} already current, in {opts.dest}")
+    if opts.sources:
+        jobs = [(opts.sources, opts.dest or opts.sources.parent / "files")]
+    else:
+        jobs = [(CORPORA / s / "SOURCES.toml", CORPORA / s / "files") for s in SETS]
+    for sources_path, dest in jobs:
+        try:
+            with sources_path.open("rb") as handle:
+                sources = tomllib.load(handle)["files"]
+            written, kept = fetch(sources, dest)
+        except (OSError, KeyError, tomllib.TOMLDecodeError, FetchError) as error:
+            print(f"fetch_released: {error}", file=sys.stderr)
+            return 2
+        print(f"released corpus: {written} fetched, {kept} already current, in {dest}")
     return 0
 
 
