@@ -205,15 +205,18 @@ def train(net, data, optimizer):
 
 
 def test_host_reads_in_helpers_called_every_step(tmp_path: Path) -> None:
-    """A helper of the file called per step: inside it when only the step calls it
-    (clip: 62; Module.plot, reached through `self.model.training_step` and `self.plot`,
-    with the module's `numpy` lambda: 28); at the step's call when other code shares it
-    (Accumulator.add: 80). Not `int(n)` of a plain number, not the validation loop."""
+    """A helper of the file called per step is read: its host read is reported inside it
+    when only the step calls it (clip: 62), at the call that hands it the tensor when
+    other code shares it (Accumulator.add: 80; Module.plot, reached through
+    `self.model.training_step`, reads the loss with the module's `numpy` lambda and is
+    also called by validation_step: 32), as for PyTorch loops. Not `int(n)` of a plain
+    number, not the validation loop."""
     results = findings(tmp_path, HELPERS)
-    assert lines(results["EC509"]) == [28, 62, 80]
+    assert lines(results["EC509"]) == [32, 62, 80]
     messages = {f.location.line: f.message for f in results["EC509"].findings}
     assert "float(b) in add()" in messages[80]
-    assert "training loop over self.train_dataloader" in messages[28]
+    assert "in plot()" in messages[32]
+    assert "training loop over self.train_dataloader" in messages[32]
 
 
 def test_a_helper_handed_no_tensor_reads_nothing(tmp_path: Path) -> None:
@@ -223,3 +226,13 @@ def test_a_helper_handed_no_tensor_reads_nothing(tmp_path: Path) -> None:
     source = source.replace("this.numpy(value)", "this.numpy(key)")
     results = findings(tmp_path, source)
     assert lines(results["EC509"]) == [62]
+
+
+def test_a_helper_only_the_step_reaches_is_reported_inside(tmp_path: Path) -> None:
+    """Without validation_step, Module.plot is the step's alone: its host read is reported
+    where it happens (28), reached through `self.model.training_step` -> `self.plot`."""
+    start = HELPERS.index("    def validation_step")
+    end = HELPERS.index("class Classifier")
+    results = findings(tmp_path, HELPERS[:start] + "\n\n" + HELPERS[end:])
+    assert 28 in lines(results["EC509"])
+    assert 32 not in lines(results["EC509"])

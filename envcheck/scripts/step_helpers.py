@@ -14,7 +14,7 @@ import ast
 from typing import Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.index import FileIndex, module_nodes
+from envcheck.scripts.index import FileIndex, function_owners, module_nodes
 from envcheck.scripts.tensors import dotted
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -154,3 +154,35 @@ class StepHelpers:
             ):
                 return name
         return None
+
+
+class StepCallees(Callees):
+    """`Callees` whose `function` also resolves what `StepHelpers` does, knowing each
+    call's enclosing function; `calls_of` still counts the plain resolution, so a helper
+    is "shared" only when the file calls it by a name that surely means it."""
+
+    def __init__(
+        self,
+        module: ast.Module,
+        files: FileIndex,
+        assignments: list[tuple[ast.expr, ast.expr]],
+        calls: list[ast.Call],
+    ):
+        super().__init__(module, files, assignments, calls)
+        self.plain = Callees(module, files, assignments, calls)
+        self.helpers = StepHelpers(module, files, self.plain)
+        self.owners = function_owners(module, files.function_nodes)
+
+    def function(self, call: ast.Call) -> Optional[Function]:
+        caller = self.owners.get(id(call))
+        if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            caller = None
+        return self.helpers.function(call, caller)
+
+    def calls_of(self, function: Function) -> int:
+        return self.plain.calls_of(function)
+
+
+def host_wrapper(callees: Callees, call: ast.Call) -> Optional[str]:
+    """`StepHelpers.host_read` when `callees` resolves through step helpers, else None."""
+    return callees.helpers.host_read(call) if isinstance(callees, StepCallees) else None

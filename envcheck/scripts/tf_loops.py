@@ -11,6 +11,10 @@ the body of the loop itself. `finish` records:
   with `"framework": "tensorflow"`) for what an *eager* step does every step that waits
   for the GPU: `.numpy()`, `float(t)`/`int(t)` of a tensor, `%`/f-string/`.format`
   formatting of a tensor. `tf.print` is not one (it runs as an op, asynchronously).
+  The functions and methods of the file the step calls are read too, two calls deep
+  (`grad_clipping(grads)`, `self.model.training_step(batch)` -> `self.plot("loss", l)`,
+  resolved by `step_helpers`), with the parameters the step hands tensors to; a helper
+  the file also calls elsewhere is reported at the call that hands it the tensor.
 
 A step function compiled with `@tf.function` (or wrapped, `step = tf.function(step)`)
 runs as a graph: there `.numpy()` is not even available and formatting sees symbolic
@@ -294,7 +298,7 @@ class _Step:
         reader.helpers, reader.compiled, reader.caller = self.helpers, self.compiled, target
         reader.depth, reader.chain = self.depth + 1, (*self.chain, id(target))
         reader.site = self.site
-        if self.site is None and self.depth == 0 and self.helpers.callees.calls_of(target) > 1:
+        if self.site is None and self.helpers.callees.calls_of(target) > 1:
             reader.site = (statement, target.name)
         reader.tensors = _helper_tensors(
             target, self._bound(call, target, id(target) in self.helpers.owner)
