@@ -119,3 +119,120 @@ def test_a_loop_behind_a_flag_off_by_default_is_not_a_default_run(tmp_path: Path
         """,
     )
     assert results["EC509"].status.value == "pass"
+
+
+HELPERS = """
+import sys
+import tensorflow as tf
+this = sys.modules[__name__]
+numpy = lambda x, *args: x.numpy(*args)
+
+
+class Accumulator:
+    def __init__(self, n):
+        self.data = [0.0] * n
+
+    def add(self, *args):
+        self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+
+class Board:
+    def draw(self, x, y, every_n=1):
+        self.points.append((x, y))
+
+
+class Module(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.board = Board()
+
+    def plot(self, key, value, train):
+        n = self.trainer.num_train_batches / 2
+        self.board.draw(key, this.numpy(value), every_n=int(n))
+
+    def training_step(self, batch):
+        l = self.loss(self(*batch[:-1]), batch[-1])
+        self.plot("loss", l, train=True)
+        return l
+
+    def validation_step(self, batch):
+        l = self.loss(self(*batch[:-1]), batch[-1])
+        self.plot("loss", l, train=False)
+
+
+class Classifier(this.Module):
+    def training_step(self, batch):
+        return self.loss(self(*batch[:-1]), batch[-1])
+
+
+class Trainer:
+    def prepare_model(self, model):
+        model.trainer = self
+        self.model = model
+        self.optim = tf.keras.optimizers.SGD(0.1)
+
+    def fit_epoch(self):
+        for batch in self.train_dataloader:
+            with tf.GradientTape() as tape:
+                loss = self.model.training_step(batch)
+            grads = tape.gradient(loss, self.model.trainable_variables)
+            self.optim.apply_gradients(zip(grads, self.model.trainable_variables))
+        for batch in self.val_dataloader:
+            self.model.validation_step(batch)
+
+
+def clip(grads, theta):
+    norm = tf.math.sqrt(sum(tf.reduce_sum(g ** 2).numpy() for g in grads))
+    return [g * theta / norm for g in grads]
+
+
+def evaluate(net, data):
+    metric = Accumulator(2)
+    for X, y in data:
+        metric.add(tf.reduce_sum(net(X)), 1)
+    return metric.data[0]
+
+
+def train(net, data, optimizer):
+    metric = Accumulator(2)
+    for X, y in data:
+        with tf.GradientTape() as tape:
+            l = tf.reduce_mean(net(X) - y)
+        grads = clip(tape.gradient(l, net.trainable_variables), 1)
+        optimizer.apply_gradients(zip(grads, net.trainable_variables))
+        metric.add(tf.reduce_sum(l), X.shape[0])
+"""
+
+
+def test_host_reads_in_helpers_called_every_step(tmp_path: Path) -> None:
+    """A helper of the file called per step is read: its host read is reported inside it
+    when only the step calls it (clip: 62), at the call that hands it the tensor when
+    other code shares it (Accumulator.add: 80; Module.plot, reached through
+    `self.model.training_step`, reads the loss with the module's `numpy` lambda and is
+    also called by validation_step: 32), as for PyTorch loops. Not `int(n)` of a plain
+    number, not the validation loop."""
+    results = findings(tmp_path, HELPERS)
+    assert lines(results["EC509"]) == [32, 62, 80]
+    messages = {f.location.line: f.message for f in results["EC509"].findings}
+    assert "float(b) in add()" in messages[80]
+    assert "in plot()" in messages[32]
+    assert "training loop over self.train_dataloader" in messages[32]
+
+
+def test_a_helper_handed_no_tensor_reads_nothing(tmp_path: Path) -> None:
+    """Accumulator.add of plain numbers is no host read; a lambda that does not read
+    its argument on the host is none either."""
+    source = HELPERS.replace("metric.add(tf.reduce_sum(l), X.shape[0])", "metric.add(1, 2)")
+    source = source.replace("this.numpy(value)", "this.numpy(key)")
+    results = findings(tmp_path, source)
+    assert lines(results["EC509"]) == [62]
+
+
+def test_a_helper_only_the_step_reaches_is_reported_inside(tmp_path: Path) -> None:
+    """Without validation_step, Module.plot is the step's alone: its host read is reported
+    where it happens (28), reached through `self.model.training_step` -> `self.plot`."""
+    start = HELPERS.index("    def validation_step")
+    end = HELPERS.index("class Classifier")
+    results = findings(tmp_path, HELPERS[:start] + "\n\n" + HELPERS[end:])
+    assert 28 in lines(results["EC509"])
+    assert 32 not in lines(results["EC509"])

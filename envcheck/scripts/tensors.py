@@ -278,7 +278,13 @@ class DeviceTensors:
                     self._add(element)
 
     def _reverse(self, value: ast.expr) -> None:
-        """`self.loss = loss.sum()` with self.loss a tensor: `loss` is one too."""
+        """`self.loss = loss.sum()` with self.loss a tensor: `loss` is one too; `loss =
+        self.model.training_step(batch)` with loss a tensor: what the helper returns is."""
+        helper = self.resolve_call(value) if isinstance(value, ast.Call) else None
+        if helper is not None:
+            for node in ast.walk(helper):
+                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+                    self.keys.add(f"{id(helper)}:{node.value.id}")
         if (
             isinstance(value, ast.Call)
             and isinstance(value.func, ast.Attribute)

@@ -11,6 +11,10 @@ the body of the loop itself. `finish` records:
   with `"framework": "tensorflow"`) for what an *eager* step does every step that waits
   for the GPU: `.numpy()`, `float(t)`/`int(t)` of a tensor, `%`/f-string/`.format`
   formatting of a tensor. `tf.print` is not one (it runs as an op, asynchronously).
+  The functions and methods of the file the step calls are read too, two calls deep
+  (`grad_clipping(grads)`, `self.model.training_step(batch)` -> `self.plot("loss", l)`,
+  resolved by `step_helpers`), with the parameters the step hands tensors to; a helper
+  the file also calls elsewhere is reported at the call that hands it the tensor.
 
 A step function compiled with `@tf.function` (or wrapped, `step = tf.function(step)`)
 runs as a graph: there `.numpy()` is not even available and formatting sees symbolic
@@ -24,8 +28,10 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from envcheck.scripts.index import code_at, module_nodes, own_nodes
+from envcheck.scripts.callees import Callees
+from envcheck.scripts.index import code_at, function_owners, module_nodes, own_nodes
 from envcheck.scripts.keras import uses_tensorflow
+from envcheck.scripts.step_helpers import StepHelpers
 from envcheck.scripts.torch_loops import once_test, periodic_test
 from envcheck.scripts.values import resolve
 
@@ -34,6 +40,9 @@ if TYPE_CHECKING:
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Loop = Union[ast.For, ast.AsyncFor, ast.While]
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+NOT_TENSORS = {"int", "float", "bool", "len", "str", "range", "list", "tuple", "dict", "zip"}
 COMPILERS = {"tensorflow.function", "tensorflow.compat.v1.function", "tf.function"}
 CONVERSIONS = ("float", "int", "bool")
 
@@ -67,7 +76,15 @@ class TfLoopObserver:
             for node in module_nodes(walker.module)
             for child in ast.iter_child_nodes(node)
         }
-        seen: set[int] = set()
+        seen: set[Any] = set()
+        nodes = module_nodes(walker.module)
+        assignments = [(t, n.value) for n in nodes if isinstance(n, ast.Assign) for t in n.targets]
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        files = walker.index()
+        helpers = StepHelpers(
+            walker.module, files, Callees(walker.module, files, assignments, calls)
+        )
+        owners = function_owners(walker.module, files.function_nodes)
         for loop in _loops(walker.module):  # innermost first: the loop over batches
             if _off_by_default(walker, loop, parents):
                 continue  # `if FLAGS.mode == "eager_tf":` with the flag at another default
@@ -82,7 +99,10 @@ class TfLoopObserver:
                 ):
                     continue
                 reader = _Step(walker, loop, step, seen)
-                walker.report.torch_calls.extend(reader.read())
+                reader.helpers, reader.compiled = helpers, compiled
+                caller = step if not isinstance(step, LOOPS) else owners.get(id(loop))
+                reader.caller = caller if isinstance(caller, FUNCTIONS) else None
+                walker.report.torch_calls.extend(_one_per_line(reader.read()))
 
 
 def _outside_loops(node: ast.AST) -> list[ast.AST]:
@@ -183,7 +203,7 @@ def _last(node: ast.expr) -> str:
 class _Step:
     """The statements of one eager training step, read for per-step host syncs."""
 
-    def __init__(self, walker: Walker, loop: Loop, step: Union[Function, Loop], seen: set[int]):
+    def __init__(self, walker: Walker, loop: Loop, step: Union[Function, Loop], seen: set[Any]):
         self.walker = walker
         self.loop = loop
         self.step = step
@@ -193,6 +213,12 @@ class _Step:
         nodes = [n for s in step.body for n in [s, *own_nodes(s)]]
         self.tensors = _computed_names(nodes)
         self.found: list[dict[str, Any]] = []
+        self.helpers: Optional[StepHelpers] = None  # set by the caller: helpers are followed
+        self.compiled: set[str] = set()
+        self.caller: Optional[Function] = None  # the function whose code is read
+        self.site: Optional[tuple[ast.stmt, str]] = None  # a shared helper's call in the step
+        self.depth = 0
+        self.chain: tuple[int, ...] = ()
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.step.body)
@@ -218,26 +244,33 @@ class _Step:
             self._statement(statement)
 
     def _statement(self, statement: ast.stmt) -> None:
-        if id(statement) in self.seen:
+        key: Any = (id(self.site[0]), id(statement)) if self.site else id(statement)
+        if key in self.seen:
             return
         reasons: list[tuple[str, str]] = []
         for node in [statement, *own_nodes(statement)]:
             why = self._sync(node)
             if why is not None and why[0] not in [r[0] for r in reasons]:
                 reasons.append(why)
+        if self.helpers is not None and self.depth < 2:
+            for node in [statement, *own_nodes(statement)]:
+                if isinstance(node, ast.Call):
+                    self._follow(node, statement)
         if not reasons:
             return
-        self.seen.add(id(statement))
+        self.seen.add(key)
+        place = self.site[0] if self.site else statement
+        call = ", ".join(r[0] for r in reasons)
         self.found.append(
             {
                 "kind": "host_sync",
                 "framework": "tensorflow",
                 "path": self.walker.report.path,
-                "line": statement.lineno,
-                "column": statement.col_offset + 1,
-                "code": code_at(self.walker.lines, statement.lineno),
+                "line": place.lineno,
+                "column": place.col_offset + 1,
+                "code": code_at(self.walker.lines, place.lineno),
                 "function": self.function,
-                "call": ", ".join(r[0] for r in reasons),
+                "call": f"{call} in {self.site[1]}()" if self.site else call,
                 "what": reasons[0][1],
                 "loader": _short(self.loop.iter)
                 if isinstance(self.loop, (ast.For, ast.AsyncFor))
@@ -247,10 +280,68 @@ class _Step:
             }
         )
 
+    def _follow(self, call: ast.Call, statement: ast.stmt) -> None:
+        """Read a function of the file the step calls (`grad_clipping(grads)`,
+        `self.model.training_step(batch)`, `metric.add(loss)`) with the parameters the
+        step hands tensors to: its host reads run every step too. A helper shared with
+        other code is reported where the step calls it, since the tensor comes from there."""
+        assert self.helpers is not None
+        target = self.helpers.function(call, self.caller)
+        if (
+            target is None
+            or target is self.step
+            or id(target) in self.chain
+            or target.name in self.compiled
+        ):
+            return
+        reader = _Step(self.walker, self.loop, target, self.seen)
+        reader.helpers, reader.compiled, reader.caller = self.helpers, self.compiled, target
+        reader.depth, reader.chain = self.depth + 1, (*self.chain, id(target))
+        reader.site = self.site
+        if self.site is None and self.helpers.callees.calls_of(target) > 1:
+            reader.site = (statement, target.name)
+        reader.tensors = _helper_tensors(
+            target, self._bound(call, target, id(target) in self.helpers.owner)
+        )
+        self.found.extend(reader.read())
+
+    def _bound(self, call: ast.Call, target: Function, method: bool) -> set[str]:
+        """The parameters of `target` the call hands a tensor to."""
+        params = [*target.args.posonlyargs, *target.args.args]
+        if method and params and isinstance(call.func, ast.Attribute):
+            params = params[1:]  # self
+        found: set[str] = set()
+        for index, argument in enumerate(call.args):
+            if not self._tensorish(argument):
+                continue
+            if index < len(params):
+                found.add(params[index].arg)
+            elif target.args.vararg is not None:
+                found.add(target.args.vararg.arg)
+        names = {a.arg for a in [*params, *target.args.kwonlyargs]}
+        for keyword in call.keywords:
+            if keyword.arg in names and self._tensorish(keyword.value):
+                found.add(keyword.arg)
+        return found
+
+    def _tensorish(self, node: ast.expr) -> bool:
+        """A name the step computes, a TensorFlow call, or arithmetic on either."""
+        if isinstance(node, ast.Call):
+            name = self.walker.qualname(node.func) or ""
+            return name.startswith("tensorflow.") or (
+                isinstance(node.func, ast.Attribute) and self._tensorish(node.func.value)
+            )
+        if isinstance(node, ast.BinOp):
+            return self._tensorish(node.left) or self._tensorish(node.right)
+        return self._tensor(node)
+
     def _sync(self, node: ast.AST) -> Optional[tuple[str, str]]:
         """(what, why) when `node` reads an eager tensor on the host."""
         if isinstance(node, ast.Call):
             func = node.func
+            lambda_name = self.helpers.host_read(node) if self.helpers is not None else None
+            if lambda_name is not None and self._tensor(node.args[0]):
+                return _short(node), f"copies an eager tensor to the host ({lambda_name})"
             if isinstance(func, ast.Attribute) and func.attr == "numpy" and not node.args:
                 return f"{_short(func.value, 30)}.numpy()", "copies an eager tensor to the host"
             if (
@@ -303,6 +394,43 @@ def _computed_names(nodes: list[ast.AST]) -> set[str]:
                     if isinstance(name, ast.Name):
                         found.add(name.id)
     return found
+
+
+def _helper_tensors(function: Function, bound: set[str]) -> set[str]:
+    """Names of a helper holding tensors: the parameters the step hands tensors to, what
+    is computed from them, and results of calls (a loss, the model's outputs), not of
+    builtins (`n = int(...)`)."""
+    found = set(bound)
+    nodes = list(own_nodes(function))
+    for _ in range(2):
+        for node in nodes:
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t, node.value) for t in node.targets]
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                pairs = [(node.target, node.iter)]
+            for target, value in pairs:
+                mentions = any(isinstance(n, ast.Name) and n.id in found for n in ast.walk(value))
+                called = (
+                    isinstance(value, ast.Call)
+                    and not (isinstance(value.func, ast.Name) and value.func.id in NOT_TENSORS)
+                    and not isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+                )
+                if mentions or called:
+                    found.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return found
+
+
+def _one_per_line(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per line: a shared helper's host reads meet at its call in the step."""
+    kept: dict[int, dict[str, Any]] = {}
+    for record in records:
+        first = kept.setdefault(record["line"], record)
+        if first is not record and record["call"] not in first["call"]:
+            first["call"] += f", {record['call']}"
+    return list(kept.values())
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:

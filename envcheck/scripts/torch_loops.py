@@ -43,6 +43,7 @@ from envcheck.scripts.index import (
     module_nodes,
     own_nodes,
 )
+from envcheck.scripts.step_helpers import StepCallees, host_wrapper
 from envcheck.scripts.tensors import DeviceTensors, stringy
 from envcheck.scripts.values import resolve
 
@@ -138,7 +139,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         or any(_trains([c]) for c in calls)
     ):
         loaders = _Loaders(walker, files, assignments, calls, returns)
-        callees = Callees(walker.module, files, assignments, calls)
+        callees = StepCallees(walker.module, files, assignments, calls)
         scalers = _scalers(walker) if any("GradScaler" in t for t in walker.lines) else set()
         seen: set[Any] = set()
         read: set[int] = set()  # helpers read as part of a step loop
@@ -862,8 +863,17 @@ class _StepLoop:
             return self._method(call, "host_sync", "reads the GradScaler's scale (an .item())")
         if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
             return self._record(call, "host_sync", _short(call), "tests a tensor's value")
+        wrapper = host_wrapper(self.callees, call)
+        if wrapper is not None and self._tensor(call.args[0]):
+            return self._record(
+                call, "host_sync", _short(call), f"copies a tensor to the host ({wrapper})"
+            )
         if isinstance(func, ast.Attribute):
-            if _sync_method(call) and not _numpy_chain(func.value, self.walker):
+            if (
+                _sync_method(call)
+                and not _numpy_chain(func.value, self.walker)
+                and not self._module(func.value)
+            ):
                 if _sync_below(func.value):
                     return None  # `x.cpu().tolist()`: reported once, at .cpu()
                 return self._method(call, "host_sync", "copies a result to the host")
@@ -892,6 +902,12 @@ class _StepLoop:
 
     def _tensor(self, node: ast.expr) -> bool:
         return self.tensors.holds_in(node, self.function)
+
+    def _module(self, node: ast.expr) -> bool:
+        """An imported module or the file itself (`d2l.cpu()` is the file's function)."""
+        return isinstance(node, ast.Name) and (
+            node.id in self.walker.aliases or node.id in self.callees.itself
+        )
 
     def _method(self, call: ast.Call, kind: str, what: str) -> dict[str, Any]:
         assert isinstance(call.func, ast.Attribute)

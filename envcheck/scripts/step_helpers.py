@@ -1,0 +1,188 @@
+"""Which function of the file a call made inside a training step runs, beyond what
+`callees.Callees` resolves alone: `self.f(...)` inside a method runs the method of that
+method's class (or of a base class of the file), and `obj.f(...)` on an object the file
+never builds itself (`self.model = model`, a parameter) runs the one method `f` of the
+file's class hierarchy (`Module.training_step`, overridden by its subclasses), and a
+module-level lambda that copies its argument to the host (`numpy = lambda x: x.numpy()`)
+is a host read of that argument. Training code hides its per-step host reads in such
+helpers (`self.model.training_step(batch)` -> `self.plot("loss", l)` -> `d2l.numpy(l)`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional, Union
+
+from envcheck.scripts.callees import Callees
+from envcheck.scripts.index import FileIndex, function_owners, module_nodes
+from envcheck.scripts.tensors import dotted
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+
+class StepHelpers:
+    """Calls of one file resolved to its functions and methods, for the step readers."""
+
+    def __init__(self, module: ast.Module, files: FileIndex, callees: Callees):
+        self.files = files
+        self.callees = callees
+        self.owner: dict[int, ast.ClassDef] = {  # id(method) -> its class
+            id(item): cls
+            for cls in files.class_nodes
+            for item in cls.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self.built: set[str] = set()  # names the file assigns from a call or a literal
+        for node in module_nodes(module):
+            if isinstance(node, ast.Assign) and not isinstance(node.value, ast.Name):
+                for target in node.targets:
+                    key = dotted(target)
+                    if key is not None:
+                        self.built.add(key)
+        self.lambdas = {  # module-level `name = lambda x, ...: ...`
+            target.id: node.value
+            for node in module.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+
+    def function(self, call: ast.Call, caller: Optional[Function]) -> Optional[Function]:
+        """The function or method of the file `call` (made in `caller`) runs, or None."""
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+            and caller is not None
+        ):
+            cls = self.owner.get(id(caller))
+            found = self.method(cls.name, func.attr) if cls is not None else None
+            if found is not None:
+                return found
+        found = self.callees.function(call)
+        if found is not None or not isinstance(func, ast.Attribute):
+            return found
+        base = dotted(func.value)
+        if base is None or base in ("self", "cls") or base in self.built:
+            return None  # an object the file builds from something else (an optimizer)
+        if isinstance(func.value, ast.Name) and func.value.id in self.callees.itself:
+            return None
+        return self._only_method(func.attr)
+
+    def method(self, cls: str, name: str, depth: int = 0) -> Optional[Function]:
+        """`name` defined in class `cls` of the file or in one of its bases of the file
+        (`class RNN(d2l.Module)` where `d2l` is the module itself)."""
+        node = self.files.classes.get(cls)
+        if node is None or depth > 4:
+            return None
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                return item
+        for base in node.bases:
+            found = None
+            if isinstance(base, ast.Name):
+                found = self.method(base.id, name, depth + 1)
+            elif (
+                isinstance(base, ast.Attribute)
+                and isinstance(base.value, ast.Name)
+                and base.value.id in self.callees.itself
+            ):
+                found = self.method(base.attr, name, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    def _only_method(self, name: str) -> Optional[Function]:
+        """The method `name` of the file's classes when every class defining it derives
+        from one of them (one method and its overrides), else None."""
+        defining = [
+            cls.name
+            for cls in self.files.class_nodes
+            if any(
+                isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == name
+                for i in cls.body
+            )
+        ]
+        for root in defining:
+            root_method = self.method(root, name)
+            if root_method is not None and all(
+                self._derives(other, root) for other in defining if other != root
+            ):
+                return root_method
+        return None
+
+    def _derives(self, cls: str, root: str, depth: int = 0) -> bool:
+        node = self.files.classes.get(cls)
+        if node is None or depth > 4:
+            return False
+        for base in node.bases:
+            name = base.id if isinstance(base, ast.Name) else None
+            if (
+                isinstance(base, ast.Attribute)
+                and isinstance(base.value, ast.Name)
+                and base.value.id in self.callees.itself
+            ):
+                name = base.attr
+            if name == root or (name is not None and self._derives(name, root, depth + 1)):
+                return True
+        return False
+
+    def host_read(self, call: ast.Call) -> Optional[str]:
+        """The name of a module-level lambda `call` runs when its body reads its first
+        argument on the host (`numpy = lambda x, *a: x.numpy(*a)`), else None."""
+        func = call.func
+        name = None
+        if isinstance(func, ast.Name):
+            name = func.id
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self.callees.itself
+        ):
+            name = func.attr
+        body = self.lambdas.get(name or "")
+        if body is None or not body.args.args or not call.args:
+            return None
+        first = body.args.args[0].arg
+        for node in ast.walk(body.body):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("numpy", "item", "tolist")
+                and any(isinstance(n, ast.Name) and n.id == first for n in ast.walk(node.func))
+            ):
+                return name
+        return None
+
+
+class StepCallees(Callees):
+    """`Callees` whose `function` also resolves what `StepHelpers` does, knowing each
+    call's enclosing function; `calls_of` still counts the plain resolution, so a helper
+    is "shared" only when the file calls it by a name that surely means it."""
+
+    def __init__(
+        self,
+        module: ast.Module,
+        files: FileIndex,
+        assignments: list[tuple[ast.expr, ast.expr]],
+        calls: list[ast.Call],
+    ):
+        super().__init__(module, files, assignments, calls)
+        self.plain = Callees(module, files, assignments, calls)
+        self.helpers = StepHelpers(module, files, self.plain)
+        self.owners = function_owners(module, files.function_nodes)
+
+    def function(self, call: ast.Call) -> Optional[Function]:
+        caller = self.owners.get(id(call))
+        if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            caller = None
+        return self.helpers.function(call, caller)
+
+    def calls_of(self, function: Function) -> int:
+        return self.plain.calls_of(function)
+
+
+def host_wrapper(callees: Callees, call: ast.Call) -> Optional[str]:
+    """`StepHelpers.host_read` when `callees` resolves through step helpers, else None."""
+    return callees.helpers.host_read(call) if isinstance(callees, StepCallees) else None
