@@ -5,7 +5,9 @@ does not parse, is not Python, or is too large is listed in `errors` with the re
 location, and the other files are still audited. A folder search is bounded in files and
 time so that pointing --script at a whole repository stays quick; files named one by one
 are all audited (up to the file limit), however long that takes, so the same files give
-the same findings on a slow or busy machine.
+the same findings on a slow or busy machine. When several files are audited, each is
+parsed once before the audit so that the options one file defines are known to the others
+(envcheck/scripts/run_options.py).
 """
 
 from __future__ import annotations
