@@ -207,7 +207,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A value read from a config object of the file (`cfg.num_workers` with `class
     DataConfig: num_workers: int = 4`, or `C.num_workers = 4` in a
     `get_default_config()` that returns `C`) is judged at its default, as an argparse
-    option is.
+    option is. An option the file reads but does not define (`args.workers` in a data
+    module) takes the default of the parser of another file audited in the same run, the
+    nearest by path (`--workers defaults to 4 in params.py`); unknown when the nearest
+    parsers disagree.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -405,6 +408,9 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     `num_workers=` keyword (`CIFAR10DataModule(num_workers=args.num_workers)`,
     `create_loader(..., num_workers=...)`) is judged on that count; its other settings
     are the callee's, so EC502 and EC503 are unknown there.
+    A worker count read from an option defined in another file of the same run
+    (`args.workers` in data.py, `--workers` in params.py) is judged at that file's
+    default, and the finding names the file.
 
     **Best practice.** Size workers from the usable CPUs:
     `len(os.sched_getaffinity(0))` minus one, divided among the processes on the node.

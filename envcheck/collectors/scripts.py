@@ -5,7 +5,9 @@ does not parse, is not Python, or is too large is listed in `errors` with the re
 location, and the other files are still audited. A folder search is bounded in files and
 time so that pointing --script at a whole repository stays quick; files named one by one
 are all audited (up to the file limit), however long that takes, so the same files give
-the same findings on a slow or busy machine.
+the same findings on a slow or busy machine. When several files are audited, each is
+parsed once before the audit so that the options one file defines are known to the others
+(envcheck/scripts/run_options.py).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import itertools
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from envcheck.collectors.base import CollectContext
-from envcheck.scripts.analyze import analyze_file
+from envcheck.scripts.analyze import Parsed, analyze_file, parse_file
+from envcheck.scripts.run_options import RunOptions
 
 MAX_FILES = 2_000
 BUDGET_S = 10.0
@@ -52,14 +55,17 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
         "torch_calls": [],
         "reasons": {},
     }
-    for path, shown, searched in _python_files(ctx.scripts, section, lambda: clock() > deadline):
+    late = lambda: clock() > deadline  # noqa: E731
+    entries = list(itertools.islice(_python_files(ctx.scripts, section, late), MAX_FILES + 1))
+    run, parsed = _run_options(entries, late)
+    for path, shown, searched in entries:
         if len(section["files"]) >= MAX_FILES or (searched and clock() > deadline):
             section["reasons"]["files"] = (
                 f"stopped after {len(section['files'])} files (limit {MAX_FILES} files, "
                 f"{BUDGET_S:g} s)"
             )
             break
-        report = analyze_file(path, shown)
+        report = analyze_file(path, shown, run, parsed.pop(shown, None))
         section["files"].append(shown)
         if report.error is not None:
             section["errors"].append({"path": shown, **report.error})
@@ -70,6 +76,25 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
         section["keras_calls"].extend(report.keras_calls)
         section["torch_calls"].extend(report.torch_calls)
     return {"scripts": section}
+
+
+def _run_options(
+    entries: list[tuple[Path, str, bool]], late: Callable[[], bool]
+) -> tuple[Optional[RunOptions], dict[str, Parsed]]:
+    """The options every file of a run of several files defines (run_options.py), and
+    the files as parsed for it, so that each is parsed once. None for a single file."""
+    if len(entries) < 2:
+        return None, {}
+    run = RunOptions()
+    parsed: dict[str, Parsed] = {}
+    for path, shown, searched in entries[:MAX_FILES]:
+        if searched and late():
+            break
+        parsed[shown] = parse_file(path, shown)
+        found = parsed[shown]
+        if not isinstance(found, dict):
+            run.add(shown, *found)
+    return run, parsed
 
 
 def _python_files(

@@ -14,10 +14,11 @@ findings; nothing here judges.
 from __future__ import annotations
 
 import ast
+import functools
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from envcheck import safefile
 from envcheck.scripts import device, precision, processes
@@ -30,11 +31,14 @@ from envcheck.scripts.inherited import (
 )
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
+from envcheck.scripts.run_options import RunOptions
 from envcheck.scripts.tf_data import TfDataObserver
 from envcheck.scripts.tf_loops import TfLoopObserver
 from envcheck.scripts.torch_loops import TorchLoopObserver
 from envcheck.scripts.values import Scope, resolve
 
+# A parsed file (module, text), or why it could not be read (reason, line, column).
+Parsed = Union[tuple[ast.Module, str], dict[str, Any]]
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
 # Settings a script makes by assignment.
 SETTINGS = {
@@ -66,38 +70,55 @@ class FileReport:
     torch_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
-def analyze_file(path: Path, shown: str) -> FileReport:
-    """Observations of one file; a file that cannot be read or parsed gets `error`."""
+def analyze_file(
+    path: Path,
+    shown: str,
+    run: Optional[RunOptions] = None,
+    parsed: Optional[Parsed] = None,
+) -> FileReport:
+    """Observations of one file; a file that cannot be read or parsed gets `error`.
+
+    `run` holds the options the other files of the same run define (run_options.py);
+    `parsed` is this file as parse_file() already read it."""
     report = FileReport(shown)
+    if parsed is None:
+        parsed = parse_file(path, shown)
+    if isinstance(parsed, dict):
+        report.error = parsed
+        return report
+    module, text = parsed
+    walker = Walker(module, text.splitlines(), report)
+    if run is not None and not walker.module_scope.argparse:
+        # a file with no parser of its own reads the options of the run's other files
+        walker.module_scope.foreign = functools.partial(run.lookup, shown)
+    walker.run()
+    return report
+
+
+def parse_file(path: Path, shown: str) -> Parsed:
+    """(module, text) of a Python file, or the error (reason, line, column) why not."""
     not_regular = safefile.problem(path, limit=2**63)  # a FIFO or a link to /dev/zero blocks
     if not_regular:
-        report.error = _error(f"{not_regular}; skipped")
-        return report
+        return _error(f"{not_regular}; skipped")
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            report.error = _error(
+            return _error(
                 f"{size:,} bytes: too large for a training script (limit {MAX_BYTES:,}); skipped"
             )
-            return report
         with tokenize.open(path) as handle:  # honours a PEP 263 coding cookie
             text = handle.read()
     except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        report.error = _error(f"cannot read it as Python source ({_short(exc)})")
-        return report
+        return _error(f"cannot read it as Python source ({_short(exc)})")
     if "\x00" in text:
-        report.error = _error("not a Python source file (binary content)")
-        return report
+        return _error("not a Python source file (binary content)")
     try:
         module = ast.parse(text, filename=shown)
     except SyntaxError as exc:
-        report.error = _error(f"syntax error: {exc.msg}", exc.lineno, exc.offset)
-        return report
+        return _error(f"syntax error: {exc.msg}", exc.lineno, exc.offset)
     except (ValueError, RecursionError) as exc:
-        report.error = _error(f"cannot parse it ({_short(exc)})")
-        return report
-    Walker(module, text.splitlines(), report).run()
-    return report
+        return _error(f"cannot parse it ({_short(exc)})")
+    return module, text
 
 
 def _error(reason: str, line: Optional[int] = None, column: Optional[int] = None) -> dict[str, Any]:

@@ -72,6 +72,9 @@ class Scope:
         self.defaults: dict[str, ast.expr] = {}
         # functions of the file that always return one expression (returns.py)
         self.returns: Mapping[str, ast.expr] = {}
+        # (option dest, text) -> the value other files of the run give it (run_options.py),
+        # set only for a file with no parser of its own
+        self.foreign: Optional[Callable[[str, str], Optional[Value]]] = None
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
@@ -90,6 +93,7 @@ class Scope:
             self.module_names, self.argparse, function, self.module_updates, self.config_defaults
         )
         scope.returns = self.returns
+        scope.foreign = self.foreign
         return scope
 
     def lookup(self, name: str) -> Optional[ast.expr]:
@@ -153,6 +157,9 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         if node.attr in scope.config_defaults and node.value.id != "self":
             # `config.num_workers`; not `self.device`, an attribute of the object itself
             return _config_default(node, scope, depth)
+        shared = _foreign(node, scope) if node.value.id != "self" else None
+        if shared is not None:
+            return shared
         return Value(False, None, text, f"{text} is not an argparse option with a default")
     if (
         isinstance(node, ast.Attribute)
@@ -160,6 +167,10 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         and node.attr in scope.config_defaults
     ):  # self.config.num_workers, cfg.data.workers
         return _config_default(node, scope, depth)
+    if isinstance(node, ast.Attribute) and _attribute_chain(node.value):
+        shared = _foreign(node, scope)  # self.args.workers
+        if shared is not None:
+            return shared
     if isinstance(node, ast.BinOp):
         return _binop(node, scope, depth)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -182,6 +193,14 @@ def _attribute_chain(node: ast.expr) -> bool:
     while isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name)
+
+
+def _foreign(node: ast.Attribute, scope: Scope) -> Optional[Value]:
+    """`args.workers` in a file with no parser of its own: the option of that name defined
+    by the other files of the run (run_options.py), or None when none defines it."""
+    if scope.foreign is None:
+        return None
+    return scope.foreign(node.attr, ast.unparse(node))
 
 
 def _config_default(node: ast.Attribute, scope: Scope, depth: int) -> Value:
@@ -208,6 +227,7 @@ def _returned(node: ast.Call, scope: Scope, depth: int) -> Value:
         config_defaults=scope.config_defaults,
     )
     module.returns = scope.returns
+    module.foreign = scope.foreign
     found = resolve(scope.returns[name], module, depth + 1)
     source = f"{name}() returns {ast.unparse(scope.returns[name])}"
     if found.source not in ("literal", ""):

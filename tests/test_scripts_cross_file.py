@@ -1,0 +1,120 @@
+"""Options defined in one file and read in another (issue 11): one `envcheck scripts` run
+over a project knows every argparse option of its files, so a data module that builds its
+loaders with `num_workers=args.workers` is judged at `--workers`' default in the project's
+params.py (open_clip's layout). Each case goes through the real collector or command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from envcheck import interpreter
+from envcheck.cli import app
+from envcheck.collectors.base import CollectContext
+from envcheck.collectors.scripts import collect
+
+PARAMS = (
+    "import argparse\n"
+    "def parse_args(args):\n"
+    "    parser = argparse.ArgumentParser()\n"
+    "    parser.add_argument('--workers', type=int, default={workers}, help='per GPU')\n"
+    "    parser.add_argument('--epochs', type=int, default=32)\n"
+    "    return parser.parse_args(args)\n"
+)
+DATA = (
+    "import torch\n"
+    "def get_loader(args, dataset):\n"
+    "    return torch.utils.data.DataLoader(\n"
+    "        dataset, batch_size=64, num_workers=args.workers, pin_memory=True)\n"
+    "class Data:\n"
+    "    def __init__(self, args):\n"
+    "        self.args = args\n"
+    "    def loader(self, dataset):\n"
+    "        return torch.utils.data.DataLoader(dataset, num_workers=self.args.workers)\n"
+)
+
+
+def workers(folder: Path, *paths: Path) -> list[dict[str, Any]]:
+    """The num_workers of every loader of data.py, audited with `paths` in one run."""
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=paths or (folder,))
+    section = collect(ctx)["scripts"]
+    return [x["args"]["num_workers"] for x in section["loaders"] if x["path"].endswith("data.py")]
+
+
+def project(tmp_path: Path, **parsers: int) -> Path:
+    """pkg/data.py and a parser per name (pkg/params.py, ...) with that --workers default."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "data.py").write_text(DATA)
+    for name, default in parsers.items():
+        (pkg / f"{name}.py").write_text(PARAMS.format(workers=default))
+    return pkg
+
+
+def test_two_files_one_run_read_the_other_files_default(tmp_path: Path) -> None:
+    pkg = project(tmp_path, params=4)
+    found = workers(pkg)
+    assert [(w["known"], w["value"]) for w in found] == [(True, 4), (True, 4)]
+    assert {w["text"] for w in found} == {"args.workers", "self.args.workers"}
+    assert found[0]["source"] == f"argparse --workers defaults to 4 in {pkg / 'params.py'}"
+
+
+def test_the_file_alone_does_not_know_the_default(tmp_path: Path) -> None:
+    pkg = project(tmp_path, params=4)
+    found = workers(pkg, pkg / "data.py")
+    assert [w["known"] for w in found] == [False, False]
+    assert "is not an argparse option with a default" in found[0]["source"]
+
+
+def test_two_parsers_that_disagree_leave_it_unknown_with_both(tmp_path: Path) -> None:
+    pkg = project(tmp_path, params=4, finetune_params=8)
+    found = workers(pkg)
+    assert [w["known"] for w in found] == [False, False]
+    source = found[0]["source"]
+    assert source.startswith("the parsers of this run disagree")
+    assert "defaults to 4 in" in source and "defaults to 8 in" in source
+
+
+def test_parsers_that_agree_give_the_default(tmp_path: Path) -> None:
+    pkg = project(tmp_path, params=4, finetune_params=4)
+    assert [w["value"] for w in workers(pkg)] == [4, 4]
+
+
+def test_the_parser_of_the_files_own_package_is_preferred(tmp_path: Path) -> None:
+    pkg = project(tmp_path, params=4)
+    other = tmp_path / "tools"
+    other.mkdir()
+    (other / "bench.py").write_text(PARAMS.format(workers=16))
+    found = workers(tmp_path)
+    assert [w["value"] for w in found] == [4, 4]
+    assert str(pkg / "params.py") in found[0]["source"]
+
+
+def test_a_file_with_its_own_parser_keeps_its_own_options(tmp_path: Path) -> None:
+    pkg = project(tmp_path, params=8)
+    (pkg / "data.py").write_text(DATA + PARAMS.format(workers=2).replace("args)", "a)", 1))
+    own, chained = workers(pkg)
+    assert (own["value"], own["source"]) == (2, "argparse --workers default")
+    # self.args.workers is not read from another file's parser (8) when the file has one
+    assert not chained["known"] and "params.py" not in chained["source"]
+
+
+@pytest.mark.parametrize("default, status", [(4, "fail"), (1, "pass")])
+def test_the_finding_says_where_the_default_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, default: int, status: str
+) -> None:
+    project(tmp_path, params=default)
+    (tmp_path / "envcheck.toml").write_text("[target]\ncpus = 2\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        app, ["scripts", "pkg", "--select", "EC504", "--exit-zero"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    if status == "fail":
+        assert "(argparse --workers defaults to 4 in pkg/params.py)" in result.stdout
+        assert result.stdout.count(" EC504 ") == 2
+    else:
+        assert " EC504 " not in result.stdout
