@@ -123,6 +123,8 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
         return f"the dataset is a TensorDataset ({dataset.get('text')})"
     if dataset.get("class") == "pre-tokenised":
         return f"the dataset is text tokenised up front ({dataset.get('text')})"
+    if dataset.get("class") == "tokenised-text" and dataset.get("up_front"):
+        return f"the dataset is text tokenised up front ({dataset.get('text')})"
     if dataset.get("in_memory"):
         return f"the dataset is in memory: {dataset['in_memory']}"
     return None
@@ -232,6 +234,13 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
                 f"{how}, but {in_memory}: batches are taken from data already in memory, "
                 "so workers would add little (envcheck probe measures it)"
             )
+        dataset = loader.get("dataset") or {}
+        if dataset.get("class") == "tokenised-text" and dataset.get("up_front") is None:
+            return (
+                f"{how}; the dataset is text tokenised up front in some branches and handed "
+                f"to a tokenizer-taking Dataset class in others ({dataset.get('text')}): "
+                "which one runs is set out of sight"
+            )
         if loader.get("one_batch"):
             return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
         return loader_hit(loader, how=how, workers=workers)
@@ -298,6 +307,12 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
         if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
             return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
+        if (loader.get("dataset") or {}).get("class") == "tokenised-text":
+            text = loader["dataset"].get("text")
+            return Clear(
+                f"{how}, but the dataset is text handed to a tokenizer ({text}): "
+                "batches of token ids, a few KB"
+            )
         in_memory = in_memory_dataset(loader)
         if in_memory and not loader.get("non_blocking_copy"):
             return Clear(

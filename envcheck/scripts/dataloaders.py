@@ -13,6 +13,7 @@ from envcheck.scripts.arrays import wrapped_arrays
 from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.index import function_owners, module_nodes
 from envcheck.scripts.loader_marks import mark_loaders
+from envcheck.scripts.text_datasets import tokenised_text
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -229,6 +230,15 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if tokenised is not None:
         return {"class": "pre-tokenised", "qualname": None, "text": _clip(tokenised)}
     function = walker.functions[-1] if walker.functions else None
+    text = tokenised_text(node, function, walker.index().function_nodes)
+    if text is not None:
+        built, up_front = text
+        return {
+            "class": "tokenised-text",
+            "qualname": None,
+            "text": _clip(built),
+            "up_front": up_front,
+        }
     node = _built_by(walker, node, function, 0)
     if not isinstance(node, ast.Call):
         return None
