@@ -19,6 +19,7 @@ from envcheck.checks.script_facts import trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity
+from envcheck.scripts.cpu_expressions import evaluate as evaluate_over_cpus
 from envcheck.scripts.values import CPU_COUNT
 from envcheck.snapshot import Facts, Missing
 
@@ -96,6 +97,24 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     if not arg.get("known"):
         return False, None, f"{how}: value not determined from the source"
     return True, arg.get("value"), how
+
+
+def workers_on_target(loader: dict[str, Any], facts: Facts) -> tuple[bool, Any, str]:
+    """`argument(loader, "num_workers", 0)`, with a count written over the CPU count
+    (`multiprocessing.cpu_count() // 2`) evaluated on the training machine's logical CPUs
+    (the --target snapshot's), where os.cpu_count() will be called."""
+    known, value, how = argument(loader, "num_workers", 0)
+    arg = (loader.get("args") or {}).get("num_workers") or {}
+    expression = arg.get("value")
+    logical = facts.lookup("cpu.logical")
+    if known or not isinstance(expression, str) or not isinstance(logical, int):
+        return known, value, how
+    count = evaluate_over_cpus(expression, logical)
+    if count is None:
+        return known, value, how
+    how = how.removesuffix(": value not determined from the source")
+    written = expression[1:-1] if expression.startswith("(") else expression
+    return True, count, f"{how}: {written} = {count} with the training machine's {logical} CPUs"
 
 
 def loader_hit(loader: dict[str, Any], **values: Any) -> Hit:
@@ -218,7 +237,7 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     workers = suggested_workers(facts)
 
     def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
-        known, value, how = argument(loader, "num_workers", 0)
+        known, value, how = workers_on_target(loader, facts)
         if not known:
             return how
         if value not in (0, None):
@@ -351,7 +370,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     the setting; build it once, outside, if its start-up cost matters. Nor is a loader
     whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
     num_samples=int(1e10))`): one pass that never ends. A worker count the source does
-    not settle makes the rule unknown unless `persistent_workers=True` is given.
+    not settle makes the rule unknown unless `persistent_workers=True` is given; one
+    written over the CPU count (`multiprocessing.cpu_count() // 2`,
+    `max(os.cpu_count() - 1, 1)`) is evaluated on the training machine's logical CPUs
+    (`--target`), as EC501 does.
     Nor is one returned by a Lightning `test_dataloader()` or `predict_dataloader()`
     hook, which `trainer.test()` / `trainer.predict()` read once.
 
@@ -359,7 +381,7 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     """
 
     def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
-        workers_known, workers, workers_how = argument(loader, "num_workers", 0)
+        workers_known, workers, workers_how = workers_on_target(loader, facts)
         if workers_known and workers in (0, None):
             return None
         known, value, how = argument(loader, "persistent_workers", False)
