@@ -33,7 +33,7 @@ def tokenised_text(
         function, (ast.FunctionDef, ast.AsyncFunctionDef)
     ):
         return None
-    built = _assigned(function, node.id)
+    built = assigned_calls(function, node.id)
     kinds = [_tokenises(call, functions) for call in built]
     if not kinds or None in kinds:
         return None
@@ -41,7 +41,7 @@ def tokenised_text(
     return ast.unparse(built[0]), up_front
 
 
-def _assigned(function: Function, name: str) -> list[ast.Call]:
+def assigned_calls(function: Function, name: str) -> list[ast.Call]:
     """Every value assigned to `name` in the function (`x = f(...)`, `x, n = f(...)`); an
     empty list when one is not a call."""
     values: list[ast.Call] = []
