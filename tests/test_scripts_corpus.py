@@ -49,8 +49,7 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
         ("EC516", 27),
         ("EC517", 27),
         ("EC517", 28),
-        ("EC518", 24),
-        ("EC518", 26),
+        ("EC518", 24),  # its flow_from_dataframe (26) is the same generator
     ],
     "keras_custom_layer_numpy.py": [("EC519", 14)],
     # a data module alone: the target has a GPU, so its worker counts are judged, while

@@ -85,8 +85,7 @@ def test_keras2_imagedatagenerator_and_fit_generator() -> None:
         ("EC516", 27),
         ("EC517", 27),
         ("EC517", 28),
-        ("EC518", 24),
-        ("EC518", 26),
+        ("EC518", 24),  # the generator, built here: its flow_from_* calls are not repeated
     ]
 
 
@@ -317,3 +316,23 @@ def test_keras_float32_on_tensor_cores() -> None:
 def test_mixed_precision_policy_is_read(tmp_path: Path, source: str, mixed: Any) -> None:
     (tmp_path / "policy.py").write_text(source)
     assert analyze_file(tmp_path / "policy.py", "policy.py").facts["mixed_precision"] is mixed
+
+
+def test_flow_from_dataframe_reported_once_per_generator(tmp_path: Path) -> None:
+    """A generator built in the file is reported where it is built, not again at each of
+    its flow_from_dataframe calls; one built out of sight is reported at the call."""
+    (tmp_path / "built.py").write_text(
+        "from tensorflow import keras\n"
+        "def loaders(train_df, val_df):\n"
+        "    gen = keras.preprocessing.image.ImageDataGenerator(horizontal_flip=True)\n"
+        "    tr = gen.flow_from_dataframe(train_df, x_col='path', y_col='label')\n"
+        "    te = gen.flow_from_dataframe(val_df, x_col='path', y_col='label')\n"
+        "    return tr, te\n"
+    )
+    assert _findings("built.py", tmp_path) == [("EC518", 3)]
+    (tmp_path / "handed.py").write_text(
+        "import tensorflow as tf\n"
+        "def loader(gen, df):\n"
+        "    return gen.flow_from_dataframe(df, x_col='path', y_col='label')\n"
+    )
+    assert _findings("handed.py", tmp_path) == [("EC518", 3)]

@@ -663,9 +663,10 @@ def keras_imagedatagenerator(facts: Facts) -> Outcome:
     """
     **Anti-pattern.** `ImageDataGenerator(...).flow_from_directory(...)`: deprecated,
     decodes and augments images in Python (PIL and NumPy), one batch at a time. Its
-    `flow_from_dataframe` also opens every listed file up front to validate it
+    `flow_from_dataframe` also checks every listed file up front
     (`validate_filenames=True` by default), which takes minutes on large datasets before
-    the first step.
+    the first step. A generator the file builds is reported once, where it is built; a
+    `flow_from_*` call is reported only on a generator built out of sight.
 
     **Best practice.** `keras.utils.image_dataset_from_directory(...)` followed by
     preprocessing layers or `map(..., num_parallel_calls=tf.data.AUTOTUNE)` and
@@ -695,7 +696,9 @@ def keras_imagedatagenerator(facts: Facts) -> Outcome:
             hits.append(_hit(item, problem=problem, fix=replace))
         elif kind == "flow_from_dataframe":
             validate = item.get("validate_filenames")
-            if item.get("opaque_kwargs") and validate is None:
+            if item.get("path") in constructed or (item.get("opaque_kwargs") and validate is None):
+                # the generator built in this file is already reported where it is built;
+                # the filename check is a one-off cost before the first batch
                 continue
             if validate is None or (validate.get("known") and validate.get("value") is True):
                 hits.append(

@@ -19,6 +19,7 @@ from envcheck.checks.script_facts import trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity
+from envcheck.scripts.cpu_expressions import evaluate as evaluate_over_cpus
 from envcheck.scripts.values import CPU_COUNT
 from envcheck.snapshot import Facts, Missing
 
@@ -98,6 +99,24 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     return True, arg.get("value"), how
 
 
+def workers_on_target(loader: dict[str, Any], facts: Facts) -> tuple[bool, Any, str]:
+    """`argument(loader, "num_workers", 0)`, with a count written over the CPU count
+    (`multiprocessing.cpu_count() // 2`) evaluated on the training machine's logical CPUs
+    (the --target snapshot's), where os.cpu_count() will be called."""
+    known, value, how = argument(loader, "num_workers", 0)
+    arg = (loader.get("args") or {}).get("num_workers") or {}
+    expression = arg.get("value")
+    logical = facts.lookup("cpu.logical")
+    if known or not isinstance(expression, str) or not isinstance(logical, int):
+        return known, value, how
+    count = evaluate_over_cpus(expression, logical)
+    if count is None:
+        return known, value, how
+    how = how.removesuffix(": value not determined from the source")
+    written = expression[1:-1] if expression.startswith("(") else expression
+    return True, count, f"{how}: {written} = {count} with the training machine's {logical} CPUs"
+
+
 def loader_hit(loader: dict[str, Any], **values: Any) -> Hit:
     return Hit(
         values={"where": where(loader), "code": loader.get("code"), **values},
@@ -122,6 +141,8 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
     if dataset.get("class") == "TensorDataset":
         return f"the dataset is a TensorDataset ({dataset.get('text')})"
     if dataset.get("class") == "pre-tokenised":
+        return f"the dataset is text tokenised up front ({dataset.get('text')})"
+    if dataset.get("class") == "tokenised-text" and dataset.get("up_front"):
         return f"the dataset is text tokenised up front ({dataset.get('text')})"
     if dataset.get("in_memory"):
         return f"the dataset is in memory: {dataset['in_memory']}"
@@ -219,7 +240,7 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     workers = suggested_workers(facts)
 
     def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
-        known, value, how = argument(loader, "num_workers", 0)
+        known, value, how = workers_on_target(loader, facts)
         if not known:
             return how
         if value not in (0, None):
@@ -234,6 +255,13 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
             return Clear(
                 f"{how}, but {in_memory}: batches are taken from data already in memory, "
                 "so workers would add little (envcheck probe measures it)"
+            )
+        dataset = loader.get("dataset") or {}
+        if dataset.get("class") == "tokenised-text" and dataset.get("up_front") is None:
+            return (
+                f"{how}; the dataset is text tokenised up front in some branches and handed "
+                f"to a tokenizer-taking Dataset class in others ({dataset.get('text')}): "
+                "which one runs is set out of sight"
             )
         if loader.get("one_batch"):
             return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
@@ -301,6 +329,12 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
         if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
             return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
+        if (loader.get("dataset") or {}).get("class") == "tokenised-text":
+            text = loader["dataset"].get("text")
+            return Clear(
+                f"{how}, but the dataset is text handed to a tokenizer ({text}): "
+                "batches of token ids, a few KB"
+            )
         in_memory = in_memory_dataset(loader)
         if in_memory and not loader.get("non_blocking_copy"):
             return Clear(
@@ -339,7 +373,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     the setting; build it once, outside, if its start-up cost matters. Nor is a loader
     whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
     num_samples=int(1e10))`): one pass that never ends. A worker count the source does
-    not settle makes the rule unknown unless `persistent_workers=True` is given.
+    not settle makes the rule unknown unless `persistent_workers=True` is given; one
+    written over the CPU count (`multiprocessing.cpu_count() // 2`,
+    `max(os.cpu_count() - 1, 1)`) is evaluated on the training machine's logical CPUs
+    (`--target`), as EC501 does.
     Nor is one returned by a Lightning `test_dataloader()` or `predict_dataloader()`
     hook, which `trainer.test()` / `trainer.predict()` read once.
 
@@ -347,7 +384,7 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     """
 
     def test(loader: dict[str, Any], _file: dict[str, Any]) -> Verdict:
-        workers_known, workers, workers_how = argument(loader, "num_workers", 0)
+        workers_known, workers, workers_how = workers_on_target(loader, facts)
         if workers_known and workers in (0, None):
             return None
         known, value, how = argument(loader, "persistent_workers", False)

@@ -7,7 +7,9 @@ but its inputs are not: a parameter the function documents as an array (`X : np.
 (`scipy.sparse.issparse(X)`, `isinstance(X, np.ndarray)`) is data already in memory, so
 the loader's batches are slices of it (EC501/EC502 treat it as a TensorDataset). An array
 documented (or named) as holding paths or file names is not: its samples are still read
-from disk.
+from disk. A parameter annotated as arrays (`X: Optional[np.ndarray]`,
+`X_test: Dict[str, np.ndarray]`) counts too, handed whole (`Dataset(**X_test)`) or
+through a local dict of them (`load = {"X_tab": X_tab}`, `Dataset(**load)`).
 """
 
 from __future__ import annotations
@@ -88,3 +90,81 @@ def _tested(function: Function, name: str) -> Optional[str]:
             if any(k in kinds for k in ARRAY_CLASSES):
                 return f"{name} is tested as an array (isinstance({name}, {kinds}))"
     return None
+
+
+# an annotation naming an array type (`Optional[np.ndarray]`, `Dict[str, torch.Tensor]`)
+ANNOTATED_ARRAY = re.compile(r"\bndarray\b|\bTensor\b|\bDataFrame\b|\bspmatrix\b|csr_matrix")
+
+
+def annotated(function: Function, name: str) -> Optional[str]:
+    """Why the parameter `name` holds arrays by its annotation (`X: Optional[np.ndarray]`,
+    `X: Dict[str, np.ndarray]`), or None; one that may hold text (`str`, `Path`) is not."""
+    if LOCATION_WORDS.search(name):
+        return None
+    arguments = function.args
+    for parameter in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+        if parameter.arg != name or parameter.annotation is None:
+            continue
+        text = ast.unparse(parameter.annotation)
+        values = re.sub(r"\b(Dict|dict|Mapping)\[str,", "[", text)  # str keys are names
+        if ANNOTATED_ARRAY.search(text) and not re.search(r"\bstr\b|Path", values):
+            return f"{name} is annotated {text}"
+    return None
+
+
+def keyword_arrays(call: ast.Call, function: Optional[ast.AST]) -> Optional[str]:
+    """Why the dataset `call`, given only keywords, wraps arrays the function was handed
+    (`Dataset(**X_test)` with `X_test: Dict[str, np.ndarray]`, or `Dataset(**load)` where
+    `load = {"X_wide": X_wide}` and `load.update({"X_tab": X_tab})` over annotated arrays),
+    or None."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or call.args:
+        return None
+    if not call.keywords:
+        return None
+    reasons: list[str] = []
+    for keyword in call.keywords:
+        value = keyword.value
+        if not isinstance(value, ast.Name):
+            return None
+        why = annotated(function, value.id)
+        if why is None and keyword.arg is None:
+            why = _dict_of_arrays(function, value.id)
+        if why is None:
+            return None
+        reasons.append(why)
+    return "; ".join(reasons)
+
+
+def _dict_of_arrays(function: Function, name: str) -> Optional[str]:
+    """`name` is a local dict whose every value (dict literals assigned to it or merged
+    with `name.update({...})`) is a parameter annotated as an array."""
+    values: list[ast.expr] = []
+    for node in own_nodes(function):
+        stored = isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+        if stored and ast.unparse(node.value) == name:  # type: ignore[attr-defined]
+            return None  # `load["X"] = ...`: not followed
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                if not isinstance(node.value, ast.Dict):
+                    return None
+                values.extend(v for v in node.value.values if v is not None)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            if node.func.attr != "update" or len(node.args) != 1:
+                return None
+            given = node.args[0]
+            if not isinstance(given, ast.Dict):
+                return None
+            values.extend(v for v in given.values if v is not None)
+    reasons = []
+    for value in values:
+        why = annotated(function, value.id) if isinstance(value, ast.Name) else None
+        if why is None:
+            return None
+        reasons.append(why)
+    return f"{name} holds {'; '.join(reasons)}" if reasons else None

@@ -9,10 +9,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
-from envcheck.scripts.arrays import wrapped_arrays
+from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
 from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.index import function_owners, module_nodes
 from envcheck.scripts.loader_marks import mark_loaders
+from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -229,6 +230,18 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if tokenised is not None:
         return {"class": "pre-tokenised", "qualname": None, "text": _clip(tokenised)}
     function = walker.functions[-1] if walker.functions else None
+    arrays = _arrays_every_branch(node, function)
+    if arrays is not None:
+        return arrays
+    text = tokenised_text(node, function, walker.index().function_nodes)
+    if text is not None:
+        built, up_front = text
+        return {
+            "class": "tokenised-text",
+            "qualname": None,
+            "text": _clip(built),
+            "up_front": up_front,
+        }
     node = _built_by(walker, node, function, 0)
     if not isinstance(node, ast.Call):
         return None
@@ -240,10 +253,36 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     held = _held_in_memory(walker, short)
     if held is None:
         owners = function_owners(walker.module, walker.index().function_nodes)
-        held = wrapped_arrays(node, owners.get(id(node)))
+        held = wrapped_arrays(node, owners.get(id(node))) or keyword_arrays(
+            node, owners.get(id(node))
+        )
     if held is not None:
         found["in_memory"] = held
     return found
+
+
+def _arrays_every_branch(
+    node: Optional[ast.expr], function: Optional[ast.AST]
+) -> Optional[dict[str, Any]]:
+    """A dataset name assigned in several branches (`test_set = Dataset(**X_test)` or
+    `Dataset(**load_dict)`), every one over arrays the function was handed."""
+    if not isinstance(node, ast.Name) or not isinstance(
+        function, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return None
+    calls = assigned_calls(function, node.id)
+    if len(calls) < 2:
+        return None
+    reasons = [keyword_arrays(c, function) or wrapped_arrays(c, function) for c in calls]
+    if any(r is None for r in reasons):
+        return None
+    name = ast.unparse(calls[0].func)
+    return {
+        "class": name.rsplit(".", 1)[-1],
+        "qualname": name,
+        "text": _clip(ast.unparse(calls[0])),
+        "in_memory": _clip("; ".join(r for r in reasons if r), 200),
+    }
 
 
 TORCH_DATASETS = {"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"}

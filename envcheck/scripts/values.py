@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 
 from envcheck.scripts.assignments import simple_assignments, statements
 from envcheck.scripts.configs import config_defaults, option_defaults
+from envcheck.scripts.cpu_expressions import SYMBOLIC, combine_binop, combine_call, symbolic
 from envcheck.scripts.returns import ConstantReturns
 
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
@@ -272,10 +273,12 @@ def _binop(node: ast.BinOp, scope: Scope, depth: int) -> Value:
         for v in (left, right)
     )
     if not numbers:
-        symbolic = CPU_COUNT in (left.value, right.value)
-        return Value(
-            False, None, text, "depends on os.cpu_count()" if symbolic else "computed at run time"
+        over_cpus = combine_binop(
+            node.op, symbolic(left.value, left.known), symbolic(right.value, right.known)
         )
+        if over_cpus is not None:  # kept as an expression, evaluated on the target's CPUs
+            return Value(False, over_cpus, text, SYMBOLIC)
+        return Value(False, None, text, "computed at run time")
     op = _OPERATORS.get(type(node.op))
     result = op(left.value, right.value) if op else None
     if result is None:
@@ -314,13 +317,20 @@ def _compare(node: ast.Compare, scope: Scope, depth: int) -> Value:
 def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     text = ast.unparse(node)
     args = [resolve(a, scope, depth + 1) for a in node.args]
+    name = node.func.id  # type: ignore[attr-defined]
     if (
         node.keywords
         or not args
         or not all(a.known and isinstance(a.value, (int, float)) for a in args)
     ):
+        over_cpus = (
+            None
+            if node.keywords
+            else combine_call(name, [symbolic(a.value, a.known) for a in args])
+        )
+        if over_cpus is not None:
+            return Value(False, over_cpus, text, SYMBOLIC)
         return Value(False, None, text, "computed at run time")
-    name = node.func.id  # type: ignore[attr-defined]
     values = [a.value for a in args]
     result = _BUILTINS[name](values)
     return Value(True, result, text, "arithmetic on known values")

@@ -1,0 +1,104 @@
+"""Datasets built from text and a tokenizer: `load_hf_dataset(df, self.tokenizer, args)`,
+`self.load_and_cache_examples(examples)` whose body hands its examples to a tokenizer.
+
+Such a dataset yields token ids: a batch is a few KB of integers, so pinning it gains
+little (EC502). It is tokenised up front (no workers needed, EC501) only when a function
+returns it (`load_hf_dataset(...)`, or a method of the file handing its examples to a
+`convert_examples_to_features(..., tokenizer)`-style function); a Dataset class given the
+tokenizer (`SetFitDataset(x, y, tokenizer=...)`) may tokenise per sample, in the training
+process. Every assignment of the loader's dataset in its function must be such a call;
+one that is not (a dataset of images, a caller's dataset) leaves it undecided.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional, Union
+
+from envcheck.scripts.index import own_nodes
+
+Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+TOKENIZER = "tokeniz"
+
+
+def tokenised_text(
+    node: Optional[ast.expr], function: Optional[ast.AST], functions: list[Function]
+) -> Optional[tuple[str, Optional[bool]]]:
+    """The call that builds the dataset `node` (a name assigned in `function`) from text
+    and a tokenizer, and whether such calls tokenise up front: True for all, False for
+    none, None when the branches differ; None when not every assignment is one.
+    `functions` are the file's, for `self.method(...)` and `helper(...)` calls whose own
+    body tokenises."""
+    if not isinstance(node, ast.Name) or not isinstance(
+        function, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return None
+    built = assigned_calls(function, node.id)
+    kinds = [_tokenises(call, functions) for call in built]
+    if not kinds or None in kinds:
+        return None
+    up_front = all(kinds) or (False if not any(kinds) else None)
+    return ast.unparse(built[0]), up_front
+
+
+def assigned_calls(function: Function, name: str) -> list[ast.Call]:
+    """Every value assigned to `name` in the function (`x = f(...)`, `x, n = f(...)`); an
+    empty list when one is not a call."""
+    values: list[ast.Call] = []
+    for statement in own_nodes(function):
+        if not isinstance(statement, ast.Assign):
+            continue
+        names = [
+            t
+            for target in statement.targets
+            for t in ([target] if isinstance(target, ast.Name) else getattr(target, "elts", []))
+        ]
+        if not any(isinstance(t, ast.Name) and t.id == name for t in names):
+            continue
+        if not isinstance(statement.value, ast.Call):
+            return []
+        values.append(statement.value)
+    return values
+
+
+def _is_function(call: ast.Call) -> bool:
+    """A lower-case callee (`load_hf_dataset`, `convert_examples_to_features`) is a function
+    returning processed data; a CapWords one is a Dataset class."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return bool(name) and name[0].islower()
+
+
+def _passes_tokenizer(call: ast.Call) -> bool:
+    given = [*call.args, *(k.value for k in call.keywords)]
+    return any(
+        isinstance(g, (ast.Name, ast.Attribute)) and TOKENIZER in ast.unparse(g).lower()
+        for g in given
+    )
+
+
+def _tokenises(call: ast.Call, functions: list[Function]) -> Optional[bool]:
+    """Whether the call tokenises up front (True) or hands a tokenizer to a Dataset class
+    (False); None when it does neither. A function of the file counts when it returns
+    and hands a tokenizer to a function (`self.load_and_cache_examples(...)`)."""
+    if _passes_tokenizer(call):
+        return _is_function(call)
+    func = call.func
+    name = None
+    if isinstance(func, ast.Name):
+        name = func.id
+    elif (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
+        name = func.attr
+    own = [f for f in functions if f.name == name]
+    if len(own) != 1:
+        return None
+    returns = any(isinstance(n, ast.Return) and n.value is not None for n in own_nodes(own[0]))
+    converts = any(
+        isinstance(n, ast.Call) and _passes_tokenizer(n) and _is_function(n)
+        for n in own_nodes(own[0])
+    )
+    return True if returns and converts else None
