@@ -572,6 +572,50 @@ def _leaves(body: list[ast.stmt]) -> bool:
     )
 
 
+def _breaks(body: list[ast.stmt]) -> bool:
+    """A block whose last statement is `break`: taken once, it ends the loop."""
+    return bool(body) and isinstance(body[-1], ast.Break)
+
+
+def _loop_level_ifs(body: list[ast.stmt]) -> set[int]:
+    """The `if` statements of a loop body whose `break` ends that loop (not an inner one)."""
+    found: set[int] = set()
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.If):
+            found.add(id(node))
+        todo.extend(
+            n
+            for n in ast.iter_child_nodes(node)
+            if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))
+        )
+    return found
+
+
+NONFINITE = ("isnan", "isinf")
+
+
+def _nonfinite_guard(test: ast.expr) -> bool:
+    """`if torch.isnan(loss):`, `if not torch.isfinite(norm):`, `if loss.isinf().any():`:
+    a branch taken only when a value went bad."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inside = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    wanted = ("isfinite",) if negated else NONFINITE
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr in wanted)
+            or (isinstance(n.func, ast.Name) and n.func.id in wanted)
+        )
+        for n in ast.walk(inside)
+    )
+
+
 def once_test(test: ast.expr) -> bool:
     """`if step == 0:`, `if epoch == 0 and i == 0:`: a counter compared with a number (not
     `rank == 0`, the main process, which runs every step)."""
@@ -641,6 +685,11 @@ class _StepLoop:
         }
         self.found: list[dict[str, Any]] = []
         self.place = 0  # first line of the statement being read: one finding per place
+        self.loop_ifs = (
+            _loop_level_ifs(loop.body)
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+            else set()
+        )
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.loop.body, [], periodic=False)
@@ -670,8 +719,12 @@ class _StepLoop:
                 # `if args.synchronize_step:`; the AMP path EC507 recommends is read
                 self._block(statement.orelse, inner, periodic)
                 return
-            # a branch that ends the run (`sys.exit(1)`, `raise`) is the error path
-            self._block(statement.body, inner, seldom or _leaves(statement.body))
+            # a branch that ends the run (`sys.exit(1)`, `raise`) is the error path, one
+            # that ends the step loop (`break`) runs once, one taken on a non-finite value
+            # (`if not torch.isfinite(norm): logging.warning(...)`) only on a bad step
+            rare = _leaves(statement.body) or _nonfinite_guard(statement.test)
+            rare = rare or (id(statement) in self.loop_ifs and _breaks(statement.body))
+            self._block(statement.body, inner, seldom or rare)
             self._block(statement.orelse, inner, periodic)
             return
         if isinstance(statement, (ast.For, ast.AsyncFor)):
@@ -816,15 +869,29 @@ class _StepLoop:
             if helper is None or id(helper) in self.followed:
                 continue
             self.followed.add(id(helper))
+            shared = self.via is None and self.callees.calls_of(helper) > max(
+                1, self._calls_in_scope(helper)
+            )
             outer, self.function = self.function, helper
             reading, self.reading_helper = self.reading_helper, True
             via = self.via
-            if via is None and self.callees.calls_of(helper) > 1:
+            if shared:
                 # a helper shared with other code (`metric.add(loss)`, `accuracy(pred, y)`):
-                # its syncs are reported where this step calls it
+                # its syncs are reported where this step calls it; one called only here
+                # (twice: `with model.no_sync(): step(batch)` / `else: step(batch)`) is read
                 self.via = (call, helper.name)
             self._block(helper.body, [], periodic=False)
             self.function, self.via, self.reading_helper = outer, via, reading
+
+    def _calls_in_scope(self, function: Function) -> int:
+        """How many calls in the code being read (the loop, or the helper being read)
+        run `function`."""
+        scope = self.function if self.reading_helper and self.function else self.loop
+        return sum(
+            1
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Call) and self.callees.function(node) is function
+        )
 
     def _tensor_test(self, test: ast.expr) -> bool:
         """`assert torch.isfinite(loss)`, `assert not loss.isnan()`: bool() of a tensor
