@@ -3,8 +3,10 @@ alone calls. A branch that ends the loop with `break` runs once; the body of a
 non-finite guard (`if not torch.isfinite(norm): logging.warning(f"... {norm}")`) runs
 only on a bad step (the guard's own test is still a per-step read); a helper the loop
 calls twice (`with model.no_sync(): step(batch)` / `else: step(batch)`) is no helper
-shared with other code, so its syncs are reported where they are. Snippets go through
-the real analyser and rules."""
+shared with other code, so its syncs are reported where they are. A step that returns
+`output_transform(x, y, y_pred, loss)` with the parameter left at a lambda default that
+reads the loss (`lambda x, y, y_pred, loss: loss.item()`) syncs every step; a step that
+calls PyTorch/XLA runs on a TPU. Snippets go through the real analyser and rules."""
 
 from __future__ import annotations
 
@@ -141,3 +143,38 @@ def test_a_helper_shared_with_an_evaluation_loop_is_reported_at_the_step_call(
     result = ec509(tmp_path, HELPER + evaluation)
     assert 16 in lines(result) and 23 not in lines(result)  # at the step's call
     assert "in forward_backward()" in result.findings[0].message
+
+
+FACTORY = """
+def training_step(
+    model, optimizer, loss_fn, device, output_transform=lambda x, y, y_pred, loss: loss.item()
+):
+    def update(engine, batch):
+        model.train()
+        x, y = batch[0].to(device), batch[1].to(device)
+        y_pred = model(x)
+        loss = loss_fn(y_pred, y)
+        loss.backward()
+        optimizer.step()
+        return output_transform(x, y, y_pred, loss)
+
+    return update
+"""
+
+
+def test_a_default_output_transform_reading_the_loss_syncs_every_step(tmp_path: Path) -> None:
+    result = ec509(tmp_path, FACTORY)
+    assert lines(result) == [19]
+    assert "the default output_transform: lambda x, y, y_pred, loss" in result.findings[0].message
+
+
+def test_an_output_transform_returning_tensors_is_no_sync(tmp_path: Path) -> None:
+    source = FACTORY.replace("loss: loss.item()", "loss: loss")
+    assert ec509(tmp_path, source).status.value == "pass"
+
+
+def test_a_pytorch_xla_step_runs_on_a_tpu(tmp_path: Path) -> None:
+    source = FACTORY.replace(
+        "optimizer.step()", "xm.optimizer_step(optimizer, barrier=True)"
+    ).replace("def training_step(", "import torch_xla.core.xla_model as xm\n\n\ndef training_step(")
+    assert lines(ec509(tmp_path, source)) == []

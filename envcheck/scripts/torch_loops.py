@@ -169,6 +169,8 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             report.torch_calls.extend(_one_per_place(step.read()))
         for function in _step_functions(list(backward_in.values()), read):
             body = [n for statement in function.body for n in [statement, *own_nodes(statement)]]
+            if _on_xla(walker, body):
+                continue  # a TPU step (`xm.optimizer_step(optimizer)`), not a CUDA one
             helpers = _helpers(body, callees, files)
             loader = f"the batches each call of {function.name}() gets"
             step = _StepLoop(
@@ -935,6 +937,11 @@ class _StepLoop:
             return self._record(
                 call, "host_sync", _short(call), f"copies a tensor to the host ({wrapper})"
             )
+        default = self._default_host_read(call)
+        if default is not None:
+            return self._record(
+                call, "host_sync", _short(call), f"copies a tensor to the host ({default})"
+            )
         if isinstance(func, ast.Attribute):
             if (
                 _sync_method(call)
@@ -965,6 +972,33 @@ class _StepLoop:
                 return self._record(call, "host_sync", _short(call), "converts a tensor")
             if func.id == "print" and any(self._tensor(a) for a in call.args):
                 return self._record(call, "host_sync", _short(call), "prints a tensor")
+        return None
+
+    def _default_host_read(self, call: ast.Call) -> Optional[str]:
+        """`output_transform(x, y, y_pred, loss)` where `output_transform` is a parameter
+        of the step's function (or of the factory enclosing it) left at a lambda default
+        that reads that argument on the host (`lambda x, y, y_pred, loss: loss.item()`)."""
+        func = call.func
+        if not isinstance(func, ast.Name) or self.function is None:
+            return None
+        line = self.function.lineno
+        enclosing = [
+            f for f in self.walker.index().function_nodes if f.lineno <= line <= (f.end_lineno or 0)
+        ]
+        for outer in sorted(enclosing, key=lambda f: -f.lineno):  # the innermost first
+            default = _parameter_default(outer, func.id)
+            if default is False:
+                continue  # not a parameter of this function
+            if not isinstance(default, ast.Lambda):
+                return None
+            for index, parameter in enumerate(default.args.args):
+                if (
+                    index < len(call.args)
+                    and _reads_on_host(default.body, parameter.arg)
+                    and self._tensor(call.args[index])
+                ):
+                    return f"the default {func.id}: {_short(default, 50)}"
+            return None
         return None
 
     def _tensor(self, node: ast.expr) -> bool:
@@ -1015,6 +1049,42 @@ class _StepLoop:
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
             "place": self.place,
         }
+
+
+def _on_xla(walker: Walker, nodes: list[ast.AST]) -> bool:
+    """A step that calls PyTorch/XLA (`xm.optimizer_step(...)`): it runs on a TPU."""
+    return any(
+        isinstance(n, ast.Call) and (walker.qualname(n.func) or "").startswith("torch_xla.")
+        for n in nodes
+    )
+
+
+def _parameter_default(function: Function, name: str) -> Union[ast.expr, bool, None]:
+    """The default of parameter `name` of `function`: None when it has none, False when
+    `function` has no such parameter."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(arguments.defaults))
+    defaults += arguments.defaults
+    pairs = [
+        *zip(positional, defaults, strict=True),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
+    for argument, default in pairs:
+        if argument.arg == name:
+            return default
+    return False
+
+
+def _reads_on_host(body: ast.expr, name: str) -> bool:
+    """`loss.item()`, `loss.detach().cpu().numpy()`, `loss.tolist()` of `name`."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("item", "tolist", "numpy", "cpu")
+        and any(isinstance(m, ast.Name) and m.id == name for m in ast.walk(n.func.value))
+        for n in ast.walk(body)
+    )
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:
