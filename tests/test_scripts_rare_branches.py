@@ -6,7 +6,9 @@ calls twice (`with model.no_sync(): step(batch)` / `else: step(batch)`) is no he
 shared with other code, so its syncs are reported where they are. A step that returns
 `output_transform(x, y, y_pred, loss)` with the parameter left at a lambda default that
 reads the loss (`lambda x, y, y_pred, loss: loss.item()`) syncs every step; a step that
-calls PyTorch/XLA runs on a TPU. Snippets go through the real analyser and rules."""
+calls PyTorch/XLA runs on a TPU. An optional output of code out of sight
+(`reg = outputs.get("reg_loss")` ... `if reg is not None:`) is not judged.
+Snippets go through the real analyser and rules."""
 
 from __future__ import annotations
 
@@ -178,3 +180,38 @@ def test_a_pytorch_xla_step_runs_on_a_tpu(tmp_path: Path) -> None:
         "optimizer.step()", "xm.optimizer_step(optimizer, barrier=True)"
     ).replace("def training_step(", "import torch_xla.core.xla_model as xm\n\n\ndef training_step(")
     assert lines(ec509(tmp_path, source)) == []
+
+
+def test_an_optional_model_output_is_not_judged(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for x, y in loader:
+            outputs = model(x.to(device), y.to(device))
+            loss = outputs["loss"]
+            reg = outputs.get("reg_loss")
+            loss.backward()
+            optimizer.step()
+            if reg is not None:
+                reg = reg / 2
+                total_reg += reg.item()
+        """,
+    )
+    assert result.status.value == "pass"
+
+
+def test_an_output_with_a_default_is_judged(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for x, y in loader:
+            outputs = model(x.to(device), y.to(device))
+            loss = outputs["loss"]
+            reg = outputs.get("reg_loss", loss)
+            loss.backward()
+            optimizer.step()
+            if reg is not None:
+                total_reg += reg.item()
+        """,
+    )
+    assert lines(result) == [16]

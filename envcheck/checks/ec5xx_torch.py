@@ -636,7 +636,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     under `no_sync()` and without) is read where it is. A step returning
     `output_transform(x, y, y_pred, loss)` with that parameter left at a lambda default
     reading the loss (`lambda x, y, y_pred, loss: loss.item()`) syncs every step; a step
-    calling PyTorch/XLA (`xm.optimizer_step`) runs on a TPU and is not judged.
+    calling PyTorch/XLA (`xm.optimizer_step`) runs on a TPU and is not judged, nor is a
+    branch on an optional output of code out of sight (`reg = outputs.get("reg_loss")`
+    ... `if reg is not None:`).
     `.numpy()` alone is not flagged in PyTorch: on a CUDA tensor it
     fails, so it only ever sees CPU tensors.
 

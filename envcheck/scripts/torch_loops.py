@@ -717,6 +717,11 @@ class _StepLoop:
             seldom = periodic or (every_n and not accumulates) or once
             self._expression(statement.test, inner, seldom)
             self._truth(statement.test, inner, seldom)
+            if self._optional_output(statement.test):
+                # `reg = outputs.get("reg_loss")` ... `if reg is not None:`: an optional
+                # output of code out of sight, absent unless the caller's model returns it
+                self._block(statement.orelse, inner, periodic)
+                return
             if self._off_by_default(statement.test) and not _mixed_precision(statement.body):
                 # `if args.synchronize_step:`; the AMP path EC507 recommends is read
                 self._block(statement.orelse, inner, periodic)
@@ -805,6 +810,45 @@ class _StepLoop:
         """`if regularize:` where `regularize = i % n == 0` (or `== 0`) in the step."""
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
         return bool(names & self.flags)
+
+    def _optional_output(self, test: ast.expr) -> bool:
+        """`if x is not None:` (alone or first in an `and`) where the step's function
+        sets `x = d.get("key")` with no default, and otherwise only from `x` or to None."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test = test.values[0]
+        if not (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return False
+        name = test.left.id
+        scope: ast.AST = self.function if self.function is not None else self.walker.module
+        values = [
+            node.value
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ]
+        gets = [
+            v
+            for v in values
+            if isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "get"
+            and len(v.args) == 1
+            and not v.keywords
+        ]
+        # the other assignments only derive from it (`reg = reg / n`) or clear it
+        others = [v for v in values if v not in gets]
+        return bool(gets) and all(
+            (isinstance(v, ast.Constant) and v.value is None)
+            or any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(v))
+            for v in others
+        )
 
     def _off_by_default(self, test: ast.expr) -> bool:
         """A condition the source settles as false in a default run: an opt-in flag."""
