@@ -215,3 +215,14 @@ def test_an_output_with_a_default_is_judged(tmp_path: Path) -> None:
         """,
     )
     assert lines(result) == [16]
+
+
+def test_a_loss_scaled_by_a_context_manager_is_a_device_tensor(tmp_path: Path) -> None:
+    source = FACTORY.replace(
+        "        loss.backward()\n",
+        "        with amp.scale_loss(loss, optimizer) as scaled_loss:\n"
+        "            scaled_loss.backward()\n",
+    ).replace("batch[0].to(device), batch[1].to(device)", "prepare_batch(batch, device=device)")
+    assert "scale_loss" in source and "prepare_batch" in source
+    result = ec509(tmp_path, source)
+    assert lines(result) == [20]
