@@ -672,7 +672,17 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     syncs are flagged (not when the step also updates the weights outside it: a lazy
     regulariser's occasional extra step stays periodic). An opt-in branch that is off by
     default is skipped, except the mixed-precision path (autocast, a GradScaler) that
-    EC507 advises turning on. `.numpy()` alone is not flagged in PyTorch: on a CUDA tensor it
+    EC507 advises turning on. Nor are the bodies of branches that rarely run: one that
+    ends the step loop (`... break`), one that ends the run (`raise`, `sys.exit()`) and one
+    taken on a non-finite value (`if not torch.isfinite(norm): logging.warning(...)`; the
+    test itself is a per-step read and is flagged). A helper only the step calls (twice:
+    under `no_sync()` and without) is read where it is. A step returning
+    `output_transform(x, y, y_pred, loss)` with that parameter left at a lambda default
+    reading the loss (`lambda x, y, y_pred, loss: loss.item()`) syncs every step; a step
+    calling PyTorch/XLA (`xm.optimizer_step`) runs on a TPU and is not judged, nor is a
+    branch on an optional output of code out of sight (`reg = outputs.get("reg_loss")`
+    ... `if reg is not None:`).
+    `.numpy()` alone is not flagged in PyTorch: on a CUDA tensor it
     fails, so it only ever sees CPU tensors.
 
     TensorFlow custom loops (`with tf.GradientTape() as tape:` ... `apply_gradients` in

@@ -12,7 +12,8 @@ statements of its function): a name or `self.x` attribute holds a device tensor 
   comparison, a method that keeps a tensor, a `torch.*` function, a container of them);
 - its name says it holds losses and it is unpacked from one call together with a tensor
   (`loss, loss_items = model(x)`; not `loss, count = ...`, which may be a number);
-- it is a parameter of a helper called with a tensor, or what a helper returns.
+- it is a parameter of a helper called with a tensor, or what a helper returns;
+- a context manager scales it into a tensor (`with amp.scale_loss(loss, opt) as s:`).
 
 `.item()`, `float(t)`, `.cpu()`, `.numpy()`, `.shape`, `.size()` and the like give
 numbers or host data: what they return is not a device tensor.
@@ -84,6 +85,7 @@ FLOWS = (
     ast.AsyncFor,
     ast.comprehension,
     ast.Call,
+    ast.withitem,
 )
 Resolver = Callable[[ast.Call], Optional[Function]]
 
@@ -238,6 +240,8 @@ class DeviceTensors:
                 self._iterate(node.target, node.iter)
             elif isinstance(node, ast.Call) and self._binding:
                 self._bind(node)
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                self._scaled(node.context_expr, node.optional_vars)
 
     def _assign(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, (ast.Name, ast.Attribute)):
@@ -291,6 +295,12 @@ class DeviceTensors:
             and value.func.attr in KEEPING_METHODS
         ):
             self._add(value.func.value)
+
+    def _scaled(self, context: ast.expr, target: ast.expr) -> None:
+        """`with amp.scale_loss(loss, optimizer) as scaled_loss: scaled_loss.backward()`:
+        what the context manager scales is a tensor too."""
+        if isinstance(context, ast.Call) and context.args and self.holds(target):
+            self._add(context.args[0])
 
     def _iterate(self, target: ast.expr, iterable: ast.expr) -> None:
         if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute):

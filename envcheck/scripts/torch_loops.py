@@ -169,6 +169,8 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             report.torch_calls.extend(_one_per_place(step.read()))
         for function in _step_functions(list(backward_in.values()), read):
             body = [n for statement in function.body for n in [statement, *own_nodes(statement)]]
+            if _on_xla(walker, body):
+                continue  # a TPU step (`xm.optimizer_step(optimizer)`), not a CUDA one
             helpers = _helpers(body, callees, files)
             loader = f"the batches each call of {function.name}() gets"
             step = _StepLoop(
@@ -572,6 +574,50 @@ def _leaves(body: list[ast.stmt]) -> bool:
     )
 
 
+def _breaks(body: list[ast.stmt]) -> bool:
+    """A block whose last statement is `break`: taken once, it ends the loop."""
+    return bool(body) and isinstance(body[-1], ast.Break)
+
+
+def _loop_level_ifs(body: list[ast.stmt]) -> set[int]:
+    """The `if` statements of a loop body whose `break` ends that loop (not an inner one)."""
+    found: set[int] = set()
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.If):
+            found.add(id(node))
+        todo.extend(
+            n
+            for n in ast.iter_child_nodes(node)
+            if isinstance(n, (ast.stmt, ast.excepthandler, ast.match_case))
+        )
+    return found
+
+
+NONFINITE = ("isnan", "isinf")
+
+
+def _nonfinite_guard(test: ast.expr) -> bool:
+    """`if torch.isnan(loss):`, `if not torch.isfinite(norm):`, `if loss.isinf().any():`:
+    a branch taken only when a value went bad."""
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inside = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    wanted = ("isfinite",) if negated else NONFINITE
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr in wanted)
+            or (isinstance(n.func, ast.Name) and n.func.id in wanted)
+        )
+        for n in ast.walk(inside)
+    )
+
+
 def once_test(test: ast.expr) -> bool:
     """`if step == 0:`, `if epoch == 0 and i == 0:`: a counter compared with a number (not
     `rank == 0`, the main process, which runs every step)."""
@@ -641,6 +687,11 @@ class _StepLoop:
         }
         self.found: list[dict[str, Any]] = []
         self.place = 0  # first line of the statement being read: one finding per place
+        self.loop_ifs = (
+            _loop_level_ifs(loop.body)
+            if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+            else set()
+        )
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.loop.body, [], periodic=False)
@@ -666,12 +717,21 @@ class _StepLoop:
             seldom = periodic or (every_n and not accumulates) or once
             self._expression(statement.test, inner, seldom)
             self._truth(statement.test, inner, seldom)
+            if self._optional_output(statement.test):
+                # `reg = outputs.get("reg_loss")` ... `if reg is not None:`: an optional
+                # output of code out of sight, absent unless the caller's model returns it
+                self._block(statement.orelse, inner, periodic)
+                return
             if self._off_by_default(statement.test) and not _mixed_precision(statement.body):
                 # `if args.synchronize_step:`; the AMP path EC507 recommends is read
                 self._block(statement.orelse, inner, periodic)
                 return
-            # a branch that ends the run (`sys.exit(1)`, `raise`) is the error path
-            self._block(statement.body, inner, seldom or _leaves(statement.body))
+            # a branch that ends the run (`sys.exit(1)`, `raise`) is the error path, one
+            # that ends the step loop (`break`) runs once, one taken on a non-finite value
+            # (`if not torch.isfinite(norm): logging.warning(...)`) only on a bad step
+            rare = _leaves(statement.body) or _nonfinite_guard(statement.test)
+            rare = rare or (id(statement) in self.loop_ifs and _breaks(statement.body))
+            self._block(statement.body, inner, seldom or rare)
             self._block(statement.orelse, inner, periodic)
             return
         if isinstance(statement, (ast.For, ast.AsyncFor)):
@@ -751,6 +811,45 @@ class _StepLoop:
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
         return bool(names & self.flags)
 
+    def _optional_output(self, test: ast.expr) -> bool:
+        """`if x is not None:` (alone or first in an `and`) where the step's function
+        sets `x = d.get("key")` with no default, and otherwise only from `x` or to None."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test = test.values[0]
+        if not (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return False
+        name = test.left.id
+        scope: ast.AST = self.function if self.function is not None else self.walker.module
+        values = [
+            node.value
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        ]
+        gets = [
+            v
+            for v in values
+            if isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "get"
+            and len(v.args) == 1
+            and not v.keywords
+        ]
+        # the other assignments only derive from it (`reg = reg / n`) or clear it
+        others = [v for v in values if v not in gets]
+        return bool(gets) and all(
+            (isinstance(v, ast.Constant) and v.value is None)
+            or any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(v))
+            for v in others
+        )
+
     def _off_by_default(self, test: ast.expr) -> bool:
         """A condition the source settles as false in a default run: an opt-in flag."""
         value = resolve(test, self.walker.scope_of(self.function))
@@ -816,15 +915,29 @@ class _StepLoop:
             if helper is None or id(helper) in self.followed:
                 continue
             self.followed.add(id(helper))
+            shared = self.via is None and self.callees.calls_of(helper) > max(
+                1, self._calls_in_scope(helper)
+            )
             outer, self.function = self.function, helper
             reading, self.reading_helper = self.reading_helper, True
             via = self.via
-            if via is None and self.callees.calls_of(helper) > 1:
+            if shared:
                 # a helper shared with other code (`metric.add(loss)`, `accuracy(pred, y)`):
-                # its syncs are reported where this step calls it
+                # its syncs are reported where this step calls it; one called only here
+                # (twice: `with model.no_sync(): step(batch)` / `else: step(batch)`) is read
                 self.via = (call, helper.name)
             self._block(helper.body, [], periodic=False)
             self.function, self.via, self.reading_helper = outer, via, reading
+
+    def _calls_in_scope(self, function: Function) -> int:
+        """How many calls in the code being read (the loop, or the helper being read)
+        run `function`."""
+        scope = self.function if self.reading_helper and self.function else self.loop
+        return sum(
+            1
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Call) and self.callees.function(node) is function
+        )
 
     def _tensor_test(self, test: ast.expr) -> bool:
         """`assert torch.isfinite(loss)`, `assert not loss.isnan()`: bool() of a tensor
@@ -868,6 +981,11 @@ class _StepLoop:
             return self._record(
                 call, "host_sync", _short(call), f"copies a tensor to the host ({wrapper})"
             )
+        default = self._default_host_read(call)
+        if default is not None:
+            return self._record(
+                call, "host_sync", _short(call), f"copies a tensor to the host ({default})"
+            )
         if isinstance(func, ast.Attribute):
             if (
                 _sync_method(call)
@@ -898,6 +1016,33 @@ class _StepLoop:
                 return self._record(call, "host_sync", _short(call), "converts a tensor")
             if func.id == "print" and any(self._tensor(a) for a in call.args):
                 return self._record(call, "host_sync", _short(call), "prints a tensor")
+        return None
+
+    def _default_host_read(self, call: ast.Call) -> Optional[str]:
+        """`output_transform(x, y, y_pred, loss)` where `output_transform` is a parameter
+        of the step's function (or of the factory enclosing it) left at a lambda default
+        that reads that argument on the host (`lambda x, y, y_pred, loss: loss.item()`)."""
+        func = call.func
+        if not isinstance(func, ast.Name) or self.function is None:
+            return None
+        line = self.function.lineno
+        enclosing = [
+            f for f in self.walker.index().function_nodes if f.lineno <= line <= (f.end_lineno or 0)
+        ]
+        for outer in sorted(enclosing, key=lambda f: -f.lineno):  # the innermost first
+            default = _parameter_default(outer, func.id)
+            if default is False:
+                continue  # not a parameter of this function
+            if not isinstance(default, ast.Lambda):
+                return None
+            for index, parameter in enumerate(default.args.args):
+                if (
+                    index < len(call.args)
+                    and _reads_on_host(default.body, parameter.arg)
+                    and self._tensor(call.args[index])
+                ):
+                    return f"the default {func.id}: {_short(default, 50)}"
+            return None
         return None
 
     def _tensor(self, node: ast.expr) -> bool:
@@ -948,6 +1093,42 @@ class _StepLoop:
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
             "place": self.place,
         }
+
+
+def _on_xla(walker: Walker, nodes: list[ast.AST]) -> bool:
+    """A step that calls PyTorch/XLA (`xm.optimizer_step(...)`): it runs on a TPU."""
+    return any(
+        isinstance(n, ast.Call) and (walker.qualname(n.func) or "").startswith("torch_xla.")
+        for n in nodes
+    )
+
+
+def _parameter_default(function: Function, name: str) -> Union[ast.expr, bool, None]:
+    """The default of parameter `name` of `function`: None when it has none, False when
+    `function` has no such parameter."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults: list[Optional[ast.expr]] = [None] * (len(positional) - len(arguments.defaults))
+    defaults += arguments.defaults
+    pairs = [
+        *zip(positional, defaults, strict=True),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
+    for argument, default in pairs:
+        if argument.arg == name:
+            return default
+    return False
+
+
+def _reads_on_host(body: ast.expr, name: str) -> bool:
+    """`loss.item()`, `loss.detach().cpu().numpy()`, `loss.tolist()` of `name`."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("item", "tolist", "numpy", "cpu")
+        and any(isinstance(m, ast.Name) and m.id == name for m in ast.walk(n.func.value))
+        for n in ast.walk(body)
+    )
 
 
 def _short(node: ast.AST, limit: int = 60) -> str:

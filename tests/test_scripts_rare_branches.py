@@ -1,0 +1,228 @@
+"""EC509 in PyTorch step loops: branches that do not run every step and helpers the step
+alone calls. A branch that ends the loop with `break` runs once; the body of a
+non-finite guard (`if not torch.isfinite(norm): logging.warning(f"... {norm}")`) runs
+only on a bad step (the guard's own test is still a per-step read); a helper the loop
+calls twice (`with model.no_sync(): step(batch)` / `else: step(batch)`) is no helper
+shared with other code, so its syncs are reported where they are. A step that returns
+`output_transform(x, y, y_pred, loss)` with the parameter left at a lambda default that
+reads the loss (`lambda x, y, y_pred, loss: loss.item()`) syncs every step; a step that
+calls PyTorch/XLA runs on a TPU. An optional output of code out of sight
+(`reg = outputs.get("reg_loss")` ... `if reg is not None:`) is not judged.
+Snippets go through the real analyser and rules."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from test_scripts_torch import audit
+
+HEAD = """
+import logging
+import torch
+from torch.utils.data import DataLoader
+
+device = "cuda"
+loader = DataLoader(dataset, batch_size=8, num_workers=2, pin_memory=True)
+"""
+
+
+def ec509(tmp_path: Path, body: str) -> Any:
+    (tmp_path / "train.py").write_text(HEAD + textwrap.dedent(body))
+    return audit(tmp_path / "train.py", rules=("EC509",))["EC509"]
+
+
+def lines(result: Any) -> list[int]:
+    return [f.location.line for f in result.findings]
+
+
+def test_a_branch_that_breaks_out_of_the_step_loop_runs_once(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for step, (x, y) in enumerate(loader):
+            loss = model(x.to(device), y.to(device))
+            loss.backward()
+            optimizer.step()
+            if step >= max_steps:
+                stop = torch.tensor([1], device=device)
+                stopped = stop.any().item()
+                break
+        """,
+    )
+    assert result.status.value == "pass"
+
+
+def test_a_break_of_an_inner_loop_does_not_end_the_step(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for x, y in loader:
+            loss = model(x.to(device), y.to(device))
+            loss.backward()
+            optimizer.step()
+            while True:
+                if ready:
+                    total = loss.item()
+                    break
+        """,
+    )
+    assert lines(result) == [15]
+
+
+def test_the_body_of_a_non_finite_guard_runs_only_on_a_bad_step(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for x, y in loader:
+            loss = model(x.to(device), y.to(device))
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if not torch.isfinite(norm):
+                logging.warning(f"The grad norm is {norm}. Skipping.")
+                optimizer.zero_grad()
+                continue
+            optimizer.step()
+        """,
+    )
+    assert lines(result) == [13]  # the guard's test, not the warning in its body
+    assert "tests a tensor's value" in result.findings[0].message
+
+
+def test_a_finite_branch_is_no_guard(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for x, y in loader:
+            loss = model(x.to(device), y.to(device))
+            loss.backward()
+            if torch.isfinite(loss):
+                logging.info(f"loss {loss}")
+            optimizer.step()
+        """,
+    )
+    assert lines(result) == [12, 13]
+
+
+HELPER = """
+class Trainer:
+    def train_epoch(self, loader):
+        for step, batch in enumerate(loader):
+            if step % accumulation:
+                with self.model.no_sync():
+                    self.forward_backward(batch)
+            else:
+                self.forward_backward(batch)
+            self.optimizer.step()
+
+    def forward_backward(self, batch):
+        x, y = batch
+        loss = self.model(x.to(device), y.to(device))
+        self.tracker.update(
+            loss.detach().mean().item(),
+            len(x),
+        )
+        loss.backward()
+"""
+
+
+def test_a_helper_the_loop_alone_calls_twice_is_read_in_place(tmp_path: Path) -> None:
+    result = ec509(tmp_path, HELPER)
+    assert lines(result) == [23]  # the .item() of the multi-line statement
+    assert "in forward_backward()" not in result.findings[0].message
+
+
+def test_a_helper_shared_with_an_evaluation_loop_is_reported_at_the_step_call(
+    tmp_path: Path,
+) -> None:
+    evaluation = """
+    def evaluate(self, loader):
+        with torch.no_grad():
+            for batch in loader:
+                self.forward_backward(batch)
+"""
+    result = ec509(tmp_path, HELPER + evaluation)
+    assert 16 in lines(result) and 23 not in lines(result)  # at the step's call
+    assert "in forward_backward()" in result.findings[0].message
+
+
+FACTORY = """
+def training_step(
+    model, optimizer, loss_fn, device, output_transform=lambda x, y, y_pred, loss: loss.item()
+):
+    def update(engine, batch):
+        model.train()
+        x, y = batch[0].to(device), batch[1].to(device)
+        y_pred = model(x)
+        loss = loss_fn(y_pred, y)
+        loss.backward()
+        optimizer.step()
+        return output_transform(x, y, y_pred, loss)
+
+    return update
+"""
+
+
+def test_a_default_output_transform_reading_the_loss_syncs_every_step(tmp_path: Path) -> None:
+    result = ec509(tmp_path, FACTORY)
+    assert lines(result) == [19]
+    assert "the default output_transform: lambda x, y, y_pred, loss" in result.findings[0].message
+
+
+def test_an_output_transform_returning_tensors_is_no_sync(tmp_path: Path) -> None:
+    source = FACTORY.replace("loss: loss.item()", "loss: loss")
+    assert ec509(tmp_path, source).status.value == "pass"
+
+
+def test_a_pytorch_xla_step_runs_on_a_tpu(tmp_path: Path) -> None:
+    source = FACTORY.replace(
+        "optimizer.step()", "xm.optimizer_step(optimizer, barrier=True)"
+    ).replace("def training_step(", "import torch_xla.core.xla_model as xm\n\n\ndef training_step(")
+    assert lines(ec509(tmp_path, source)) == []
+
+
+def test_an_optional_model_output_is_not_judged(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for x, y in loader:
+            outputs = model(x.to(device), y.to(device))
+            loss = outputs["loss"]
+            reg = outputs.get("reg_loss")
+            loss.backward()
+            optimizer.step()
+            if reg is not None:
+                reg = reg / 2
+                total_reg += reg.item()
+        """,
+    )
+    assert result.status.value == "pass"
+
+
+def test_an_output_with_a_default_is_judged(tmp_path: Path) -> None:
+    result = ec509(
+        tmp_path,
+        """
+        for x, y in loader:
+            outputs = model(x.to(device), y.to(device))
+            loss = outputs["loss"]
+            reg = outputs.get("reg_loss", loss)
+            loss.backward()
+            optimizer.step()
+            if reg is not None:
+                total_reg += reg.item()
+        """,
+    )
+    assert lines(result) == [16]
+
+
+def test_a_loss_scaled_by_a_context_manager_is_a_device_tensor(tmp_path: Path) -> None:
+    source = FACTORY.replace(
+        "        loss.backward()\n",
+        "        with amp.scale_loss(loss, optimizer) as scaled_loss:\n"
+        "            scaled_loss.backward()\n",
+    ).replace("batch[0].to(device), batch[1].to(device)", "prepare_batch(batch, device=device)")
+    assert "scale_loss" in source and "prepare_batch" in source
+    result = ec509(tmp_path, source)
+    assert lines(result) == [20]
