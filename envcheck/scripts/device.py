@@ -95,6 +95,8 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             attr = node.func.attr
             optimizer = attr == "step" and "optim" in ast.unparse(node.func.value).lower()
+            if attr == "fit" and preprocessing_fit(node.func.value):
+                continue  # encoder.fit(column): a data transform learns its mapping
             if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
                 found.append(node)
     if not found:
@@ -103,6 +105,27 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
     line = getattr(first, "lineno", 0)
     code = walker.lines[line - 1].strip() if 0 < line <= len(walker.lines) else ""
     return {"line": line, "column": getattr(first, "col_offset", 0) + 1, "code": code}
+
+
+# scikit-learn-style data transforms: their fit() learns a mapping, it trains no model
+PREPROCESSORS = ("encoder", "scaler", "normalizer", "normaliser", "imputer", "vectorizer")
+
+
+def preprocessing_fit(receiver: ast.expr) -> bool:
+    """Whether `receiver.fit(...)` fits a data transform (`encoder`, `scaler`, ...,
+    named so, or built from a class named so: `LabelEncoder().fit`), not a model; an
+    `autoencoder` is a model."""
+    if isinstance(receiver, ast.Subscript):  # self._scalers[name].fit(column)
+        receiver = receiver.value
+    if isinstance(receiver, ast.Call):
+        receiver = receiver.func
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else None
+    if isinstance(receiver, ast.Name):
+        name = receiver.id
+    if name is None:
+        return False
+    tail = name.lower().rstrip("s_0123456789")
+    return tail.endswith(PREPROCESSORS) and not tail.endswith("autoencoder")
 
 
 def is_training_loop(node: ast.AST) -> bool:
