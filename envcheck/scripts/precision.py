@@ -228,6 +228,8 @@ class _Reader:
             self.functions[id(scope)] = node
             gates = []
             self._annotated_model(node)
+            if lightning_hook(node):
+                self.lightning_module = True
         elif isinstance(node, ast.Assign):
             _reference(node, self.references)
         elif isinstance(node, ast.ClassDef):
@@ -308,7 +310,8 @@ class _Reader:
             self._project_setting(node, gates, scope)
             self._precision_helper(node, gates, scope)
         self._model_dtype(node, name, gates, scope)
-        if name.startswith(LIGHTNING_ROOTS) and any(r in name for r in LIGHTNING_RUNNERS):
+        runner = name.startswith(LIGHTNING_ROOTS) and any(r in name for r in LIGHTNING_RUNNERS)
+        if runner and not self._inference_runner(scope):
             self.lightning_runner = True
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in HALF_METHODS and not node.args:
@@ -424,6 +427,17 @@ class _Reader:
             name = self.walker.qualname(base) or ""
             if name.startswith(LIGHTNING_ROOTS) and name.endswith("LightningModule"):
                 self.lightning_module = True
+
+    def _inference_runner(self, scope: Scope) -> bool:
+        """A Trainer built in a function that fits nothing (`Trainer(...).predict(self,
+        loader)`): it runs inference, the training Trainer is elsewhere."""
+        function = self.functions.get(id(scope))
+        if function is None:
+            return False
+        return not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "fit"
+            for n in ast.walk(function)
+        )
 
     def _matmul(self, node: ast.Call, name: str, scope: Scope) -> None:
         short = name.rsplit(".", 1)[-1]
@@ -551,6 +565,13 @@ class _Reader:
         if value.known and not isinstance(default, bool):
             default = str(default).lower() in MIXED_VALUES or default is True
         return {"text": text, "option": option, "default": default}
+
+
+def lightning_hook(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+    """A Lightning `training_step(self, batch, batch_idx)` hook (of a LightningModule, or
+    of a class a LightningModule delegates to): a Trainer, not this code, runs it."""
+    names = [a.arg for a in function.args.args]
+    return function.name == "training_step" and "batch_idx" in names
 
 
 def _callee(node: ast.Call) -> Optional[str]:
