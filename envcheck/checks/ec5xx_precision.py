@@ -204,7 +204,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     says AMP is off unless the flag is passed; behind a condition or a setting the source
     does not settle (a parameter of the caller's, a recipe's config dtype, the Trainer of
     a LightningModule or `training_step(self, batch, batch_idx)` hook defined elsewhere,
-    a Trainer in the file that only predicts, `accelerate launch`), the rule is unknown
+    a Trainer in the file that only predicts, a Lightning `Trainer(**settings)` built
+    from a dict the source does not show, `accelerate launch`), the rule is unknown
     for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
     trains nothing. A framework left at its default precision trains in float32:
     `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`.

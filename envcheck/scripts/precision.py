@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.index import keyword_arg
 from envcheck.scripts.parameters import parameter_default
-from envcheck.scripts.values import Scope, resolve
+from envcheck.scripts.values import Scope, keyword_values, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -279,6 +279,8 @@ class _Reader:
             if short not in ("Accelerator", "Trainer", "Fabric"):
                 continue
             if setting is None:
+                if key == "precision" and name.startswith(LIGHTNING_ROOTS):
+                    self._spread_settings(node, short, scope)
                 if accelerate and key == "mixed_precision":
                     # Accelerator(): Accelerate's default; Accelerator(**kwargs): not known
                     spread = any(k.arg is None for k in node.keywords)
@@ -427,6 +429,19 @@ class _Reader:
             name = self.walker.qualname(base) or ""
             if name.startswith(LIGHTNING_ROOTS) and name.endswith("LightningModule"):
                 self.lightning_module = True
+
+    def _spread_settings(self, node: ast.Call, short: str, scope: Scope) -> None:
+        """`Trainer(**trainer_params)`: the precision a dict in sight holds, or, for a dict
+        the source does not show, the caller's settings decide it."""
+        values, opaque = keyword_values(node, scope)
+        found = values.get("precision")
+        if found is not None and found.known and str(found.value) in MIXED_VALUES:
+            self._use(f"{short}(precision={found.value!r}, {found.source})", [], scope)
+        elif found is not None and not found.known:
+            text = f"the precision {short}(**...) gets ({found.source})"
+            self.gates.append((text, scope))
+        for spread in opaque if found is None else []:
+            self.gates.append((f"the precision in the settings {short}(**{spread}) gets", scope))
 
     def _inference_runner(self, scope: Scope) -> bool:
         """A Trainer built in a function that fits nothing (`Trainer(...).predict(self,
