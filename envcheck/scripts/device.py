@@ -13,7 +13,8 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
   `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`; a Hugging
   Face `Trainer` (unless `TrainingArguments(use_cpu=True)`).
 - **no**: the code says CPU (`Trainer(accelerator="cpu")`, `Accelerator(cpu=True)`, only
-  CPU devices, a `device='cpu'` parameter default of library code), or it runs a
+  CPU devices, a `device='cpu'` parameter default of library code, also handed on to
+  the base class: `super().__init__(device=device)`), or it runs a
   PyTorch training loop and never names a device (tensors then stay on the CPU). A
   device the file does not determine, handed to any call (`torch.ones(..., device=d)`,
   a project's `batch_to_device(batch, self._device)`), is no proof of CPU training: the
@@ -126,6 +127,13 @@ def preprocessing_fit(receiver: ast.expr) -> bool:
         return False
     tail = name.lower().rstrip("s_0123456789")
     return tail.endswith(PREPROCESSORS) and not tail.endswith("autoencoder")
+
+
+def base_init(node: ast.Call) -> bool:
+    """`super().__init__(device=device)` or `Base.__init__(self, device=device)`: the class
+    hands its device on to the base class that places the model."""
+    func = node.func
+    return isinstance(func, ast.Attribute) and func.attr == "__init__"
 
 
 def is_training_loop(node: ast.AST) -> bool:
@@ -327,7 +335,7 @@ class _Reader:
             if device == "cuda":
                 self._add("yes", f"{_short(node)}", node, function)
                 return
-            if device == "cpu" and moving:
+            if device == "cpu" and (moving or base_init(node)):
                 self._add("no", f"{_short(node)} (the CPU)", node, function)
                 return
             if device == "opaque" and _device_like(argument):
