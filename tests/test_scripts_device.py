@@ -10,7 +10,7 @@ from typing import Optional
 import pytest
 
 from envcheck.scripts.analyze import analyze_file
-from envcheck.scripts.device import preprocessing_fit
+from envcheck.scripts.training_calls import preprocessing_fit
 
 LOOP = "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
 SHAPES = [

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.index import keyword_arg, module_nodes
 from envcheck.scripts.parameters import parameter_default
+from envcheck.scripts.training_calls import base_init, preprocessing_fit
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -106,34 +107,6 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
     line = getattr(first, "lineno", 0)
     code = walker.lines[line - 1].strip() if 0 < line <= len(walker.lines) else ""
     return {"line": line, "column": getattr(first, "col_offset", 0) + 1, "code": code}
-
-
-# scikit-learn-style data transforms: their fit() learns a mapping, it trains no model
-PREPROCESSORS = ("encoder", "scaler", "normalizer", "normaliser", "imputer", "vectorizer")
-
-
-def preprocessing_fit(receiver: ast.expr) -> bool:
-    """Whether `receiver.fit(...)` fits a data transform (`encoder`, `scaler`, ...,
-    named so, or built from a class named so: `LabelEncoder().fit`), not a model; an
-    `autoencoder` is a model."""
-    if isinstance(receiver, ast.Subscript):  # self._scalers[name].fit(column)
-        receiver = receiver.value
-    if isinstance(receiver, ast.Call):
-        receiver = receiver.func
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else None
-    if isinstance(receiver, ast.Name):
-        name = receiver.id
-    if name is None:
-        return False
-    tail = name.lower().rstrip("s_0123456789")
-    return tail.endswith(PREPROCESSORS) and not tail.endswith("autoencoder")
-
-
-def base_init(node: ast.Call) -> bool:
-    """`super().__init__(device=device)` or `Base.__init__(self, device=device)`: the class
-    hands its device on to the base class that places the model."""
-    func = node.func
-    return isinstance(func, ast.Attribute) and func.attr == "__init__"
 
 
 def is_training_loop(node: ast.AST) -> bool:
