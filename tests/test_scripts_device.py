@@ -3,12 +3,14 @@ the shapes real training scripts use: each snippet is parsed by the real analyse
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Optional
 
 import pytest
 
 from envcheck.scripts.analyze import analyze_file
+from envcheck.scripts.training_calls import preprocessing_fit
 
 LOOP = "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n"
 SHAPES = [
@@ -299,3 +301,22 @@ def test_trains_on_gpu(
     assert (answer["trains"], answer["line"]) == (trains, line), answer
     assert words in answer["reason"]
     assert report.facts["uses_cuda"] is (trains == "yes")
+
+
+@pytest.mark.parametrize(
+    ("receiver", "expected"),
+    [
+        ("encoder", True),
+        ("NaNLabelEncoder()", True),
+        ("self._scalers[name]", True),
+        ("self.target_normalizer", True),
+        ("autoencoder", False),
+        ("model", False),
+        ("trainer", False),
+    ],
+)
+def test_a_data_transform_fit_is_no_training(receiver: str, expected: bool) -> None:
+    """encoder.fit(column) learns a mapping; an autoencoder's or a trainer's fit trains."""
+    call = ast.parse(f"{receiver}.fit(x)", mode="eval").body
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+    assert preprocessing_fit(call.func.value) is expected

@@ -203,8 +203,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     precision and choosing it is a setting of the run: no finding, and the rule's reason
     says AMP is off unless the flag is passed; behind a condition or a setting the source
     does not settle (a parameter of the caller's, a recipe's config dtype, the Trainer of
-    a LightningModule defined elsewhere, `accelerate launch`), the rule is unknown for
-    that file. A framework left at its default precision trains in float32:
+    a LightningModule or `training_step(self, batch, batch_idx)` hook defined elsewhere,
+    a Trainer in the file that only predicts, a Lightning `Trainer(**settings)` built
+    from a dict the source does not show, `accelerate launch`), the rule is unknown
+    for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
+    trains nothing. A framework left at its default precision trains in float32:
     `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere

@@ -13,7 +13,8 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
   `torch.cuda.set_device`, `LOCAL_RANK`); `device_map=`; `DataParallel`; a Hugging
   Face `Trainer` (unless `TrainingArguments(use_cpu=True)`).
 - **no**: the code says CPU (`Trainer(accelerator="cpu")`, `Accelerator(cpu=True)`, only
-  CPU devices, a `device='cpu'` parameter default of library code), or it runs a
+  CPU devices, a `device='cpu'` parameter default of library code, also handed on to
+  the base class: `super().__init__(device=device)`), or it runs a
   PyTorch training loop and never names a device (tensors then stay on the CPU). A
   device the file does not determine, handed to any call (`torch.ones(..., device=d)`,
   a project's `batch_to_device(batch, self._device)`), is no proof of CPU training: the
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.index import keyword_arg, module_nodes
 from envcheck.scripts.parameters import parameter_default
+from envcheck.scripts.training_calls import base_init, preprocessing_fit
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -95,6 +97,8 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             attr = node.func.attr
             optimizer = attr == "step" and "optim" in ast.unparse(node.func.value).lower()
+            if attr == "fit" and preprocessing_fit(node.func.value):
+                continue  # encoder.fit(column): a data transform learns its mapping
             if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
                 found.append(node)
     if not found:
@@ -304,7 +308,7 @@ class _Reader:
             if device == "cuda":
                 self._add("yes", f"{_short(node)}", node, function)
                 return
-            if device == "cpu" and moving:
+            if device == "cpu" and (moving or base_init(node)):
                 self._add("no", f"{_short(node)} (the CPU)", node, function)
                 return
             if device == "opaque" and _device_like(argument):

@@ -100,6 +100,8 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
     attr = node.func.attr
     # predict/evaluate only with worker settings (use_multiprocessing, or a **dict)
     worker_settings = any(k.arg in (*FIT_ARGS, None) for k in node.keywords)
+    if attr in GENERATOR_METHODS and own_method(walker, node.func):
+        return  # self.fit_generator() of a class of this file: not Keras's method
     if (
         attr in GENERATOR_METHODS
         or (attr == "fit" and uses_tensorflow(walker))
@@ -142,6 +144,21 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
                 opaque_kwargs=opaque,
             )
         )
+
+
+def own_method(walker: Walker, func: ast.Attribute) -> bool:
+    """Whether `self.<func.attr>` calls a method that a class of this file defines and
+    that is no Keras model's override (DeepChem's own `fit_generator`)."""
+    if not (isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return False
+    index = walker.index()
+    keras_classes = index.derived_from(LAYER_BASES)
+    return any(
+        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == func.attr
+        for cls in index.class_nodes
+        if cls.name not in keras_classes
+        for item in cls.body
+    )
 
 
 def _is_keras(name: str) -> bool:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.index import keyword_arg
 from envcheck.scripts.parameters import parameter_default
-from envcheck.scripts.values import Scope, resolve
+from envcheck.scripts.values import Scope, keyword_values, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -228,6 +228,8 @@ class _Reader:
             self.functions[id(scope)] = node
             gates = []
             self._annotated_model(node)
+            if lightning_hook(node):
+                self.lightning_module = True
         elif isinstance(node, ast.Assign):
             _reference(node, self.references)
         elif isinstance(node, ast.ClassDef):
@@ -277,6 +279,8 @@ class _Reader:
             if short not in ("Accelerator", "Trainer", "Fabric"):
                 continue
             if setting is None:
+                if key == "precision" and name.startswith(LIGHTNING_ROOTS):
+                    self._spread_settings(node, short, scope)
                 if accelerate and key == "mixed_precision":
                     # Accelerator(): Accelerate's default; Accelerator(**kwargs): not known
                     spread = any(k.arg is None for k in node.keywords)
@@ -308,7 +312,8 @@ class _Reader:
             self._project_setting(node, gates, scope)
             self._precision_helper(node, gates, scope)
         self._model_dtype(node, name, gates, scope)
-        if name.startswith(LIGHTNING_ROOTS) and any(r in name for r in LIGHTNING_RUNNERS):
+        runner = name.startswith(LIGHTNING_ROOTS) and any(r in name for r in LIGHTNING_RUNNERS)
+        if runner and not self._inference_runner(scope):
             self.lightning_runner = True
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in HALF_METHODS and not node.args:
@@ -424,6 +429,30 @@ class _Reader:
             name = self.walker.qualname(base) or ""
             if name.startswith(LIGHTNING_ROOTS) and name.endswith("LightningModule"):
                 self.lightning_module = True
+
+    def _spread_settings(self, node: ast.Call, short: str, scope: Scope) -> None:
+        """`Trainer(**trainer_params)`: the precision a dict in sight holds, or, for a dict
+        the source does not show, the caller's settings decide it."""
+        values, opaque = keyword_values(node, scope)
+        found = values.get("precision")
+        if found is not None and found.known and str(found.value) in MIXED_VALUES:
+            self._use(f"{short}(precision={found.value!r}, {found.source})", [], scope)
+        elif found is not None and not found.known:
+            text = f"the precision {short}(**...) gets ({found.source})"
+            self.gates.append((text, scope))
+        for spread in opaque if found is None else []:
+            self.gates.append((f"the precision in the settings {short}(**{spread}) gets", scope))
+
+    def _inference_runner(self, scope: Scope) -> bool:
+        """A Trainer built in a function that fits nothing (`Trainer(...).predict(self,
+        loader)`): it runs inference, the training Trainer is elsewhere."""
+        function = self.functions.get(id(scope))
+        if function is None:
+            return False
+        return not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "fit"
+            for n in ast.walk(function)
+        )
 
     def _matmul(self, node: ast.Call, name: str, scope: Scope) -> None:
         short = name.rsplit(".", 1)[-1]
@@ -551,6 +580,13 @@ class _Reader:
         if value.known and not isinstance(default, bool):
             default = str(default).lower() in MIXED_VALUES or default is True
         return {"text": text, "option": option, "default": default}
+
+
+def lightning_hook(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+    """A Lightning `training_step(self, batch, batch_idx)` hook (of a LightningModule, or
+    of a class a LightningModule delegates to): a Trainer, not this code, runs it."""
+    names = [a.arg for a in function.args.args]
+    return function.name == "training_step" and "batch_idx" in names
 
 
 def _callee(node: ast.Call) -> Optional[str]:
