@@ -90,7 +90,8 @@ class Callees:
         return None
 
     def method(self, cls: str, name: str, depth: int = 0) -> Optional[Function]:
-        """`name` defined in class `cls` of the file or in one of its bases of the file."""
+        """`name` defined in class `cls` of the file or in one of its bases of the file
+        (`class RNN(d2l.Module)` where `d2l` is the module itself)."""
         node = self.files.classes.get(cls)
         if node is None or depth > 4:
             return None
@@ -98,10 +99,17 @@ class Callees:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
                 return item
         for base in node.bases:
+            found = None
             if isinstance(base, ast.Name):
                 found = self.method(base.id, name, depth + 1)
-                if found is not None:
-                    return found
+            elif (
+                isinstance(base, ast.Attribute)
+                and isinstance(base.value, ast.Name)
+                and base.value.id in self.itself
+            ):
+                found = self.method(base.attr, name, depth + 1)
+            if found is not None:
+                return found
         return None
 
 

@@ -70,28 +70,9 @@ class StepHelpers:
             return None
         return self._only_method(func.attr)
 
-    def method(self, cls: str, name: str, depth: int = 0) -> Optional[Function]:
-        """`name` defined in class `cls` of the file or in one of its bases of the file
-        (`class RNN(d2l.Module)` where `d2l` is the module itself)."""
-        node = self.files.classes.get(cls)
-        if node is None or depth > 4:
-            return None
-        for item in node.body:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
-                return item
-        for base in node.bases:
-            found = None
-            if isinstance(base, ast.Name):
-                found = self.method(base.id, name, depth + 1)
-            elif (
-                isinstance(base, ast.Attribute)
-                and isinstance(base.value, ast.Name)
-                and base.value.id in self.callees.itself
-            ):
-                found = self.method(base.attr, name, depth + 1)
-            if found is not None:
-                return found
-        return None
+    def method(self, cls: str, name: str) -> Optional[Function]:
+        """`name` defined in class `cls` of the file or in one of its bases (callees.py)."""
+        return self.callees.method(cls, name)
 
     def _only_method(self, name: str) -> Optional[Function]:
         """The method `name` of the file's classes when every class defining it derives
