@@ -44,7 +44,7 @@ from envcheck.scripts.index import (
     own_nodes,
 )
 from envcheck.scripts.step_helpers import StepCallees, host_wrapper
-from envcheck.scripts.tensors import DeviceTensors, stringy
+from envcheck.scripts.tensors import DeviceTensors, dotted, stringy
 from envcheck.scripts.values import resolve
 
 if TYPE_CHECKING:
@@ -184,17 +184,6 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
 # -- which names hold a DataLoader --------------------------------------------------------
 
 
-def _dotted(node: ast.AST) -> Optional[str]:
-    """`loader` or `self.train_loader`; None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 class _Loaders:
     """Names (and `self.x` attributes) that hold a DataLoader, flow-insensitively: a name
     assigned a DataLoader anywhere in the file, or a parameter that receives one."""
@@ -239,14 +228,14 @@ class _Loaders:
                 return self.holds(expr.args[0])
             return self._callee(expr) in self.factories
         if isinstance(expr, (ast.Name, ast.Attribute)):
-            return _dotted(expr) in self.names
+            return dotted(expr) in self.names
         return False
 
     def iterated(self, iterable: ast.expr, depth: int = 0) -> Optional[str]:
         """The loader a `for` header iterates, through wrappers: `enumerate(loader)`,
         `tqdm(loader)`, `metric_logger.log_every(loader, 10)`, `zip(a_loader, b_loader)`."""
         if isinstance(iterable, (ast.Name, ast.Attribute)) and self.holds(iterable):
-            return _dotted(iterable)
+            return dotted(iterable)
         if depth > 4 or not isinstance(iterable, ast.Call):
             return None
         if self.walker.qualname(iterable.func) in NOT_ITERATING:
@@ -294,7 +283,7 @@ class _Loaders:
 
     def _assigned(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, (ast.Name, ast.Attribute)):
-            name = _dotted(target)
+            name = dotted(target)
             if name is not None and name not in self.names and self.holds(value):
                 self.names.add(name)
             return
@@ -309,7 +298,7 @@ class _Loaders:
             for index, element in enumerate(elements):
                 # `model, loader = accelerator.prepare(model, loader)`: a passthrough
                 passthrough = len(value.args) == len(elements) and self.holds(value.args[index])
-                name = _dotted(element)
+                name = dotted(element)
                 if (index in positions or passthrough) and name is not None:
                     self.names.add(name)
 
@@ -441,7 +430,7 @@ def _mixed_precision(body: list[ast.stmt]) -> bool:
         for node in [statement, *own_nodes(statement)]:
             if not isinstance(node, ast.Call):
                 continue
-            name = _dotted(node.func) or ""
+            name = dotted(node.func) or ""
             if name.rsplit(".", 1)[-1] in AMP_CALLS or name.endswith("scaler.scale"):
                 return True
     return False
@@ -465,7 +454,7 @@ def _scalers(walker: Walker) -> set[str]:
             enabled = keyword_arg(made[0], "enabled")
             if enabled is not None and _false_by_default(enabled, walker, owner):
                 continue
-            found.update(t for t in map(_dotted, node.targets) if t is not None)
+            found.update(t for t in map(dotted, node.targets) if t is not None)
     return found
 
 
@@ -570,7 +559,7 @@ def _leaves(body: list[ast.stmt]) -> bool:
     return (
         isinstance(last, ast.Expr)
         and isinstance(last.value, ast.Call)
-        and _dotted(last.value.func) in EXITS
+        and dotted(last.value.func) in EXITS
     )
 
 
@@ -971,7 +960,7 @@ class _StepLoop:
         if (
             isinstance(func, ast.Attribute)
             and func.attr == "get_scale"
-            and _dotted(func.value) in self.scalers
+            and dotted(func.value) in self.scalers
         ):
             return self._method(call, "host_sync", "reads the GradScaler's scale (an .item())")
         if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
