@@ -133,9 +133,10 @@ def test_a_helper_the_loop_alone_calls_twice_is_read_in_place(tmp_path: Path) ->
     assert "in forward_backward()" not in result.findings[0].message
 
 
-def test_a_helper_shared_with_an_evaluation_loop_is_reported_at_the_step_call(
+def test_a_trainer_method_shared_with_an_evaluation_loop_is_reported_at_its_sync(
     tmp_path: Path,
 ) -> None:
+    """The statement to change is the sync inside the method, whoever else calls it."""
     evaluation = """
     def evaluate(self, loader):
         with torch.no_grad():
@@ -143,8 +144,7 @@ def test_a_helper_shared_with_an_evaluation_loop_is_reported_at_the_step_call(
                 self.forward_backward(batch)
 """
     result = ec509(tmp_path, HELPER + evaluation)
-    assert 16 in lines(result) and 23 not in lines(result)  # at the step's call
-    assert "in forward_backward()" in result.findings[0].message
+    assert lines(result) == [23]
 
 
 FACTORY = """
@@ -226,3 +226,30 @@ def test_a_loss_scaled_by_a_context_manager_is_a_device_tensor(tmp_path: Path) -
     assert "scale_loss" in source and "prepare_batch" in source
     result = ec509(tmp_path, source)
     assert lines(result) == [20]
+
+
+STOP_PROTOCOL = """
+def train(distributed=False):
+    for x, y in loader:
+        if distributed:
+            done = torch.tensor(0, device=device)
+            torch.distributed.all_reduce(done)
+            if done.item() > 0:
+                break
+        loss = model(x.to(device), y.to(device))
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_the_multi_process_stop_protocol_off_by_default_is_not_per_step(
+    tmp_path: Path,
+) -> None:
+    """`if distributed: all_reduce(done); done.item()`: processes agreeing to stop on
+    uneven data, only in a multi-process run the file does not choose by default."""
+    assert lines(ec509(tmp_path, STOP_PROTOCOL)) == []
+
+
+def test_the_stop_protocol_on_by_default_reads_the_flag_every_step(tmp_path: Path) -> None:
+    source = STOP_PROTOCOL.replace("distributed=False", "distributed=True")
+    assert lines(ec509(tmp_path, source)) == [14]

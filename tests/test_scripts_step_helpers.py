@@ -74,7 +74,7 @@ def ec509(tmp_path: Path, source: str) -> Any:
 
 def test_a_method_reached_through_the_model_reads_the_loss_every_step(tmp_path: Path) -> None:
     result = ec509(tmp_path, SOURCE)
-    assert [f.location.line for f in result.findings] == [28]  # in plot, two calls from the loop
+    assert [f.location.line for f in result.findings] == [24]  # the copy in plot, once
     message = result.findings[0].message
     assert "d2l.numpy(" in message and "copies a tensor to the host (numpy)" in message
 
@@ -91,3 +91,55 @@ def test_the_module_s_own_cpu_function_is_no_tensor_copy(tmp_path: Path) -> None
     a plain number nothing is read on the host."""
     source = SOURCE.replace("d2l.numpy(d2l.to(value, d2l.cpu()))", "key, d2l.cpu()")
     assert list(ec509(tmp_path, source).findings) == []
+
+
+TRAINER_SHARING_A_METHOD_WITH_EVALUATION = """
+import torch
+
+
+class Trainer:
+    def _update_loss(self, losses, loss):
+        if self.state == State.TRAIN:
+            losses.append(loss.item())
+        elif self.state == State.VALID:
+            losses.append(loss.mean().item())
+
+    def train_one_epoch(self, loader):
+        losses = []
+        for batch in loader:
+            loss = self.model(batch.to("cuda"))
+            loss.backward()
+            self.optimizer.step()
+            self._update_loss(losses, loss)
+
+    def validate(self, loader):
+        losses = []
+        with torch.no_grad():
+            for batch in loader:
+                self._update_loss(losses, self.model(batch.to("cuda")))
+"""
+
+
+def test_a_trainer_method_shared_with_evaluation_is_reported_at_its_sync(
+    tmp_path: Path,
+) -> None:
+    """A method of the trainer that the step and the evaluation both call: the sync
+    statement inside it is what to change (not the step's call), and its branch taken
+    only when validating is not the step's path."""
+    result = ec509(tmp_path, TRAINER_SHARING_A_METHOD_WITH_EVALUATION)
+    assert [f.location.line for f in result.findings] == [8]
+
+
+def test_a_utility_shared_with_other_code_is_reported_at_the_step_s_call(
+    tmp_path: Path,
+) -> None:
+    """`metric.add(loss)` of a utility class (d2l's Accumulator): the caller hands it a
+    device tensor, so the step's call is the place to change."""
+    source = TRAINER_SHARING_A_METHOD_WITH_EVALUATION.replace(
+        "self._update_loss(losses, loss)", "meter.update(losses, loss)"
+    ).replace("self._update_loss(losses, self.model", "meter.update(losses, self.model") + (
+        "\n\nclass Meter:\n    def update(self, losses, value):\n"
+        "        losses.append(float(value))\n\n\nmeter = Meter()\n"
+    )
+    result = ec509(tmp_path, source)
+    assert [f.location.line for f in result.findings] == [18]

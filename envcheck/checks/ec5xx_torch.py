@@ -658,9 +658,17 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     (`torch.zeros(3, device=device)`, `batch_to_device(batch, device)`) and what is
     computed from those; the step's helpers are followed (`metric.add(loss)` on an
     instance of a class of the file, `accuracy(pred, y)`, a module calling itself
-    through `sys.modules[__name__]`), and a helper shared with other code is reported
-    where the step calls it. A function that runs a backward pass and an optimizer step
-    outside any loop of its own (a framework's per-iteration callback) is a step too.
+    through `sys.modules[__name__]`); a utility shared with other code (`metric.add(loss)`)
+    is reported where the step calls it, a method of the trainer itself
+    (`self._update_loss(loss)`, shared with evaluation or not) at the sync inside it, its
+    branches taken only when evaluating (`elif self.state == State.VALID:`) left out. A
+    function that runs a backward pass and an optimizer step outside any loop of its own
+    (a framework's per-iteration callback) is a step too, and so is a Lightning
+    `training_step(self, batch, batch_idx)` with the helpers it calls: the Trainer runs
+    it every step with the batch already on the device (`self.log(...)` keeps the value
+    on the device). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
+    the mask's count; the lengths `pack_padded_sequence` requires on the CPU and build
+    checks (`torch._C._get_cudnn_enabled()`) are not flagged.
     One statement is one finding, however many lines it spans.
 
     Calls under `if step % N == 0:` (periodic logging, also through a variable:

@@ -130,11 +130,14 @@ class DeviceTensors:
         resolve_call: Resolver,
         context: tuple[Optional[ast.AST], list[ast.AST]] = (None, []),
         modules: frozenset[str] = frozenset(),
+        on_device: tuple[tuple[ast.AST, str], ...] = (),
     ):
         """`groups`: the nodes of the step, each with the function they belong to (None
         for the module): a local name is one function's, `self.x` is shared. `context`:
         the statements around the step (`mloss = torch.zeros(3, device=device)` before
-        the loop), read for values but not for the helpers they call."""
+        the loop), read for values but not for the helpers they call. `on_device`:
+        parameters (function, name) a framework hands over on the device (the `batch`
+        of a Lightning `training_step`)."""
         self.qualname = qualname
         self.resolve_call = resolve_call
         self.modules = modules  # names of imported modules (and of the file itself)
@@ -145,12 +148,14 @@ class DeviceTensors:
         # only the nodes that can carry a tensor from one name to another
         groups = [(owner, [n for n in nodes if isinstance(n, FLOWS)]) for owner, nodes in groups]
         context = (context[0], [n for n in context[1] if isinstance(n, FLOWS)])
+        self.keys.update(f"{id(owner)}:{name}" for owner, name in on_device)
         for owner, nodes in [*groups, context]:
             self._scope = id(owner) if owner is not None else 0
             self._seed(nodes)
         self._binding = True
         for _ in range(4):
             before = len(self.keys)
+            self._returns.clear()  # a helper's parameters may have been bound since
             for owner, nodes in [*groups, context]:
                 self._scope = id(owner) if owner is not None else 0
                 self._binding = nodes is not context[1]
@@ -420,7 +425,7 @@ class DeviceTensors:
         if name.rsplit(".", 1)[-1] in TENSOR_RETURNS:
             return True  # norm = clip_grad_norm_(...): a 0-d device tensor
         if name.startswith("torch."):
-            if name.startswith(TORCH_HOST_ROOTS) or name.rsplit(".", 1)[-1].startswith(TORCH_HOST):
+            if torch_host_function(name):
                 return False
             device = keyword_arg(call, FACTORY_DEVICE)
             if device is not None and not is_cpu(device):
@@ -450,6 +455,18 @@ class DeviceTensors:
             and func.value.id in self.modules
         )
         return plain and any(self.holds(a, depth) for a in call.args)
+
+
+def torch_host_function(name: str) -> bool:
+    """A `torch.*` function answering about the host or the build, not computing a
+    tensor: `torch.cuda.is_available()`, `torch.is_tensor(x)`, private
+    `torch._C._get_cudnn_enabled()`."""
+    last = name.rsplit(".", 1)[-1]
+    return (
+        name.startswith(TORCH_HOST_ROOTS)
+        or last.startswith(TORCH_HOST)
+        or any(part.startswith("_") for part in name.split(".")[1:])
+    )
 
 
 def _stringy(node: ast.expr) -> bool:

@@ -17,7 +17,8 @@ is the recommended way to log, and are left out, as are those under `if step == 
 accumulation) runs at every optimizer step and is read. Which values are device
 tensors is `tensors.DeviceTensors`' answer; which function a call runs, `callees`'. A
 function with a backward pass and an optimizer step outside any loop of its own (a
-framework's per-iteration callback) is read as a step too.
+framework's per-iteration callback) is read as a step too, as is a Lightning
+`training_step(self, batch, batch_idx)`, whose batch arrives on the device.
 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
 `torch.utils.data.Dataset` subclass. Every observation is a plain JSON dict with `path`,
@@ -43,8 +44,10 @@ from envcheck.scripts.index import (
     module_nodes,
     own_nodes,
 )
+from envcheck.scripts.masks import boolean_expression, mask_names
+from envcheck.scripts.precision import lightning_hook
 from envcheck.scripts.step_helpers import StepCallees, host_wrapper
-from envcheck.scripts.tensors import DeviceTensors, dotted, stringy
+from envcheck.scripts.tensors import DeviceTensors, dotted, stringy, torch_host_function
 from envcheck.scripts.values import resolve
 
 if TYPE_CHECKING:
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Loop = Union[ast.For, ast.AsyncFor, ast.While]
 ForLoop = Union[ast.For, ast.AsyncFor]
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 SYNC_METHODS = ("item", "cpu", "tolist")
 # Python or NumPy tests of one value: on a tensor they read it on the host first
@@ -134,9 +138,11 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         else:
             inner = function
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    if (loops or backward_in) and (
+    hooks = [n for n in ast.walk(walker.module) if isinstance(n, FUNCTIONS) and lightning_hook(n)]
+    if (loops or backward_in or hooks) and (
         any(walker.qualname(c.func) in walker.loader_classes for c in calls)
         or any(_trains([c]) for c in calls)
+        or hooks
     ):
         loaders = _Loaders(walker, files, assignments, calls, returns)
         callees = StepCallees(walker.module, files, assignments, calls)
@@ -175,6 +181,18 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             loader = f"the batches each call of {function.name}() gets"
             step = _StepLoop(
                 walker, function, loader, loaders, seen, function, body, helpers, callees
+            )
+            step.scalers = scalers
+            report.torch_calls.extend(_one_per_place(step.read()))
+        for hook in hooks:
+            if id(hook) in read:
+                continue  # run by a step loop of the file (d2l's Trainer.fit_epoch)
+            body = [n for statement in hook.body for n in [statement, *own_nodes(statement)]]
+            helpers = _helpers(body, callees, files)
+            loader = "the batches Lightning hands training_step()"
+            batch = hook.args.args[1].arg if len(hook.args.args) > 1 else "batch"
+            step = _StepLoop(
+                walker, hook, loader, loaders, seen, hook, body, helpers, callees, ((hook, batch),)
             )
             step.scalers = scalers
             report.torch_calls.extend(_one_per_place(step.read()))
@@ -645,6 +663,7 @@ class _StepLoop:
         body: list[ast.AST],
         helpers: list[Function],
         callees: Callees,
+        on_device: tuple[tuple[ast.AST, str], ...] = (),
     ):
         self.walker = walker
         self.loop = loop
@@ -662,7 +681,7 @@ class _StepLoop:
         groups += [(h, list(own_nodes(h))) for h in helpers or []]
         modules = frozenset([*walker.aliases, *self.callees.itself])
         self.tensors = DeviceTensors(
-            groups, walker.qualname, self.callees.function, (function, context), modules
+            groups, walker.qualname, self.callees.function, (function, context), modules, on_device
         )
         self.via: Optional[tuple[ast.Call, str]] = None  # the step's call of a shared helper
         self.reading_helper = False
@@ -675,6 +694,7 @@ class _StepLoop:
             if isinstance(t, ast.Name)
         }
         self.found: list[dict[str, Any]] = []
+        self.masks: dict[int, dict[str, ast.expr]] = {}  # per function: name -> mask value
         self.place = 0  # first line of the statement being read: one finding per place
         self.loop_ifs = (
             _loop_level_ifs(loop.body)
@@ -709,6 +729,17 @@ class _StepLoop:
             if self._optional_output(statement.test):
                 # `reg = outputs.get("reg_loss")` ... `if reg is not None:`: an optional
                 # output of code out of sight, absent unless the caller's model returns it
+                self._block(statement.orelse, inner, periodic)
+                return
+            if self.reading_helper and _evaluation_test(statement.test):
+                # `elif self._model_state == ModelState.VALID:` in a method the training
+                # step shares with evaluation: not this step's path
+                self._block(statement.orelse, inner, periodic)
+                return
+            if _stop_protocol(statement) and not self._on_by_default(statement.test):
+                # `if distributed: all_reduce(done); if done.item() > 0: break`: the
+                # uneven-input stop protocol of a multi-process run the file does not
+                # choose by default
                 self._block(statement.orelse, inner, periodic)
                 return
             if self._off_by_default(statement.test) and not _mixed_precision(statement.body):
@@ -839,6 +870,10 @@ class _StepLoop:
             for v in others
         )
 
+    def _on_by_default(self, test: ast.expr) -> bool:
+        value = resolve(test, self.walker.scope_of(self.function))
+        return value.known and value.value is True
+
     def _off_by_default(self, test: ast.expr) -> bool:
         """A condition the source settles as false in a default run: an opt-in flag."""
         value = resolve(test, self.walker.scope_of(self.function))
@@ -885,13 +920,29 @@ class _StepLoop:
                 continue
             record: Optional[dict[str, Any]] = None
             if isinstance(node, ast.Call):
+                for required in self._host_arguments(node):
+                    # pack_padded_sequence wants its lengths on the CPU: no copy to avoid
+                    self.seen.update(self._key(n) for n in ast.walk(required))
                 record = self._call(node, inner)
                 self._follow(node)
             elif self._formats_tensor(node):
                 record = self._record(node, "host_sync", _short(node), "formats a tensor")
+            elif self._masked(node):
+                record = self._record(
+                    node, "host_sync", _short(node), "indexes with a boolean mask tensor"
+                )
             if record is not None:
                 self.seen.add(self._key(node))
                 self.found.append(record)
+
+    def _host_arguments(self, call: ast.Call) -> list[ast.expr]:
+        """Arguments a call requires on the CPU (`pack_padded_sequence(x, lengths=
+        lengths.cpu())`: "must be on the CPU if provided as a tensor")."""
+        name = self.walker.qualname(call.func) or ""
+        if not name.endswith(("pack_padded_sequence", "pack_sequence")):
+            return []
+        found = [k.value for k in call.keywords if k.arg == "lengths"]
+        return found or call.args[1:2]
 
     def _follow(self, call: ast.Call) -> None:
         """Read a helper of the file the step calls (`step(model, batch)`, a closure
@@ -910,10 +961,12 @@ class _StepLoop:
             outer, self.function = self.function, helper
             reading, self.reading_helper = self.reading_helper, True
             via = self.via
-            if shared:
-                # a helper shared with other code (`metric.add(loss)`, `accuracy(pred, y)`):
+            if shared and not _own_method(call):
+                # a utility shared with other code (`metric.add(loss)`, `accuracy(pred, y)`):
                 # its syncs are reported where this step calls it; one called only here
-                # (twice: `with model.no_sync(): step(batch)` / `else: step(batch)`) is read
+                # (twice: `with model.no_sync(): step(batch)` / `else: step(batch)`), or a
+                # method of the trainer itself (`self._update_loss(loss)`, also run by
+                # evaluation), is read in place: the sync statement is the thing to change
                 self.via = (call, helper.name)
             self._block(helper.body, [], periodic=False)
             self.function, self.via, self.reading_helper = outer, via, reading
@@ -934,9 +987,8 @@ class _StepLoop:
         if self._tests_tensor(test):
             return True
         for node in ast.walk(test):
-            if isinstance(node, ast.Call) and (self.walker.qualname(node.func) or "").startswith(
-                "torch."
-            ):
+            name = self.walker.qualname(node.func) if isinstance(node, ast.Call) else None
+            if name and name.startswith("torch.") and not torch_host_function(name):
                 return True
         return False
 
@@ -1037,6 +1089,20 @@ class _StepLoop:
     def _tensor(self, node: ast.expr) -> bool:
         return self.tensors.holds_in(node, self.function)
 
+    def _masked(self, node: ast.AST) -> bool:
+        """`x[keep]` read with a boolean device tensor (`keep = n <= limit`, `x[x > 0]`):
+        the result's size is the mask's count, which the CPU must wait for."""
+        if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+            return False
+        mask = node.slice
+        if isinstance(mask, ast.Name):
+            owner = self.function if self.function is not None else self.walker.module
+            values = self.masks.get(id(owner))
+            if values is None:
+                values = self.masks[id(owner)] = mask_names(owner)
+            mask = values.get(mask.id, mask)
+        return boolean_expression(mask) and self._tensor(mask) and self._tensor(node.value)
+
     def _module(self, node: ast.expr) -> bool:
         """An imported module or the file itself (`d2l.cpu()` is the file's function)."""
         return isinstance(node, ast.Name) and (
@@ -1082,6 +1148,60 @@ class _StepLoop:
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
             "place": self.place,
         }
+
+
+EVALUATION_WORDS = {"valid", "validation", "val", "eval", "evaluation", "test", "predict"}
+
+
+def _evaluation_test(test: ast.expr) -> bool:
+    """`state == ModelState.VALID`, `mode == "eval"`, `not self.training`: a branch
+    taken only when evaluating."""
+    if (
+        isinstance(test, ast.UnaryOp)
+        and isinstance(test.op, ast.Not)
+        and isinstance(test.operand, ast.Attribute)
+        and test.operand.attr == "training"
+    ):
+        return True
+    if not isinstance(test, ast.Compare) or not all(
+        isinstance(op, (ast.Eq, ast.Is)) for op in test.ops
+    ):
+        return False
+    for side in (test.left, *test.comparators):
+        word = (
+            side.attr
+            if isinstance(side, ast.Attribute)
+            else side.value
+            if isinstance(side, ast.Constant) and isinstance(side.value, str)
+            else None
+        )
+        if word is not None and word.lower() in EVALUATION_WORDS:
+            return True
+    return False
+
+
+def _stop_protocol(branch: ast.If) -> bool:
+    """`if self._distributed:` (a test naming distributed) whose body reduces a flag
+    across processes (`dist.all_reduce(done)`) to agree on stopping."""
+    if "distributed" not in ast.unparse(branch.test).lower():
+        return False
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, (ast.Attribute, ast.Name))
+        and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id)
+        in ("all_reduce", "all_gather", "broadcast")
+        for statement in branch.body
+        for n in [statement, *own_nodes(statement)]
+    )
+
+
+def _own_method(call: ast.Call) -> bool:
+    """`self.helper(...)`: a method of the class whose step is being read."""
+    return (
+        isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "self"
+    )
 
 
 def _on_xla(walker: Walker, nodes: list[ast.AST]) -> bool:

@@ -1,0 +1,111 @@
+"""Per-step host reads in code a framework runs every step without a loop in the file:
+Lightning's `training_step(self, batch, batch_idx)` (the batch arrives on the device) and
+the helpers it calls, boolean-mask indexing, and the reads that are not syncs to avoid
+(`pack_padded_sequence` lengths, build checks such as `torch._C._get_cudnn_enabled()`).
+Snippets go through the real analyser and rules (envcheck/scripts/torch_loops.py)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from test_scripts_step_helpers import ec509
+
+TASK = """
+import torch
+import lightning
+from mylib import binary_cross_entropy
+
+
+class Task(lightning.LightningDataModule):
+    def default_loss(self, target, prediction):
+        return binary_cross_entropy(prediction, target)
+
+    def common_step(self, batch, batch_idx, stage):
+        y_pred = self.model(batch["X"])
+        loss = self.default_loss(batch["y"], y_pred)
+        if torch.isnan(loss):
+            return None
+        if stage == "val":
+            print(loss.item())
+        self.log(f"loss/{stage}", loss, on_step=False, on_epoch=True)
+        return {"loss": loss}
+
+    def training_step(self, batch, batch_idx: int):
+        return self.common_step(batch, batch_idx, "train")
+
+    def validation_step(self, batch, batch_idx: int):
+        return self.common_step(batch, batch_idx, "val")
+"""
+
+
+def lines(tmp_path: Path, source: str) -> list[int]:
+    return [f.location.line for f in ec509(tmp_path, textwrap.dedent(source)).findings]
+
+
+def test_a_helper_of_training_step_reads_the_loss_every_step(tmp_path: Path) -> None:
+    """The loss a helper of the file returns is a device tensor; the validation-only
+    branch and `self.log` (kept on the device by Lightning) are not syncs."""
+    assert lines(tmp_path, TASK) == [14]
+
+
+def test_without_the_hook_nothing_runs_per_step(tmp_path: Path) -> None:
+    source = TASK.replace("def training_step(", "def shared_step(")
+    assert lines(tmp_path, source) == []
+
+
+MASKED = """
+import torch
+import lightning
+
+
+class Diarization(lightning.LightningModule):
+    def training_step(self, batch, batch_idx):
+        target = batch["y"]
+        waveform = batch["X"]
+        keep: torch.Tensor = torch.sum(target, dim=1) <= self.max_speakers
+        target = target[keep]
+        waveform = waveform[keep]
+        positives = waveform[waveform > 0]
+        target[~keep] = 0
+        return self.loss(self.model(waveform), target)
+"""
+
+
+def test_indexing_with_a_boolean_device_mask_waits_for_its_count(tmp_path: Path) -> None:
+    """`x[mask]` needs the number of kept rows on the host; `x[~mask] = 0` (a masked
+    write) does not."""
+    assert lines(tmp_path, MASKED) == [11, 12, 13]
+
+
+def test_an_index_list_is_no_mask(tmp_path: Path) -> None:
+    source = MASKED.replace(
+        "keep: torch.Tensor = torch.sum(target, dim=1) <= self.max_speakers",
+        "keep = self.chosen",
+    ).replace("        positives = waveform[waveform > 0]\n", "")
+    assert lines(tmp_path, source) == []
+
+
+PACKED = """
+import torch
+from torch.nn.utils import rnn
+
+
+class Model(torch.nn.Module):
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        if self.training and self.constrained:
+            assert not torch._C._get_cudnn_enabled(), "wrap in cudnn.flags(enable=False)"
+        packed = rnn.pack_padded_sequence(y, lengths=x["lengths"].cpu(), batch_first=True)
+        return self.loss(self.net(x), packed)
+"""
+
+
+def test_required_cpu_lengths_and_build_checks_are_not_syncs(tmp_path: Path) -> None:
+    """`pack_padded_sequence` requires its lengths on the CPU (nothing to change), and
+    `torch._C._get_cudnn_enabled()` is a build flag, not a tensor."""
+    assert lines(tmp_path, PACKED) == []
+    copied = PACKED.replace('lengths=x["lengths"].cpu(), ', "").replace(
+        "packed = rnn", 'n = x["lengths"].cpu()\n        packed = rnn'
+    )
+    assert lines(tmp_path, copied) == [11]
