@@ -157,6 +157,14 @@ def test_version_and_help(runner: CliRunner) -> None:
             assert flag in helped, (command, flag)
 
 
+def test_help_keeps_bracketed_config_tables(runner: CliRunner) -> None:
+    """Rich reads `[target]` as markup and drops it unless escaped: the help must still
+    name the config tables it points at."""
+    helped = " ".join(run(runner, "scripts", "--help").stdout.replace("│", " ").split())
+    assert "--target or [target] in envcheck.toml" in helped
+    assert "Default: [target] in envcheck.toml" in helped
+
+
 # user rules and configuration ---------------------------------------------------------
 
 POLICY = """

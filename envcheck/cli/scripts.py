@@ -94,7 +94,7 @@ def scripts_command(
             "--target",
             metavar="<snapshot.json>",
             help="The training machine to judge against: a snapshot from `envcheck collect` "
-            "there. Default: [target] in envcheck.toml; without either, the rules that "
+            "there. Default: \\[target] in envcheck.toml; without either, the rules that "
             "depend on the machine say unknown.",
             show_default=False,
         ),
@@ -108,7 +108,7 @@ def scripts_command(
 
     The machine rules do not run. The script rules that depend on the training machine
     (worker counts against its CPUs, mixed precision and TF32 by its GPUs, spawned
-    workers by its platform) judge against --target or [target] in envcheck.toml, never
+    workers by its platform) judge against --target or \\[target] in envcheck.toml, never
     the machine running the audit; the framework versions are the --python
     interpreter's.
 
