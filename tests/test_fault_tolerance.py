@@ -407,6 +407,39 @@ def test_a_scripts_folder_search_stops_at_its_time_budget(
     assert "stopped" in section["reasons"]["files"]
 
 
+def test_a_large_folder_is_audited_as_far_as_the_budget_goes_and_says_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading every file's options first must not use up the whole budget (it did on a
+    2000-file repository: "0 findings in 0 files", silently)."""
+    from envcheck import interpreter
+    from envcheck.collectors import scripts
+    from envcheck.collectors.base import CollectContext
+    from envcheck.model import Severity
+    from envcheck.report.script_lines import summary_line
+
+    for i in range(30):
+        (tmp_path / f"s{i:02d}.py").write_text("x = 1\n", encoding="utf-8")
+    now = [0.0]
+    slow_parse, slow_analyze = scripts.parse_file, scripts.analyze_file
+
+    def parse(*args: Any) -> Any:
+        now[0] += scripts.BUDGET_S / 10
+        return slow_parse(*args)
+
+    def analyze(*args: Any) -> Any:
+        now[0] += scripts.BUDGET_S / 10
+        return slow_analyze(*args)
+
+    monkeypatch.setattr(scripts, "parse_file", parse)
+    monkeypatch.setattr(scripts, "analyze_file", analyze)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path,))
+    section = scripts.collect(ctx, clock=lambda: now[0])["scripts"]
+    assert 3 <= len(section["files"]) < 30
+    line = summary_line({"scripts": section}, [], Severity.HIGH)
+    assert f"in {len(section['files'])} files" in line and "stopped after" in line
+
+
 def test_scripts_named_one_by_one_are_all_audited_past_the_time_budget(tmp_path: Path) -> None:
     """The budget bounds folder searches only: a slow machine must not drop named files."""
     from envcheck import interpreter

@@ -57,7 +57,10 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
     }
     late = lambda: clock() > deadline  # noqa: E731
     entries = list(itertools.islice(_python_files(ctx.scripts, section, late), MAX_FILES + 1))
-    run, parsed = _run_options(entries, late)
+    # reading every file's options first may take at most half of what is left, so that
+    # a large folder still gets audited (as far as the budget goes) instead of not at all
+    halfway = clock() + max(0.0, deadline - clock()) / 2
+    run, parsed = _run_options(entries, lambda: clock() > halfway)
     for path, shown, searched in entries:
         if len(section["files"]) >= MAX_FILES or (searched and clock() > deadline):
             section["reasons"]["files"] = (

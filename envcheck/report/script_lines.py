@@ -25,7 +25,7 @@ def render(
         lines.append(f"    fix: {finding.fix}")
     for error in _errors(report.facts):
         lines.append(f"{_error_where(error)}: error: {error.get('reason')}")
-    lines.append(_summary(report.facts, active, fail_on or FAIL_ON) + _undecided(report))
+    lines.append(summary_line(report.facts, active, fail_on or FAIL_ON) + _undecided(report))
     return "\n".join(visible(line) for line in lines) + "\n"
 
 
@@ -88,7 +88,7 @@ def _error_where(error: Mapping[str, Any]) -> str:
     return out
 
 
-def _summary(facts: Mapping[str, Any], active: Sequence[Finding], fail_on: Severity) -> str:
+def summary_line(facts: Mapping[str, Any], active: Sequence[Finding], fail_on: Severity) -> str:
     section = facts.get("scripts")
     files = len(section.get("files") or []) if isinstance(section, dict) else 0
     blocking = sum(1 for f in active if f.severity >= fail_on)
@@ -99,4 +99,8 @@ def _summary(facts: Mapping[str, Any], active: Sequence[Finding], fail_on: Sever
     unreadable = len(_errors(facts))
     if unreadable:
         parts.append(f"{unreadable} could not be audited")
+    reasons = section.get("reasons") if isinstance(section, dict) else None
+    stopped = reasons.get("files") if isinstance(reasons, dict) else None
+    if stopped:  # a folder search cut short: say so, never a silent "0 files"
+        parts.append(str(stopped))
     return "envcheck scripts: " + ", ".join(parts)
