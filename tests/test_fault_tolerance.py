@@ -440,6 +440,31 @@ def test_a_large_folder_is_audited_as_far_as_the_budget_goes_and_says_where_it_s
     assert f"in {len(section['files'])} files" in line and "stopped after" in line
 
 
+def test_a_folder_search_leaves_test_modules_out_and_says_how_many(tmp_path: Path) -> None:
+    """Unit tests build tiny loaders on purpose: in a folder search they are noise. The
+    folder named on the command line, and files named, are still audited."""
+    from envcheck import interpreter
+    from envcheck.collectors import scripts
+    from envcheck.collectors.base import CollectContext
+    from envcheck.model import Severity
+    from envcheck.report.script_lines import summary_line
+
+    for name in ("train.py", "test_train.py", "train_test.py", "conftest.py"):
+        (tmp_path / name).write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "helpers.py").write_text("x = 1\n", encoding="utf-8")
+
+    def files(*paths: Path) -> dict[str, Any]:
+        ctx = CollectContext(interpreter=interpreter.current(), scripts=paths)
+        return scripts.collect(ctx)["scripts"]
+
+    searched = files(tmp_path)
+    assert searched["files"] == [str(tmp_path / "train.py")]
+    assert "4 test files left out" in summary_line({"scripts": searched}, [], Severity.HIGH)
+    assert files(tmp_path / "tests")["files"] == [str(tmp_path / "tests" / "helpers.py")]
+    assert files(tmp_path / "test_train.py")["files"] == [str(tmp_path / "test_train.py")]
+
+
 def test_scripts_named_one_by_one_are_all_audited_past_the_time_budget(tmp_path: Path) -> None:
     """The budget bounds folder searches only: a slow machine must not drop named files."""
     from envcheck import interpreter

@@ -38,6 +38,7 @@ SKIPPED_FOLDERS = {
     "build",
     "dist",
 }
+TEST_FOLDERS = {"tests", "test"}
 
 
 def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
@@ -112,7 +113,13 @@ def _python_files(
         if given.is_file():
             yield given, str(given), False
         elif given.is_dir():
-            found = sorted(itertools.islice(_walk(given, late), MAX_FILES + 1))
+            skipped = [0]
+            found = sorted(itertools.islice(_walk(given, late, skipped), MAX_FILES + 1))
+            if skipped[0]:
+                section["reasons"]["tests"] = (
+                    f"{skipped[0]} test file{'' if skipped[0] == 1 else 's'} left out "
+                    "(name them to audit them)"
+                )
             if late():
                 section["reasons"]["files"] = (
                     f"the search of {given} stopped after {BUDGET_S:g} s "
@@ -140,11 +147,37 @@ def _python_files(
             )
 
 
-def _walk(folder: Path, late: Callable[[], bool]) -> Iterator[Path]:
+def test_file(name: str) -> bool:
+    """pytest's names for test modules: tests exercise the code, they are not the run
+    whose speed matters (a folder search leaves them out; named files are audited)."""
+    return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+
+
+def _walk(
+    folder: Path, late: Callable[[], bool], skipped: Optional[list[int]] = None
+) -> Iterator[Path]:
+    """*.py under `folder`; test modules and test folders below it are counted in
+    `skipped[0]` instead (`envcheck scripts tests/` still audits the folder named)."""
     for root, dirs, files in os.walk(folder):
         if late():
             return
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS and not d.startswith("."))
+        kept = []
+        for d in sorted(dirs):
+            if d in SKIPPED_FOLDERS or d.startswith("."):
+                continue
+            if d in TEST_FOLDERS:
+                if skipped is not None:
+                    skipped[0] += sum(
+                        1 for _, _, fs in os.walk(Path(root) / d) for f in fs if f.endswith(".py")
+                    )
+                continue
+            kept.append(d)
+        dirs[:] = kept
         for name in files:
-            if name.endswith(".py"):
-                yield Path(root) / name
+            if not name.endswith(".py"):
+                continue
+            if test_file(name):
+                if skipped is not None:
+                    skipped[0] += 1
+                continue
+            yield Path(root) / name

@@ -103,4 +103,7 @@ def summary_line(facts: Mapping[str, Any], active: Sequence[Finding], fail_on: S
     stopped = reasons.get("files") if isinstance(reasons, dict) else None
     if stopped:  # a folder search cut short: say so, never a silent "0 files"
         parts.append(str(stopped))
+    tests = reasons.get("tests") if isinstance(reasons, dict) else None
+    if tests:
+        parts.append(str(tests))
     return "envcheck scripts: " + ", ".join(parts)
