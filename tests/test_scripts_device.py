@@ -278,6 +278,43 @@ SHAPES = [
         4,
     ),
     (
+        "a script building its model and optimizer, backward in a helper, no device",
+        "import torch\n"
+        "model = Policy()\n"
+        "optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)\n"
+        "def finish_episode():\n"
+        "    loss = torch.stack(model.losses).sum()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n",
+        "no",
+        "trains `model`, built here with its optimizer (line 3), and never moves",
+        3,
+    ),
+    (
+        "the same, with the model moved to a device the reading cannot follow",
+        "import torch\n"
+        "model = Policy()\n"
+        "optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)\n"
+        "def finish_episode(gpu_id):\n"
+        "    model.to(gpu_id)\n"
+        "    loss = torch.stack(model.losses).sum()\n"
+        "    loss.backward()\n",
+        "unknown",
+        "names no device",
+        7,
+    ),
+    (
+        "an optimizer over a model handed in by the caller",
+        "import torch\n"
+        "def fit(model):\n"
+        "    optimizer = torch.optim.Adam(model.parameters())\n"
+        "    loss = model.loss()\n"
+        "    loss.backward()\n",
+        "unknown",
+        "names no device",
+        5,
+    ),
+    (
         "a Keras script",
         "import tensorflow as tf\nmodel = tf.keras.Sequential()\nmodel.fit(x, y)\n",
         "unknown",

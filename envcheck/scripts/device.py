@@ -15,7 +15,8 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
 - **no**: the code says CPU (`Trainer(accelerator="cpu")`, `Accelerator(cpu=True)`, only
   CPU devices, a `device='cpu'` parameter default of library code, also handed on to
   the base class: `super().__init__(device=device)`), or it runs a
-  PyTorch training loop and never names a device (tensors then stay on the CPU). A
+  PyTorch training loop and never names a device (tensors then stay on the CPU), or it
+  trains a model it builds itself and moves nothing anywhere (own_model.py). A
   device the file does not determine, handed to any call (`torch.ones(..., device=d)`,
   a project's `batch_to_device(batch, self._device)`), is no proof of CPU training: the
   answer is then unknown.
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.index import keyword_arg, module_nodes
+from envcheck.scripts.own_model import moves_anything, optimized_model
 from envcheck.scripts.parameters import parameter_default
 from envcheck.scripts.training_calls import base_init, preprocessing_fit
 from envcheck.scripts.values import Scope, resolve
@@ -128,6 +130,7 @@ class _Reader:
         self.training_end: Optional[int] = None  # last line of module-level training loops
         self.trains_anywhere = False
         self.lightning_module = False
+        self.builds_model: Optional[tuple[int, str]] = None  # line, model of its optimizer
 
     # -- walk ---------------------------------------------------------------------------
 
@@ -171,6 +174,9 @@ class _Reader:
     def _call(self, node: ast.Call, function: Optional[Function]) -> None:
         name = self.walker.qualname(node.func) or ""
         func = node.func
+        if name.startswith("torch.optim.") and self.builds_model is None:
+            model = optimized_model(node, function, self._scope(function))
+            self.builds_model = (node.lineno, model) if model else None
         if name in DDP_NAMES:
             backend = keyword_arg(node, "backend") or (node.args[0] if node.args else None)
             value = resolve(backend, self._scope(function)) if backend is not None else None
@@ -403,16 +409,20 @@ class _Reader:
                 None,
             )
         handed = [e for e in counted if e.verdict == "handed"]
-        if self.trains_anywhere and handed:
+        at = self.walker.facts.get("train_at")
+        owned = self.builds_model if at and not moves_anything(self.walker.module) else None
+        if (self.trains_anywhere or owned) and handed:
             first = min(handed, key=lambda e: e.line)
             return _answer("unknown", first.reason, first.line)
-        if self.trains_anywhere:
+        if self.trains_anywhere or owned:
+            line, model = owned if owned and not self.trains_anywhere else (None, "")
+            why = f"trains `{model}`, built here with its optimizer (line {line})," if line else ""
             return _answer(
                 "no",
-                "runs a PyTorch training loop and never moves the model or data to a GPU",
-                None,
+                f"{why or 'runs a PyTorch training loop'} and never moves the model or data "
+                "to a GPU",
+                line,
             )
-        at = self.walker.facts.get("train_at")
         if isinstance(at, dict) and at.get("code"):
             return _answer(
                 "unknown",
