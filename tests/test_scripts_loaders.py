@@ -369,3 +369,44 @@ def test_a_loader_factory_out_of_sight_given_the_worker_count(tmp_path: Path) ->
     for rule in ("EC502", "EC503"):
         assert results[rule].status.value == "unknown"
         assert "CIFAR10DataModule" in results[rule].reason
+
+
+STATISTICS = """
+import torch
+
+
+def get_mean_and_std(dataset):
+    dataloader = torch.utils.data.DataLoader(dataset, batch_size=1, num_workers=2)
+    mean = torch.zeros(3)
+    for inputs, targets in dataloader:
+        mean += inputs.mean()
+    return mean / len(dataset)
+
+
+if __name__ == "__main__":
+    preview = torch.utils.data.DataLoader(dataset, batch_size=4, num_workers=0)
+    for ii, sample in enumerate(preview):
+        show(sample["image"].numpy())
+        if ii == 1:
+            break
+"""
+
+
+def test_a_local_loader_read_by_one_loop_is_iterated_once(tmp_path: Path) -> None:
+    """Dataset statistics over one pass: persistent workers would serve nothing; a
+    preview that stops after two batches needs no workers at all."""
+    found = verdicts(tmp_path, STATISTICS)
+    assert found["EC503"].status.value == "pass"
+    assert found["EC501"].status.value == "pass"
+    assert "only reads 2 batches (the loop at line 15 stops)" in found["EC501"].reason
+
+
+def test_a_local_loader_read_every_epoch_keeps_its_findings(tmp_path: Path) -> None:
+    source = STATISTICS.replace(
+        "    for inputs, targets in dataloader:\n        mean += inputs.mean()\n",
+        "    for epoch in range(10):\n        for inputs, targets in dataloader:\n"
+        "            mean += inputs.mean()\n",
+    ).replace("        if ii == 1:\n            break\n", "")
+    found = verdicts(tmp_path, source)
+    assert found["EC503"].status.value == "fail"
+    assert found["EC501"].status.value == "fail"

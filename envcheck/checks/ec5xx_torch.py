@@ -216,7 +216,8 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     indexes data it holds (`return self.centers[i], self.contexts[i]`; not one that
     memory-maps its data) is not flagged: its batches come from memory, and workers add
     little (the probe measures whether a loader keeps up); nor is a loader built to read
-    a single batch, `next(iter(DataLoader(...)))`. Values are read on the path a Linux
+    a single batch, `next(iter(DataLoader(...)))`, or a few (a local loader whose one
+    loop stops itself: `if ii == 1: break`, a preview). Values are read on the path a Linux
     training node takes: `if _IS_WINDOWS: num_workers = 0` does not apply there. A
     training loop over a loader another module builds (`self.train_loader =
     make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
@@ -264,7 +265,7 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
                 "which one runs is set out of sight"
             )
         if loader.get("one_batch"):
-            return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
+            return Clear(f"{how}, but the loader only reads {loader['one_batch']}")
         return loader_hit(loader, how=how, workers=workers)
 
     return per_loader(facts, test, "every DataLoader uses worker processes")
@@ -291,7 +292,8 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     synchronous; from pinned memory they are faster and, with `non_blocking=True`, overlap
     with the previous step's compute (PyTorch's memory-pinning notes).
 
-    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`), or
+    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`) or a
+    few (its one loop stops itself: `if ii == 1: break`), or
     one over text tokenised up front, whose batches of token ids are a few KB; nor one
     over data already in memory (a `TensorDataset`, a Dataset of the file that only
     indexes what it holds) when the file copies batches without `non_blocking=True`:
@@ -326,7 +328,7 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
         if gpu.trains is None:
             return f"{how}; {gpu.reason}"
         if loader.get("one_batch"):
-            return Clear(f"{how}, but the loader only reads one batch (next(iter(...)))")
+            return Clear(f"{how}, but the loader only reads {loader['one_batch']}")
         if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
             return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
         if (loader.get("dataset") or {}).get("class") == "tokenised-text":
@@ -378,7 +380,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     `max(os.cpu_count() - 1, 1)`) is evaluated on the training machine's logical CPUs
     (`--target`), as EC501 does.
     Nor is one returned by a Lightning `test_dataloader()` or `predict_dataloader()`
-    hook, which `trainer.test()` / `trainer.predict()` read once.
+    hook, which `trainer.test()` / `trainer.predict()` read once, nor a local loader
+    whose only use is one loop inside no other loop (dataset statistics in one pass).
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """

@@ -7,7 +7,7 @@ Marks only; the rules judge (envcheck/checks/ec5xx_torch.py).
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Optional
 
 from envcheck.scripts.index import module_nodes
 
@@ -18,6 +18,7 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     _mark_rebuilt(module, loaders)
     _mark_one_batch(module, loaders)
     _mark_once(loaders)
+    _mark_one_local_loop(module, loaders)
 
 
 def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
@@ -41,7 +42,8 @@ def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             inner = node.args[0].args[0]
             places.add((inner.lineno, inner.col_offset + 1))
     for loader in loaders:
-        loader["one_batch"] = (loader["line"], loader["column"]) in places
+        here = (loader["line"], loader["column"]) in places
+        loader["one_batch"] = "one batch (next(iter(...)))" if here else None
 
 
 def _drop_fallbacks_mark_non_blocking(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
@@ -120,3 +122,118 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             )
         else:
             loader["rebuilt"] = None
+
+
+LOOP_WRAPPERS = ("enumerate", "iter", "tqdm", "track", "zip")
+
+
+def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """A loader held in a local name whose only use is one `for` loop that does not
+    train, itself in no loop (`get_mean_and_std(dataset)`, a `__main__` preview): it is
+    iterated once, so
+    `read_once`; when that loop breaks at a constant count (`if ii == 1: break`), it
+    reads a few batches only, so `one_batch` too."""
+    if not loaders:
+        return
+    scopes = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
+    for scope in scopes:
+        nodes = list(_own(scope))
+        for node in nodes:
+            if not (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+            ):
+                continue
+            place = (node.value.lineno, node.value.col_offset + 1)
+            loader = next((x for x in loaders if (x["line"], x["column"]) == place), None)
+            if loader is None or loader.get("read_once") or loader.get("rebuilt"):
+                continue
+            loop = _only_loop(nodes, node.targets[0].id)
+            if loop is None or _trains(loop):
+                continue  # a training pass may be repeated by code this reading misses
+            loader["read_once"] = f"it is iterated by one loop (line {loop.lineno}), once"
+            count = _breaks_at(loop)
+            if count is not None and not loader.get("one_batch"):
+                loader["one_batch"] = f"{count} batches (the loop at line {loop.lineno} stops)"
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _own(scope: ast.AST) -> list[ast.AST]:
+    """Nodes of a function (or the module) outside nested functions and classes."""
+    found: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(scope))
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _only_loop(nodes: list[ast.AST], name: str) -> Optional[ast.For]:
+    """The one `for` over `name` (bare or wrapped: `enumerate(name)`), when `name` is read
+    nowhere else and the loop is inside no other loop."""
+    loads = [
+        n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]
+    loops = [n for n in nodes if isinstance(n, ast.For) and _iterates(n.iter, name)]
+    if len(loops) != 1 or len(loads) != 1:
+        return None
+    loop = loops[0]
+    for other in nodes:
+        outer = isinstance(other, (ast.For, ast.While)) and other is not loop
+        if outer and any(inner is loop for inner in ast.walk(other)):
+            return None
+    return loop
+
+
+def _trains(loop: ast.For) -> bool:
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("backward", "manual_backward", "step")
+        for n in ast.walk(loop)
+    )
+
+
+def _iterates(iterable: ast.expr, name: str) -> bool:
+    if isinstance(iterable, ast.Name):
+        return iterable.id == name
+    if isinstance(iterable, ast.Call) and iterable.args:
+        func = iterable.func
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        return called in LOOP_WRAPPERS and _iterates(iterable.args[0], name)
+    return False
+
+
+def _breaks_at(loop: ast.For) -> Optional[int]:
+    """N when the loop body ends itself after N batches: `if i == N - 1: break` (or
+    `>= N - 1`) on its enumerate index."""
+    target = loop.target
+    index = (
+        target.elts[0].id
+        if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)
+        else None
+    )
+    if index is None:
+        return None
+    for statement in loop.body:
+        if not isinstance(statement, ast.If) or not any(
+            isinstance(s, ast.Break) for s in statement.body
+        ):
+            continue
+        test = statement.test
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == index
+            and isinstance(test.ops[0], (ast.Eq, ast.GtE))
+            and isinstance(test.comparators[0], ast.Constant)
+            and isinstance(test.comparators[0].value, int)
+        ):
+            return test.comparators[0].value + 1
+    return None
