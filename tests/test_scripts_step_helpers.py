@@ -143,3 +143,30 @@ def test_a_utility_shared_with_other_code_is_reported_at_the_step_s_call(
     )
     result = ec509(tmp_path, source)
     assert [f.location.line for f in result.findings] == [18]
+
+
+GRAD_CLIPPING = """
+import torch
+
+
+def grad_clipping(net, theta):
+    params = [p for p in net.parameters() if p.requires_grad]
+    norm = torch.sqrt(sum(torch.sum((p.grad ** 2)) for p in params))
+    if norm > theta:
+        for param in params:
+            param.grad[:] *= theta / norm
+
+
+def train(net, loader, device):
+    for X, Y in loader:
+        l = net(X.to(device), Y.to(device))
+        l.backward()
+        grad_clipping(net, 1)
+        optimizer.step()
+"""
+
+
+def test_a_norm_of_the_gradients_tested_every_step_is_a_sync(tmp_path: Path) -> None:
+    """`p.grad` lives with the parameters, on the device: d2l's grad_clipping compares
+    its norm on the host every step."""
+    assert [f.location.line for f in ec509(tmp_path, GRAD_CLIPPING).findings] == [8]

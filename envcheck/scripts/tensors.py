@@ -381,8 +381,10 @@ class DeviceTensors:
             key = self._key(node)
             if key is not None and key in self.keys:
                 return True
+            if isinstance(node, ast.Attribute) and node.attr == "grad":
+                return True  # p.grad: gradients live with the parameters, on the device
             if isinstance(node, ast.Attribute) and node.attr in TENSOR_ATTRIBUTES:
-                return self.holds(node.value, deeper)  # loss.data, w.grad, x.T
+                return self.holds(node.value, deeper)  # loss.data, x.T
             return False
         if isinstance(node, (ast.Subscript, ast.Starred)):
             return self.holds(node.value, deeper)
