@@ -427,3 +427,48 @@ def test_facts_that_are_not_a_regular_file_are_one_line(endless: dict[str, Path]
     assert proc.returncode == 2 and "not a regular file" in err
     proc = _bounded("doctor", "--config", "/dev/zero")
     assert proc.returncode == 2 and "not a regular file" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("terms", [900, 1900, 2500])
+def test_a_deeply_nested_expression_is_one_file_s_error_not_the_run_s(
+    tmp_path: Path, terms: int
+) -> None:
+    """`x = 1 + 1 + ...` over hundreds of terms (generated code): Python parses it, the
+    walk recursed past the default limit and the whole audit stopped, silently, exit 0.
+    Now such a file is walked (up to a few thousand levels) or named, and the others
+    are audited."""
+    deep = tmp_path / "generated.py"
+    deep.write_text("import torch\nx = " + " + ".join(["1"] * terms) + "\n", encoding="utf-8")
+    train = tmp_path / "train.py"
+    train.write_text(
+        "from torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, batch_size=8, num_workers=0)\n"
+        "model = Net().cuda()\n"
+        "for epoch in range(3):\n"
+        "    for x, y in loader:\n"
+        "        model(x.cuda()).sum().backward()\n",
+        encoding="utf-8",
+    )
+    result = cli("scripts", str(deep), str(train), "--target", str(GPU_FIXTURE))
+    assert "Traceback" not in result.output
+    assert "train.py:2:" in result.stdout and "EC501" in result.stdout
+    if terms >= 2500:
+        assert result.exit_code == 2
+        assert "generated.py: error: an expression is nested too deeply" in result.stdout
+    else:
+        assert result.exit_code == 1  # the EC501 finding is high
+
+
+def test_a_collector_that_fails_is_an_internal_error_not_a_clean_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envcheck.collectors import scripts
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(scripts, "analyze_file", broken)
+    (tmp_path / "train.py").write_text("x = 1\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["scripts", str(tmp_path / "train.py")])
+    assert result.exit_code == 3
+    assert "internal error: the script audit stopped (RuntimeError: boom)" in result.stderr

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Any, List, Optional
 
 import typer
 
 from envcheck import service
-from envcheck.cli.app import EXIT_FINDINGS, EXIT_INPUT, app, guarded
+from envcheck.cli.app import EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL, app, guarded
 from envcheck.cli.common import emit_report, parse_severity
 from envcheck.cli.options import (
     ConfigOpt,
@@ -133,7 +134,22 @@ def scripts_command(
         )
     )
     emit_report(result.report, output_format.report_format(), output, result.fail_on, verbose)
+    crashed = _collector_failure(result.report.facts)
+    if crashed:  # never a silent "0 findings in 0 files" with exit 0
+        typer.echo(
+            f"envcheck scripts: internal error: the script audit stopped ({crashed})", err=True
+        )
+        raise typer.Exit(EXIT_INTERNAL)
     if result.problems:
         raise typer.Exit(EXIT_INPUT)  # each unreadable file is named in the output already
     if not exit_zero and result.blocking():
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _collector_failure(facts: Mapping[str, Any]) -> Optional[str]:
+    """Why the scripts collector itself failed (an exception, not a bad file), or None."""
+    collectors = facts.get("collectors")
+    status = collectors.get("scripts") if isinstance(collectors, Mapping) else None
+    if isinstance(status, Mapping) and status.get("status") == "unavailable":
+        return str(status.get("reason") or "no reason given")
+    return None

@@ -97,7 +97,10 @@ def _run_options(
         parsed[shown] = parse_file(path, shown)
         found = parsed[shown]
         if not isinstance(found, dict):
-            run.add(shown, *found)
+            try:
+                run.add(shown, *found)
+            except RecursionError:  # analyze_file reports the file; the others still share
+                continue
     return run, parsed
 
 

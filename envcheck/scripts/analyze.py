@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from envcheck.scripts.values import Scope, resolve
 # A parsed file (module, text), or why it could not be read (reason, line, column).
 Parsed = Union[tuple[ast.Module, str], dict[str, Any]]
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
+WALK_RECURSION_LIMIT = 4_000
 # Settings a script makes by assignment.
 SETTINGS = {
     "torch.backends.cudnn.benchmark",
@@ -87,11 +89,24 @@ def analyze_file(
         report.error = parsed
         return report
     module, text = parsed
-    walker = Walker(module, text.splitlines(), report)
-    if run is not None and not walker.module_scope.argparse:
-        # a file with no parser of its own reads the options of the run's other files
-        walker.module_scope.foreign = functools.partial(run.lookup, shown)
-    walker.run()
+    limit = sys.getrecursionlimit()
+    # the walk recurses twice per level of nesting: long `a + b + ...` chains that Python
+    # itself parses (a few thousand levels) must not stop it at the default 1000
+    sys.setrecursionlimit(max(limit, WALK_RECURSION_LIMIT))
+    try:
+        walker = Walker(module, text.splitlines(), report)
+        if run is not None and not walker.module_scope.argparse:
+            # a file with no parser of its own reads the options of the run's other files
+            walker.module_scope.foreign = functools.partial(run.lookup, shown)
+        walker.run()
+    except RecursionError:  # `a + b + ...` over hundreds of terms: one file, not the run
+        failed = FileReport(shown)
+        failed.error = _error(
+            "an expression is nested too deeply to analyse (Python's recursion limit); skipped"
+        )
+        return failed
+    finally:
+        sys.setrecursionlimit(limit)
     return report
 
 
