@@ -68,6 +68,24 @@ def test_a_compiled_step_runs_as_a_graph(tmp_path: Path, decorator: str) -> None
     assert results["EC522"].status.value == "fail"
 
 
+def test_what_a_compiled_step_returns_is_read_on_the_host_in_the_eager_loop(
+    tmp_path: Path,
+) -> None:
+    """The graph runs asynchronously; formatting the EagerTensor it returned (or
+    `.numpy()`, `float()`) in the loop waits for it, every step. Periodic reads do not."""
+    source = EAGER.replace("DECORATOR", "@tf.function").replace(
+        "        train_step(x, y)\n",
+        "        loss = train_step(x, y)\n"
+        "        scaled = loss * 2\n"
+        "        print(f\"loss {scaled}\")\n"
+        "        if optimizer.iterations % 100 == 0:\n"
+        "            print(float(loss))\n",
+    )
+    results = findings(tmp_path, source)
+    assert lines(results["EC509"]) == [23]
+    assert "f-string formats an eager tensor" in results["EC509"].findings[0].message
+
+
 def test_a_mixed_precision_policy_satisfies_ec522(tmp_path: Path) -> None:
     source = EAGER.replace("DECORATOR\n", "").replace(
         "optimizer = tf",

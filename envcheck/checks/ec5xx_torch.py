@@ -701,7 +701,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     step, `.numpy()`, `float(t)` and `%`/f-string/`.format` formatting of a tensor copy
     it to the host every step. `tf.print` is not one (it is an op, run asynchronously),
     and a step compiled with `@tf.function` is not read at all: it runs as a graph, where
-    `.numpy()` does not exist and formatting sees symbolic tensors, once, at tracing. A
+    `.numpy()` does not exist and formatting sees symbolic tensors, once, at tracing; what
+    it returns to the eager loop is an EagerTensor, and reading that there every step
+    (`loss = train_step(x, y)` then `print(f"{loss}")`) is a sync. A
     loop a default run does not take (`if FLAGS.mode == "eager_tf":` with the flag's
     default "fit") is left out.
 

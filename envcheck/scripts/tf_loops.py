@@ -18,7 +18,9 @@ the body of the loop itself. `finish` records:
 
 A step function compiled with `@tf.function` (or wrapped, `step = tf.function(step)`)
 runs as a graph: there `.numpy()` is not even available and formatting sees symbolic
-tensors, so nothing in it is a per-step sync and it is not read. Code under a periodic
+tensors, so nothing in it is a per-step sync and it is not read; what it returns to the
+eager loop (`loss = train_step(x, y)`) is an EagerTensor, and reading that on the host
+in the loop (`print(f"{loss}")`, `loss.numpy()`) is. Code under a periodic
 or once-only branch (`if step % 100 == 0:`, `if step == 0:`) is left out, as for
 PyTorch loops. Nothing here judges.
 """
@@ -93,6 +95,13 @@ class TfLoopObserver:
             stepped: list[Union[Function, Loop]] = [f for f in steps if f.name in called]
             if _applies_gradients(body):
                 stepped.append(loop)  # the step is the loop's own body
+            graphs = {f.name for f in stepped if isinstance(f, FUNCTIONS) and f.name in compiled}
+            if graphs and loop not in stepped:
+                # `loss = train_step(x, y)` compiled, then `print(f"{loss}")` in the eager
+                # loop: what the graph returns is an EagerTensor, read on the host here
+                reader = _Step(walker, loop, loop, seen)
+                reader.tensors = _graph_results(body, graphs)
+                walker.report.torch_calls.extend(_one_per_line(reader.read()))
             for step in stepped:
                 if isinstance(step, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
                     step.name in compiled
@@ -393,6 +402,24 @@ def _computed_names(nodes: list[ast.AST]) -> set[str]:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
                         found.add(name.id)
+    return found
+
+
+def _graph_results(body: list[ast.AST], graphs: set[str]) -> set[str]:
+    """Names the loop assigns from a call of a compiled step (`loss = train_step(x)`,
+    `loss, acc = step(x)`), and what it computes from them."""
+    found: set[str] = set()
+    for _ in range(2):
+        for node in body:
+            if not isinstance(node, ast.Assign):
+                continue
+            value = node.value
+            from_graph = isinstance(value, ast.Call) and _callee(value) in graphs
+            mentions = any(isinstance(n, ast.Name) and n.id in found for n in ast.walk(value))
+            converted = isinstance(value, ast.Call) and _callee(value) in NOT_TENSORS
+            if (from_graph or mentions) and not converted:
+                for target in node.targets:
+                    found.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
     return found
 
 
