@@ -77,7 +77,7 @@ def test_what_a_compiled_step_returns_is_read_on_the_host_in_the_eager_loop(
         "        train_step(x, y)\n",
         "        loss = train_step(x, y)\n"
         "        scaled = loss * 2\n"
-        "        print(f\"loss {scaled}\")\n"
+        '        print(f"loss {scaled}")\n'
         "        if optimizer.iterations % 100 == 0:\n"
         "            print(float(loss))\n",
     )
