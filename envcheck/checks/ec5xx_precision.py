@@ -158,6 +158,7 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
 FLOAT32 = "trains on a GPU without torch.autocast / GradScaler"
 ACCELERATE_FIX = "Accelerator(mixed_precision='bf16')   # or 'fp16' before Ampere"
+HF_FIX = "TrainingArguments(..., bf16=True)   # or fp16=True before Ampere"
 AUTOCAST_FIX = (
     "with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
     "# float16 needs torch.amp.GradScaler"
@@ -208,7 +209,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     from a dict the source does not show, `accelerate launch`), the rule is unknown
     for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
     trains nothing. A framework left at its default precision trains in float32:
-    `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`.
+    `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`,
+    and `TrainingArguments(...)` without `fp16`/`bf16` (a script that trains with
+    transformers' `Trainer` is a PyTorch script even when it never imports torch).
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -228,7 +231,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         elif gate.get("framework_default"):
             # a framework left at its float32 default (Accelerator() as Fabric() is)
             how = f"trains on a GPU in float32: {gate.get('text')}"
-            hits.append(_file_hit(f, cap=cap, how=how, fix=ACCELERATE_FIX))
+            hf = str(gate.get("text")).startswith("TrainingArguments")
+            hits.append(_file_hit(f, cap=cap, how=how, fix=HF_FIX if hf else ACCELERATE_FIX))
         elif gate.get("option") and not gate.get("default"):
             # the script offers mixed precision: choosing it is the user's run setting
             option = gate["option"]

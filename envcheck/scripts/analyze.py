@@ -49,6 +49,10 @@ SETTINGS = {
     "torch.backends.cudnn.allow_tf32",
 }
 TORCH_ROOTS = {"torch", "lightning", "pytorch_lightning", "accelerate", "timm"}
+HF_TORCH_TRAINERS = {
+    f"transformers.{name}"
+    for name in ("Trainer", "Seq2SeqTrainer", "TrainingArguments", "Seq2SeqTrainingArguments")
+}
 OTHER_FRAMEWORKS = {"tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer"}
 # The families of observations, in the order their `finish` runs (torch loops read the
 # loaders; the Keras facts come before the GPU answer that uses them).
@@ -191,6 +195,8 @@ class Walker(ast.NodeVisitor):
         roots = {v.split(".")[0] for v in self.aliases.values()}
         if roots & TORCH_ROOTS:
             return True
+        if any(v in HF_TORCH_TRAINERS for v in self.aliases.values()):
+            return True  # transformers' Trainer runs PyTorch, imported or not
         at = self.facts.get("train_at")
         return (
             not roots & OTHER_FRAMEWORKS
@@ -255,6 +261,11 @@ class Walker(ast.NodeVisitor):
             chosen = resolve(node.args[0], self.scope())
             if chosen.known:
                 self.facts["tf32"] = chosen.value in ("high", "medium")
+        elif name in HF_TORCH_TRAINERS and name.endswith("Arguments"):
+            chosen_tf32 = next((k.value for k in node.keywords if k.arg == "tf32"), None)
+            value = resolve(chosen_tf32, self.scope()) if chosen_tf32 is not None else None
+            if value is not None and value.known:  # TrainingArguments(tf32=True)
+                self.facts["tf32"] = bool(value.value) or bool(self.facts["tf32"])
         self.generic_visit(node)
 
     # -- names -----------------------------------------------------------------------------

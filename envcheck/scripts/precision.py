@@ -82,6 +82,8 @@ FRAMEWORK_DEFAULT = (
 )
 # TrainingArguments from the command line: fp16/bf16 default to False.
 HF_COMMAND_LINE = "--fp16/--bf16 on the command line"
+# TrainingArguments(...) given neither fp16 nor bf16: transformers' float32 default.
+HF_DEFAULT = "TrainingArguments() at transformers' default fp16=False, bf16=False"
 # Set outside the source, and float32 when not set (the default run is float32).
 OFF_UNLESS_SET = (LAUNCH_CONFIG, HF_COMMAND_LINE)
 # A LightningModule whose Trainer is created elsewhere: that Trainer sets the precision.
@@ -293,9 +295,17 @@ class _Reader:
                 self.gates.append((setting, scope))
             elif value.source.startswith("argparse "):
                 self.gates.append((setting, scope))  # "no" by default: off unless passed
+        hf_arguments = short in ("TrainingArguments", "Seq2SeqTrainingArguments")
+        if hf_arguments and name.startswith("transformers."):
+            given = {k.arg for k in node.keywords}
+            spread = [k.value for k in node.keywords if k.arg is None]
+            if spread and not given & {"fp16", "bf16"}:
+                self.gates.append((spread[0], scope))  # **overrides may set them
+            elif not given & {"fp16", "bf16"}:
+                self.gates.append((HF_DEFAULT, scope))
         for key in ("fp16", "bf16"):
             setting = keyword_arg(node, key)
-            if setting is not None and short in ("TrainingArguments", "Seq2SeqTrainingArguments"):
+            if setting is not None and hf_arguments:
                 value = resolve(setting, scope)
                 if value.known and value.value is True:
                     self._use(f"{short}({key}=True)", gates, scope)
@@ -541,7 +551,7 @@ class _Reader:
     def _gate(self, expr: Gate, scope: Scope) -> dict[str, Any]:
         """The condition AMP sits behind, and its default where the source shows it."""
         if isinstance(expr, str):  # set outside the source (a launcher, a config file)
-            if expr == FRAMEWORK_DEFAULT:
+            if expr in (FRAMEWORK_DEFAULT, HF_DEFAULT):
                 return {"text": expr, "option": None, "default": False, "framework_default": True}
             return {
                 "text": expr,
