@@ -298,9 +298,9 @@ class _Reader:
         hf_arguments = short in ("TrainingArguments", "Seq2SeqTrainingArguments")
         if hf_arguments and name.startswith("transformers."):
             given = {k.arg for k in node.keywords}
-            spread = [k.value for k in node.keywords if k.arg is None]
-            if spread and not given & {"fp16", "bf16"}:
-                self.gates.append((spread[0], scope))  # **overrides may set them
+            spreads = [k.value for k in node.keywords if k.arg is None]
+            if spreads and not given & {"fp16", "bf16"}:
+                self.gates.append((spreads[0], scope))  # **overrides may set them
             elif not given & {"fp16", "bf16"}:
                 self.gates.append((HF_DEFAULT, scope))
         for key in ("fp16", "bf16"):
