@@ -109,3 +109,38 @@ def test_required_cpu_lengths_and_build_checks_are_not_syncs(tmp_path: Path) -> 
         "packed = rnn", 'n = x["lengths"].cpu()\n        packed = rnn'
     )
     assert lines(tmp_path, copied) == [11]
+
+
+LIGHTNING_SCRIPT = """
+import lightning as L
+import torch
+
+
+class LitModel(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.Linear(512, 10))
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.cross_entropy(self.net(x), y)
+
+
+trainer = L.Trainer(accelerator="gpu", devices=1PRECISION)
+trainer.fit(LitModel(), loader)
+"""
+
+
+def test_a_lightning_trainer_at_its_default_precision_names_its_own_switch(
+    tmp_path: Path,
+) -> None:
+    from test_scripts_torch import audit
+
+    (tmp_path / "train.py").write_text(LIGHTNING_SCRIPT.replace("PRECISION", ""))
+    [finding] = audit(tmp_path / "train.py", rules=("EC507",))["EC507"].findings
+    assert "Trainer() at Lightning's default precision '32-true'" in finding.message
+    assert finding.fix is not None and "Trainer(..., precision='bf16-mixed')" in finding.fix
+    (tmp_path / "train.py").write_text(
+        LIGHTNING_SCRIPT.replace("PRECISION", ', precision="bf16-mixed"')
+    )
+    assert audit(tmp_path / "train.py", rules=("EC507",))["EC507"].status.value == "pass"

@@ -159,6 +159,7 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 FLOAT32 = "trains on a GPU without torch.autocast / GradScaler"
 ACCELERATE_FIX = "Accelerator(mixed_precision='bf16')   # or 'fp16' before Ampere"
 HF_FIX = "TrainingArguments(..., bf16=True)   # or fp16=True before Ampere"
+LIGHTNING_FIX = "{short}(..., precision='bf16-mixed')   # or '16-mixed' before Ampere"
 AUTOCAST_FIX = (
     "with torch.autocast(device_type='cuda', dtype=torch.bfloat16): loss = model(x)   "
     "# float16 needs torch.amp.GradScaler"
@@ -231,8 +232,15 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         elif gate.get("framework_default"):
             # a framework left at its float32 default (Accelerator() as Fabric() is)
             how = f"trains on a GPU in float32: {gate.get('text')}"
-            hf = str(gate.get("text")).startswith("TrainingArguments")
-            hits.append(_file_hit(f, cap=cap, how=how, fix=HF_FIX if hf else ACCELERATE_FIX))
+            text = str(gate.get("text"))
+            fix = (
+                HF_FIX
+                if text.startswith("TrainingArguments")
+                else LIGHTNING_FIX.format(short=text.split("(")[0])
+                if "Lightning's default" in text
+                else ACCELERATE_FIX
+            )
+            hits.append(_file_hit(f, cap=cap, how=how, fix=fix))
         elif gate.get("option") and not gate.get("default"):
             # the script offers mixed precision: choosing it is the user's run setting
             option = gate["option"]

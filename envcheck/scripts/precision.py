@@ -82,6 +82,9 @@ FRAMEWORK_DEFAULT = (
 )
 # TrainingArguments from the command line: fp16/bf16 default to False.
 HF_COMMAND_LINE = "--fp16/--bf16 on the command line"
+# Trainer()/Fabric() of Lightning given no precision: its float32 default.
+LIGHTNING_DEFAULT_TAIL = "at Lightning's default precision '32-true'"
+LIGHTNING_DEFAULT = "{short}() " + LIGHTNING_DEFAULT_TAIL
 # TrainingArguments(...) given neither fp16 nor bf16: transformers' float32 default.
 HF_DEFAULT = "TrainingArguments() at transformers' default fp16=False, bf16=False"
 # Set outside the source, and float32 when not set (the default run is float32).
@@ -283,6 +286,10 @@ class _Reader:
             if setting is None:
                 if key == "precision" and name.startswith(LIGHTNING_ROOTS):
                     self._spread_settings(node, short, scope)
+                    if not any(k.arg is None for k in node.keywords) and not self._inference_runner(
+                        scope
+                    ):
+                        self.gates.append((LIGHTNING_DEFAULT.format(short=short), scope))
                 if accelerate and key == "mixed_precision":
                     # Accelerator(): Accelerate's default; Accelerator(**kwargs): not known
                     spread = any(k.arg is None for k in node.keywords)
@@ -551,7 +558,7 @@ class _Reader:
     def _gate(self, expr: Gate, scope: Scope) -> dict[str, Any]:
         """The condition AMP sits behind, and its default where the source shows it."""
         if isinstance(expr, str):  # set outside the source (a launcher, a config file)
-            if expr in (FRAMEWORK_DEFAULT, HF_DEFAULT):
+            if expr in (FRAMEWORK_DEFAULT, HF_DEFAULT) or expr.endswith(LIGHTNING_DEFAULT_TAIL):
                 return {"text": expr, "option": None, "default": False, "framework_default": True}
             return {
                 "text": expr,
