@@ -34,7 +34,7 @@ else:  # pragma: no cover - envcheck supports 3.10
     import tomli as tomllib
 
 CORPORA = Path(__file__).resolve().parent
-SETS = ("released", "released2", "released3")  # each: SOURCES.toml, expected.toml, files/ (git-ignored)
+SETS = ("released", "released2")  # each: SOURCES.toml, expected.toml, files/ (git-ignored)
 TIMEOUT_S = 120
 ATTEMPTS = 3
 
