@@ -232,3 +232,37 @@ def test_a_data_module_that_neither_trains_nor_names_a_device_leaves_pinning_unk
     assert results["EC502"].status.value == "unknown"
     assert "neither trains nor names a device" in results["EC502"].reason
     assert results["EC501"].status.value == "pass"
+
+
+DEFAULT_KWARGS_METHOD = """
+from torch.utils.data import DataLoader
+
+
+class Trainer:
+    def create_train_dataloader(self, batch_size, train_dl_kwargs=None):
+        kwargs = self.get_default_train_dl_kwargs(batch_size)
+        return DataLoader(dataset=self.train_dataset, **kwargs)
+
+    def get_default_train_dl_kwargs(self, batch_size):
+        return {"shuffle": True, "batch_size": batch_size, "num_workers": 4}
+"""
+
+
+def test_loader_settings_from_a_method_returning_a_dict_literal(tmp_path: Path) -> None:
+    """pytorch-accelerated's `get_default_train_dl_kwargs()`: the keys of the dict the
+    method always returns are the loader's settings; a value built from the method's
+    parameters is there but known only when it runs."""
+    [loader] = analyse(tmp_path, DEFAULT_KWARGS_METHOD).loaders
+    assert loader["opaque_kwargs"] == []
+    assert loader["args"]["num_workers"]["value"] == 4
+    assert loader["args"]["batch_size"]["known"] is False
+    assert "pin_memory" not in loader["args"]  # not given: DataLoader's default
+
+
+def test_a_method_returning_several_dicts_stays_opaque(tmp_path: Path) -> None:
+    source = DEFAULT_KWARGS_METHOD.replace(
+        '        return {"shuffle": True,',
+        '        if batch_size > 8:\n            return {}\n        return {"shuffle": True,',
+    )
+    [loader] = analyse(tmp_path, source).loaders
+    assert loader["opaque_kwargs"] == ["kwargs"]

@@ -6,6 +6,9 @@ value resolver (values.py) reads such a call as the expression returned, when ev
 `return` of the function returns that one expression and it does not use the function's
 parameters or locals; anything else stays computed at run time. A module that names
 itself (`d2l = sys.modules[__name__]`) is followed: `d2l.get_dataloader_workers()`.
+A function or method that always returns one dict literal (`self.get_default_train_dl_
+kwargs(batch_size)`) gives its keys to `**` expansion, each value unknown when it uses
+the function's parameters or locals.
 """
 
 from __future__ import annotations
@@ -31,6 +34,14 @@ class ConstantReturns(Mapping[str, ast.expr]):
         }
         # `d2l = sys.modules[__name__]`, then `d2l.get_dataloader_workers()`
         self._prefixes = ["", *(f"{alias}." for alias in self_aliases(module))]
+        # methods by name, when one class of the file alone defines the name
+        methods: dict[str, list[ast.FunctionDef]] = {}
+        for node in module.body:
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        methods.setdefault(item.name, []).append(item)
+        self._methods = {name: found[0] for name, found in methods.items() if len(found) == 1}
         self._read: dict[str, Optional[ast.expr]] = {}
 
     def __getitem__(self, callee: str) -> ast.expr:
@@ -44,6 +55,28 @@ class ConstantReturns(Mapping[str, ast.expr]):
             if found is not None:
                 return found
         raise KeyError(callee)
+
+    def dict_returned(self, callee: str) -> Optional[dict[str, ast.expr]]:
+        """`self.get_default_loader_kwargs(batch_size)` or `loader_kwargs()`: the keys of
+        the one dict literal the method or function always returns, each with its value
+        expression, or None. A value that uses the function's parameters or locals is
+        given as RUNTIME (known only when it runs), so the key is there but unknown."""
+        name = callee[len("self.") :] if callee.startswith("self.") else callee
+        function = self._methods.get(name) if callee.startswith("self.") else None
+        function = function or self._functions.get(name)
+        if function is None or function.decorator_list:
+            return None
+        returns = [n for n in _own_nodes(function) if isinstance(n, ast.Return)]
+        if len(returns) != 1 or not isinstance(returns[0].value, ast.Dict):
+            return None
+        local = _locals(function)
+        found: dict[str, ast.expr] = {}
+        for key, value in zip(returns[0].value.keys, returns[0].value.values, strict=True):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None  # `**other` or a computed key: not spelled out
+            uses_locals = any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(value))
+            found[key.value] = ast.Name(id=RUNTIME, ctx=ast.Load()) if uses_locals else value
+        return found
 
     def __iter__(self) -> Iterator[str]:
         for prefix in self._prefixes:
@@ -64,6 +97,19 @@ def self_aliases(module: ast.Module) -> list[str]:
         for target in node.targets
         if isinstance(target, ast.Name)
     ]
+
+
+RUNTIME = "<known when it runs>"  # a name no scope binds: resolves as unknown
+
+
+def _locals(function: ast.FunctionDef) -> set[str]:
+    """The function's parameters and the names it assigns."""
+    names = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    return names | {
+        n.id
+        for n in _own_nodes(function)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))
+    }
 
 
 def _one_return(function: ast.FunctionDef) -> Optional[ast.expr]:

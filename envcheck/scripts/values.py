@@ -414,6 +414,10 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
         left = _dict_items(node.left, scope, depth + 1)
         right = _dict_items(node.right, scope, depth + 1)
         return None if left is None or right is None else {**left, **right}
+    if isinstance(node, ast.Call) and isinstance(scope.returns, ConstantReturns):
+        returned = scope.returns.dict_returned(ast.unparse(node.func))
+        if returned is not None:  # `self.get_default_loader_kwargs(batch_size)`
+            return dict(returned)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
         base: dict[str, ast.expr] = {}
         if node.args:
