@@ -266,3 +266,17 @@ def test_a_method_returning_several_dicts_stays_opaque(tmp_path: Path) -> None:
     )
     [loader] = analyse(tmp_path, source).loaders
     assert loader["opaque_kwargs"] == ["kwargs"]
+
+
+def test_settings_chosen_by_cuda_availability_are_the_gpu_run_s(tmp_path: Path) -> None:
+    """`num_workers=4 if torch.cuda.is_available() else 0`, `pin_memory=torch.cuda.
+    is_available()`: the rules judge GPU runs, where the test is true."""
+    [loader] = analyse(
+        tmp_path,
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, num_workers=4 if torch.cuda.is_available() else 0,\n"
+        "                    pin_memory=torch.cuda.is_available())\n",
+    ).loaders
+    assert loader["args"]["num_workers"]["value"] == 4
+    assert "on a GPU run" in loader["args"]["num_workers"]["source"]
+    assert loader["args"]["pin_memory"]["value"] is True

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional
 from envcheck.scripts.assignments import simple_assignments, statements
 from envcheck.scripts.configs import config_defaults, option_defaults
 from envcheck.scripts.cpu_expressions import SYMBOLIC, combine_binop, combine_call, symbolic
+from envcheck.scripts.gpu_tests import cuda_available, gpu_test
 from envcheck.scripts.returns import ConstantReturns
 
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
@@ -125,6 +126,12 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return Value(False, None, text, inner.source)
     if _is_cpu_count(node):
         return Value(True, CPU_COUNT, text, "os.cpu_count()")
+    if cuda_available(node):  # the rules judge GPU runs, where it is True
+        return Value(True, True, text, "torch.cuda.is_available() on a GPU run")
+    if isinstance(node, ast.IfExp) and cuda_available(node.test):
+        # `4 if torch.cuda.is_available() else 0`: what a GPU run gets
+        found = resolve(node.body, scope, depth + 1)
+        return Value(found.known, found.value, text, f"{found.source}, on a GPU run")
     if isinstance(node, ast.Name):
         if node.id in ("True", "False", "None"):
             return Value(
@@ -407,7 +414,7 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
                 return None
             items[key.value] = value
         return items
-    if isinstance(node, ast.IfExp) and _gpu_test(node.test):
+    if isinstance(node, ast.IfExp) and gpu_test(node.test):
         # `{'num_workers': 1, 'pin_memory': True} if use_cuda else {}`: what a GPU run gets
         return _dict_items(node.body, scope, depth + 1)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -435,17 +442,6 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
                 base[keyword.arg] = keyword.value
         return base
     return None
-
-
-GPU_WORDS = ("cuda", "gpu", "accel")
-
-
-def _gpu_test(test: ast.expr) -> bool:
-    """A condition that holds on a GPU run: `use_cuda`, `args.cuda`,
-    `torch.cuda.is_available()`, `use_accel` (not negated)."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return False
-    return any(word in ast.unparse(test).lower() for word in GPU_WORDS)
 
 
 def _dict_updates(body: list[ast.stmt]) -> dict[str, list[ast.expr]]:
