@@ -254,3 +254,24 @@ def test_a_helper_only_the_step_reaches_is_reported_inside(tmp_path: Path) -> No
     results = findings(tmp_path, HELPERS[:start] + "\n\n" + HELPERS[end:])
     assert 28 in lines(results["EC509"])
     assert 32 not in lines(results["EC509"])
+
+
+IRIS = """
+import tensorflow as tf
+model = tf.keras.Sequential([
+    tf.keras.layers.Dense(10, activation=tf.nn.relu, input_shape=(4,)),
+    tf.keras.layers.Dense(UNITS),
+])
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+model.fit(features, labels, epochs=200)
+"""
+
+
+@pytest.mark.parametrize(("units", "status"), [("3", "pass"), ("128", "fail")])
+def test_a_toy_dense_model_gives_tensor_cores_nothing_to_do(
+    tmp_path: Path, units: str, status: str
+) -> None:
+    """The Iris classifier (Dense(10) -> Dense(3)) is not worth mixed precision; a
+    128-wide layer is."""
+    results = findings(tmp_path, IRIS.replace("UNITS", units))
+    assert results["EC522"].status.value == status

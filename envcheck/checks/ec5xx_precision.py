@@ -360,7 +360,7 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
     """Keras `fit` on a model with real compute: Keras layers in sight, or a model of the
     project whose name says its architecture (`YoloV3(...)`, `create_yolov3_model()`)."""
     model = (
-        file_facts.get("keras_layers")
+        (file_facts.get("keras_layers") and not file_facts.get("keras_toy"))
         or file_facts.get("conv_layers")
         or (file_facts.get("matmul_layers") and not file_facts.get("toy_model"))
     )
@@ -406,8 +406,10 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     precision guide quotes more than 3x on modern GPUs (a best case: models bound by
     their input pipeline or memory gain less).
 
-    A policy the source sets to a value it does not show makes the rule unknown for
-    that file. Mixed precision counts when set with `mixed_precision.set_global_policy`
+    A toy model, whose only compute layers are `Dense` of at most 32 units (the Iris
+    classifier's `Dense(10)` -> `Dense(3)`), gives the tensor cores nothing to do and is
+    not flagged. A policy the source sets to a value it does not show makes the rule
+    unknown for that file. Mixed precision counts when set with `mixed_precision.set_global_policy`
     (or the older `experimental.set_policy`, or Keras 3's
     `keras.config.set_dtype_policy`), a layer's `dtype="mixed_float16"`, or TF 1.x's
     `enable_mixed_precision_graph_rewrite`.

@@ -61,6 +61,19 @@ COMPUTE_LAYERS = {
 }
 
 
+# A Keras model whose only compute layers are Dense of at most this many units (the
+# Iris classifier's Dense(10) -> Dense(3)) gives tensor cores nothing to speed up.
+TOY_UNITS = 32
+
+
+def _dense_units(node: ast.Call) -> Optional[int]:
+    """`Dense(10)`, `Dense(units=10)`: the constant width, or None."""
+    units = node.args[0] if node.args else keyword_arg(node, "units")
+    if isinstance(units, ast.Constant) and isinstance(units.value, int):
+        return int(units.value)
+    return None
+
+
 class KerasObserver:
     """The Keras family (see the module docstring)."""
 
@@ -71,14 +84,19 @@ class KerasObserver:
         walker.facts.setdefault("mixed_precision", False)
         walker.facts.setdefault("keras_fit", None)
         walker.facts.setdefault("keras_layers", False)
+        walker.facts.setdefault("keras_toy", False)
         walker.report.keras_calls.extend(_layer_numpy(walker, walker.index()))
 
 
 def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
     """Record Keras calls of interest and the mixed-precision policy."""
     if name is not None and _is_keras(name):
-        if name.rsplit(".", 1)[-1] in COMPUTE_LAYERS or ".applications." in name:
+        layer = name.rsplit(".", 1)[-1]
+        if layer in COMPUTE_LAYERS or ".applications." in name:
             walker.facts["keras_layers"] = True
+            units = _dense_units(node) if layer == "Dense" else None
+            small = units is not None and units <= TOY_UNITS
+            walker.facts["keras_toy"] = small and walker.facts.get("keras_toy", True)
         dtype = keyword_arg(node, "dtype")
         if dtype is not None and _policy_name(dtype, walker) in MIXED_POLICIES:
             walker.facts["mixed_precision"] = True  # a per-layer policy
