@@ -1,5 +1,5 @@
 """The script audit on code shipped in PyPI releases (issue 11): tests/real_scripts/released/
-released2/ and released3/ (each judged blind after the ones before were used for tuning).
+and released2/ (a second set, judged blind after the first was used for tuning).
 
 Unlike the GitHub corpus (tests/test_real_scripts.py), these files can be had in CI
 without committing anyone's code: tests/real_scripts/fetch_released.py downloads each

@@ -1,7 +1,7 @@
 """Download the released script corpora from PyPI and check every byte (issue 11).
 
-The corpora in tests/real_scripts/released/, released2/ and released3/ (each judged blind
-after the ones before were used for tuning) are other projects' code, so they are never
+The corpora in tests/real_scripts/released/ and released2/ (a second set, judged blind
+after the first was used for tuning) are other projects' code, so they are never
 committed: SOURCES.toml in each records, per file, the PyPI artifact (URL and the sha256
 PyPI publishes) and the member's own sha256. This script downloads each artifact once,
 checks both hashes and writes the members into the set's files/ folder (or, for one
