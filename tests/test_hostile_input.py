@@ -472,3 +472,51 @@ def test_a_collector_that_fails_is_an_internal_error_not_a_clean_run(
     result = CliRunner().invoke(app, ["scripts", str(tmp_path / "train.py")])
     assert result.exit_code == 3
     assert "internal error: the script audit stopped (RuntimeError: boom)" in result.stderr
+
+
+def test_a_notebook_is_audited_by_its_code_cells(tmp_path: Path) -> None:
+    """A notebook's JSON is a valid Python expression: read as Python it gave a silent
+    "0 findings". Its code cells are read instead (magics and shell lines commented
+    out), lines counted in the cells joined after `# %% [code cell N]` headers."""
+    cells = [
+        {"cell_type": "markdown", "source": ["# Training"], "metadata": {}},
+        {
+            "cell_type": "code",
+            "source": ["!pip install torch\n", "%matplotlib inline\n", "import torch\n"],
+            "metadata": {},
+            "outputs": [],
+        },
+        {
+            "cell_type": "code",
+            "source": (
+                "from torch.utils.data import DataLoader\n"
+                "loader = DataLoader(ds, batch_size=8)\n"
+                "model = Net().cuda()\n"
+                "for epoch in range(3):\n"
+                "    for x, y in loader:\n"
+                "        model(x.cuda()).sum().backward()\n"
+            ),
+            "metadata": {},
+            "outputs": [],
+        },
+    ]
+    notebook = tmp_path / "train.ipynb"
+    notebook.write_text(json.dumps({"cells": cells, "nbformat": 4}), encoding="utf-8")
+    result = cli("scripts", str(tmp_path), "--target", str(GPU_FIXTURE))
+    assert "train.ipynb:7:" in result.stdout and "EC501" in result.stdout
+    assert result.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("{not json", "not a Jupyter notebook (invalid JSON"),
+        ('{"cells": 3}', "not a Jupyter notebook (no list of cells)"),
+        ('{"cells": [{"cell_type": "code", "source": 7}]}', "not a Jupyter notebook (code cell 1"),
+    ],
+)
+def test_a_broken_notebook_is_one_line_and_exit_2(tmp_path: Path, text: str, needle: str) -> None:
+    (tmp_path / "broken.ipynb").write_text(text, encoding="utf-8")
+    result = cli("scripts", str(tmp_path / "broken.ipynb"))
+    assert result.exit_code == 2
+    assert f"broken.ipynb: error: {needle}" in result.stdout

@@ -148,7 +148,7 @@ def test_empty_folder_and_missing_path(tmp_path: Path) -> None:
     result = run("--script", str(empty), "--script", str(tmp_path / "missing.py"))
     assert result.exit_code == 2 and "2 could not be audited" in result.stderr
     reasons = [e["reason"] for e in json.loads(result.stdout)["facts"]["scripts"]["errors"]]
-    assert reasons == ["no *.py files in this folder", "no such file or folder"]
+    assert reasons == ["no *.py or *.ipynb files in this folder", "no such file or folder"]
 
 
 def test_without_script_the_rules_are_skipped() -> None:

@@ -39,6 +39,7 @@ SKIPPED_FOLDERS = {
     "dist",
 }
 TEST_FOLDERS = {"tests", "test"}
+SOURCES = (".py", ".ipynb")  # what a folder search audits
 
 
 def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
@@ -132,7 +133,7 @@ def _python_files(
                 section["errors"].append(
                     {
                         "path": str(given),
-                        "reason": "no *.py files in this folder",
+                        "reason": "no *.py or *.ipynb files in this folder",
                         "line": None,
                         "column": None,
                     }
@@ -171,13 +172,13 @@ def _walk(
             if d in TEST_FOLDERS:
                 if skipped is not None:
                     skipped[0] += sum(
-                        1 for _, _, fs in os.walk(Path(root) / d) for f in fs if f.endswith(".py")
+                        1 for _, _, fs in os.walk(Path(root) / d) for f in fs if f.endswith(SOURCES)
                     )
                 continue
             kept.append(d)
         dirs[:] = kept
         for name in files:
-            if not name.endswith(".py"):
+            if not name.endswith(SOURCES):
                 continue
             if test_file(name):
                 if skipped is not None:

@@ -31,6 +31,7 @@ from envcheck.scripts.inherited import (
     parameter_defaults,
 )
 from envcheck.scripts.keras import KerasObserver
+from envcheck.scripts.notebooks import MAX_NOTEBOOK_BYTES, SUFFIX, notebook_code
 from envcheck.scripts.observer import Observer
 from envcheck.scripts.run_options import RunOptions
 from envcheck.scripts.tf_data import TfDataObserver
@@ -119,15 +120,24 @@ def parse_file(path: Path, shown: str) -> Parsed:
     not_regular = safefile.problem(path, limit=2**63)  # a FIFO or a link to /dev/zero blocks
     if not_regular:
         return _error(f"{not_regular}; skipped")
+    notebook = path.suffix == SUFFIX
+    limit = MAX_NOTEBOOK_BYTES if notebook else MAX_BYTES
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
+        if size > limit:
             return _error(
-                f"{size:,} bytes: too large for a training script (limit {MAX_BYTES:,}); skipped"
+                f"{size:,} bytes: too large for a training script (limit {limit:,}); skipped"
             )
-        with tokenize.open(path) as handle:  # honours a PEP 263 coding cookie
-            text = handle.read()
-    except (OSError, SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        if notebook:
+            text = notebook_code(path.read_text(encoding="utf-8"))
+        else:
+            with tokenize.open(path) as handle:  # honours a PEP 263 coding cookie
+                text = handle.read()
+    except ValueError as exc:  # a notebook that is not one; UnicodeDecodeError is one too
+        if isinstance(exc, UnicodeDecodeError):
+            return _error(f"cannot read it as Python source ({_short(exc)})")
+        return _error(str(exc))
+    except (OSError, SyntaxError, LookupError) as exc:
         return _error(f"cannot read it as Python source ({_short(exc)})")
     if "\x00" in text:
         return _error("not a Python source file (binary content)")
