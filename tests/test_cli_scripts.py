@@ -151,7 +151,7 @@ def test_the_hook_manifest_is_valid_for_pre_commit() -> None:
     clientlib = pytest.importorskip("pre_commit.clientlib")
     [hook] = clientlib.load_manifest(str(REPO / ".pre-commit-hooks.yaml"))
     assert hook["id"] == "envcheck-scripts"
-    assert hook["entry"] == "envcheck scripts" and hook["types"] == ["python"]
+    assert hook["entry"] == "envcheck scripts" and hook["types_or"] == ["python", "jupyter"]
 
 
 @pytest.mark.slow
