@@ -347,6 +347,7 @@ def test_trains_on_gpu(
         ("NaNLabelEncoder()", True),
         ("self._scalers[name]", True),
         ("self.target_normalizer", True),
+        ("huggingface_estimator", True),
         ("autoencoder", False),
         ("model", False),
         ("trainer", False),

@@ -10,14 +10,25 @@ from __future__ import annotations
 
 import ast
 
-# scikit-learn-style data transforms: their fit() learns a mapping, it trains no model
-PREPROCESSORS = ("encoder", "scaler", "normalizer", "normaliser", "imputer", "vectorizer")
+# scikit-learn-style data transforms: their fit() learns a mapping, it trains no model;
+# and estimators (scikit-learn's, SageMaker's `estimator.fit(inputs=...)`, which starts a
+# job elsewhere): no GPU training in this process
+PREPROCESSORS = (
+    "encoder",
+    "scaler",
+    "normalizer",
+    "normaliser",
+    "imputer",
+    "vectorizer",
+    "estimator",
+)
 
 
 def preprocessing_fit(receiver: ast.expr) -> bool:
     """Whether `receiver.fit(...)` fits a data transform (`encoder`, `scaler`, ...,
-    named so, or built from a class named so: `LabelEncoder().fit`), not a model; an
-    `autoencoder` is a model."""
+    named so, or built from a class named so: `LabelEncoder().fit`) or an estimator
+    (`huggingface_estimator.fit(...)`), not a model of this process; an `autoencoder` is
+    a model."""
     if isinstance(receiver, ast.Subscript):  # self._scalers[name].fit(column)
         receiver = receiver.value
     if isinstance(receiver, ast.Call):
