@@ -280,3 +280,41 @@ def test_settings_chosen_by_cuda_availability_are_the_gpu_run_s(tmp_path: Path) 
     assert loader["args"]["num_workers"]["value"] == 4
     assert "on a GPU run" in loader["args"]["num_workers"]["source"]
     assert loader["args"]["pin_memory"]["value"] is True
+
+
+PER_GPU_WORKERS = """
+import os
+import torch
+from torch.utils.data import DataLoader
+
+
+def create_train_dataloader(ds, batch_size, train_dl_kwargs=None):
+    kwargs = {
+        "batch_size": batch_size,
+        "num_workers": max(os.cpu_count() // torch.cuda.device_count(), 1),
+    }
+    if train_dl_kwargs is not None:
+        kwargs.update(train_dl_kwargs)
+    return DataLoader(ds, **kwargs)
+
+
+def train(model, ds):
+    loader = create_train_dataloader(ds, 32)
+    model.to("cuda")
+    for epoch in range(10):
+        for batch in loader:
+            model(batch.to("cuda")).backward()
+"""
+
+
+def test_a_worker_count_over_cpus_and_gpus_is_evaluated_on_the_target(tmp_path: Path) -> None:
+    """`max(os.cpu_count() // torch.cuda.device_count(), 1)` on 2 CPUs and 8 GPUs is 1
+    worker; merging `train_dl_kwargs=None` cannot run at its default (dict.update(None)
+    raises), so the dict is known."""
+    from test_scripts_loaders import verdicts
+
+    found = verdicts(tmp_path, PER_GPU_WORKERS)
+    assert found["EC503"].status.value == "fail"
+    [finding] = found["EC503"].findings
+    assert "= 1 with the training machine's 2 CPUs and 8 GPUs" in finding.message
+    assert found["EC501"].status.value == "pass"

@@ -34,8 +34,17 @@ def test_expression_kept_and_evaluated() -> None:
 
 
 def test_unknown_operand_stays_unknown() -> None:
-    found = _resolved("import os, torch\nos.cpu_count() // torch.cuda.device_count()\n")
+    found = _resolved("import os\nos.cpu_count() // world_size\n")
     assert not found.known and found.value is None
+
+
+def test_a_count_over_the_gpus_needs_the_target_s_gpus() -> None:
+    """`os.cpu_count() // torch.cuda.device_count()`: workers per GPU process, evaluated
+    with the training machine's CPUs and GPUs, never with its CPUs alone."""
+    found = _resolved("import os, torch\nos.cpu_count() // torch.cuda.device_count()\n")
+    assert not found.known and found.value == "(os.cpu_count() // torch.cuda.device_count())"
+    assert evaluate_over_cpus(found.value, 16) is None
+    assert evaluate_over_cpus(found.value, 16, 8) == 2
 
 
 def _statuses(tmp_path: Path, source: str, logical: int) -> dict[str, str]:

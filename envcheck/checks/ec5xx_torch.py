@@ -19,6 +19,7 @@ from envcheck.checks.script_facts import trains_on_gpu
 from envcheck.engine.python_rules import check
 from envcheck.engine.rule import Hit, Outcome
 from envcheck.model import Location, Severity
+from envcheck.scripts.cpu_expressions import GPU_COUNT
 from envcheck.scripts.cpu_expressions import evaluate as evaluate_over_cpus
 from envcheck.scripts.values import CPU_COUNT
 from envcheck.snapshot import Facts, Missing
@@ -109,12 +110,15 @@ def workers_on_target(loader: dict[str, Any], facts: Facts) -> tuple[bool, Any, 
     logical = facts.lookup("cpu.logical")
     if known or not isinstance(expression, str) or not isinstance(logical, int):
         return known, value, how
-    count = evaluate_over_cpus(expression, logical)
+    found = devices(facts)
+    gpus = len(found) if isinstance(found, list) else None
+    count = evaluate_over_cpus(expression, logical, gpus)
     if count is None:
         return known, value, how
     how = how.removesuffix(": value not determined from the source")
     written = expression[1:-1] if expression.startswith("(") else expression
-    return True, count, f"{how}: {written} = {count} with the training machine's {logical} CPUs"
+    machine = f"{logical} CPUs" + (f" and {gpus} GPUs" if GPU_COUNT in expression else "")
+    return True, count, f"{how}: {written} = {count} with the training machine's {machine}"
 
 
 def loader_hit(loader: dict[str, Any], **values: Any) -> Hit:

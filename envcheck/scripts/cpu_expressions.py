@@ -1,5 +1,6 @@
 """Worker counts written in terms of the CPU count: `multiprocessing.cpu_count() // 2`,
-`max(os.cpu_count() - 1, 1)`.
+`max(os.cpu_count() - 1, 1)`, or of the GPU count too: `os.cpu_count() //
+torch.cuda.device_count()`.
 
 The script audit runs away from the training node, so such a count has no value where it
 is read; the resolver keeps it as an expression over `os.cpu_count()` (a string, known =
@@ -13,6 +14,8 @@ import ast
 from typing import Any, Optional
 
 CPU_COUNT = "os.cpu_count()"
+GPU_COUNT = "torch.cuda.device_count()"  # also the training machine's: its GPUs
+SYMBOLS = (CPU_COUNT, GPU_COUNT)
 SYMBOLIC = "depends on os.cpu_count()"
 OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"}
 
@@ -24,7 +27,7 @@ def symbolic(value: Any, known: bool) -> Optional[str]:
         return CPU_COUNT
     if known and isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    if not known and isinstance(value, str) and CPU_COUNT in value:
+    if not known and isinstance(value, str) and any(x in value for x in SYMBOLS):
         return value
     return None
 
@@ -34,7 +37,7 @@ def combine_binop(op: ast.operator, left: Optional[str], right: Optional[str]) -
     sign = OPERATORS.get(type(op))
     if sign is None or left is None or right is None:
         return None
-    if CPU_COUNT not in left and CPU_COUNT not in right:
+    if not any(x in left or x in right for x in SYMBOLS):
         return None
     return f"({left} {sign} {right})"
 
@@ -45,14 +48,19 @@ def combine_call(name: str, args: list[Optional[str]]) -> Optional[str]:
     if name not in ("max", "min", "int") or not args or any(a is None for a in args):
         return None
     texts = [a for a in args if a is not None]
-    if not any(CPU_COUNT in a for a in texts):
+    if not any(x in a for a in texts for x in SYMBOLS):
         return None
     return f"{name}({', '.join(texts)})"
 
 
-def evaluate(expression: str, cpus: int) -> Optional[int]:
-    """The expression's value when os.cpu_count() returns `cpus`; None if it is not one
-    this module wrote."""
+def evaluate(expression: str, cpus: int, gpus: Optional[int] = None) -> Optional[int]:
+    """The expression's value when os.cpu_count() returns `cpus` (and
+    torch.cuda.device_count() `gpus`); None if it is not one this module wrote, or it
+    counts GPUs and `gpus` is not known."""
+    if GPU_COUNT in expression:
+        if gpus is None:
+            return None
+        expression = expression.replace(GPU_COUNT, str(gpus))
     try:
         tree = ast.parse(expression.replace(CPU_COUNT, str(cpus)), mode="eval")
     except SyntaxError:

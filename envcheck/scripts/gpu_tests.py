@@ -24,3 +24,12 @@ def gpu_test(test: ast.expr) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return False
     return any(word in ast.unparse(test).lower() for word in GPU_WORDS)
+
+
+def gpu_count(node: ast.expr) -> bool:
+    """`torch.cuda.device_count()`: the training machine's GPUs, kept symbolic."""
+    return (
+        isinstance(node, ast.Call)
+        and not node.args
+        and ast.unparse(node.func) == "torch.cuda.device_count"
+    )

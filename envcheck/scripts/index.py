@@ -132,3 +132,20 @@ def derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str
                     changed = True
                     break
     return found
+
+
+def none_parameters(function: Optional[ast.AST]) -> set[str]:
+    """Parameters of `function` that default to None."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [
+        *zip(
+            positional[len(positional) - len(arguments.defaults) :],
+            arguments.defaults,
+            strict=True,
+        ),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
+    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None}

@@ -6,6 +6,10 @@ knowable from the source alone — literals, module constants, simple assignment
 same function or at module level, argparse defaults, dict literals and `dict(...)` calls
 passed with `**`, `os.cpu_count()` — and otherwise says the value is unknown, with the
 expression, rather than guess.
+
+Size: one recursive resolver over every expression form it knows; its helpers (names,
+attributes, operators, builtins, `**` dicts) call back into it, so splitting them off
+would pass the recursion and the scope between modules for no gain in clarity.
 """
 
 from __future__ import annotations
@@ -17,8 +21,15 @@ from typing import Any, Callable, Optional
 
 from envcheck.scripts.assignments import simple_assignments, statements
 from envcheck.scripts.configs import config_defaults, option_defaults
-from envcheck.scripts.cpu_expressions import SYMBOLIC, combine_binop, combine_call, symbolic
-from envcheck.scripts.gpu_tests import cuda_available, gpu_test
+from envcheck.scripts.cpu_expressions import (
+    GPU_COUNT,
+    SYMBOLIC,
+    combine_binop,
+    combine_call,
+    symbolic,
+)
+from envcheck.scripts.gpu_tests import cuda_available, gpu_count, gpu_test
+from envcheck.scripts.index import none_parameters
 from envcheck.scripts.returns import ConstantReturns
 
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
@@ -68,6 +79,13 @@ class Scope:
         body = _body(function) if function is not None else []
         self.local_names = simple_assignments(body) if function is not None else {}
         self.local_updates = _dict_updates(body) if function is not None else {}
+        # `kwargs.update(extra)` with `extra=None` by default cannot run at the default
+        # (dict.update(None) raises): a guarded merge of caller options, not taken
+        unset = none_parameters(function)
+        for name, merged in self.local_updates.items():
+            self.local_updates[name] = [
+                m for m in merged if not (isinstance(m, ast.Name) and m.id in unset)
+            ]
         # `self.x` in a method: what the class's __init__ assigns it, read in the
         # __init__'s scope, whose parameters stand for their defaults (set by the walker)
         self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
@@ -126,6 +144,8 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return Value(False, None, text, inner.source)
     if _is_cpu_count(node):
         return Value(True, CPU_COUNT, text, "os.cpu_count()")
+    if gpu_count(node):  # kept symbolic: evaluated with the target's GPUs
+        return Value(False, GPU_COUNT, text, "torch.cuda.device_count() on the training machine")
     if cuda_available(node):  # the rules judge GPU runs, where it is True
         return Value(True, True, text, "torch.cuda.is_available() on a GPU run")
     if isinstance(node, ast.IfExp) and cuda_available(node.test):
