@@ -512,11 +512,14 @@ def test_a_notebook_is_audited_by_its_code_cells(tmp_path: Path) -> None:
     [
         ("{not json", "not a Jupyter notebook (invalid JSON"),
         ('{"cells": 3}', "not a Jupyter notebook (no list of cells)"),
+        ("[" * 100_000 + "]" * 100_000, "not a Jupyter notebook (JSON nested too deeply)"),
+        (b"\xff\xfe{}", "cannot read it as Python source"),
         ('{"cells": [{"cell_type": "code", "source": 7}]}', "not a Jupyter notebook (code cell 1"),
     ],
 )
-def test_a_broken_notebook_is_one_line_and_exit_2(tmp_path: Path, text: str, needle: str) -> None:
-    (tmp_path / "broken.ipynb").write_text(text, encoding="utf-8")
+def test_a_broken_notebook_is_one_line_and_exit_2(tmp_path: Path, text: Any, needle: str) -> None:
+    raw = text if isinstance(text, bytes) else text.encode("utf-8")
+    (tmp_path / "broken.ipynb").write_bytes(raw)
     result = cli("scripts", str(tmp_path / "broken.ipynb"))
     assert result.exit_code == 2
     assert f"broken.ipynb: error: {needle}" in result.stdout

@@ -24,6 +24,8 @@ def notebook_code(text: str) -> str:
     except json.JSONDecodeError as exc:
         why = f"invalid JSON: {exc.msg}, line {exc.lineno}"
         raise ValueError(f"not a Jupyter notebook ({why})") from None
+    except RecursionError:  # `[[[[...]]]]` thousands deep
+        raise ValueError("not a Jupyter notebook (JSON nested too deeply)") from None
     cells = document.get("cells") if isinstance(document, dict) else None
     if not isinstance(cells, list):
         raise ValueError("not a Jupyter notebook (no list of cells)")
