@@ -134,13 +134,14 @@ def derived(classes: list[ast.ClassDef], aliases: dict[str, str], bases: set[str
     return found
 
 
-def none_parameters(function: Optional[ast.AST]) -> set[str]:
-    """Parameters of `function` that default to None."""
+def parameter_defaults(function: Optional[ast.AST]) -> list[tuple[ast.arg, Optional[ast.expr]]]:
+    """(parameter, default) of a function's parameters that have a default slot (a
+    keyword-only one without a default pairs with None)."""
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return set()
+        return []
     arguments = function.args
     positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = [
+    return [
         *zip(
             positional[len(positional) - len(arguments.defaults) :],
             arguments.defaults,
@@ -148,4 +149,12 @@ def none_parameters(function: Optional[ast.AST]) -> set[str]:
         ),
         *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
     ]
-    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None}
+
+
+def none_parameters(function: Optional[ast.AST]) -> set[str]:
+    """Parameters of `function` that default to None."""
+    return {
+        a.arg
+        for a, d in parameter_defaults(function)
+        if isinstance(d, ast.Constant) and d.value is None
+    }

@@ -43,6 +43,7 @@ from envcheck.scripts.index import (
     keyword_arg,
     module_nodes,
     own_nodes,
+    parameter_defaults,
 )
 from envcheck.scripts.masks import boolean_expression, mask_names
 from envcheck.scripts.precision import lightning_hook
@@ -488,17 +489,7 @@ def _false_by_default(node: ast.expr, walker: Walker, owner: Optional[Function])
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
         return any(_false_by_default(v, walker, owner) for v in node.values)
     if isinstance(node, ast.Name) and owner is not None:
-        arguments = owner.args
-        positional = [*arguments.posonlyargs, *arguments.args]
-        pairs = [
-            *zip(
-                positional[len(positional) - len(arguments.defaults) :],
-                arguments.defaults,
-                strict=True,
-            ),
-            *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
-        ]
-        for argument, default in pairs:
+        for argument, default in parameter_defaults(owner):
             if argument.arg == node.id and default is not None:
                 return isinstance(default, ast.Constant) and default.value is False
     value = resolve(node, walker.scope_of(owner))
