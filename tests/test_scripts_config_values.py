@@ -318,3 +318,51 @@ def test_a_worker_count_over_cpus_and_gpus_is_evaluated_on_the_target(tmp_path: 
     [finding] = found["EC503"].findings
     assert "= 1 with the training machine's 2 CPUs and 8 GPUs" in finding.message
     assert found["EC501"].status.value == "pass"
+
+
+STORED_LOADER_OPTIONS = """
+import torch
+from torch.utils.data import DataLoader
+
+
+class Trainer:
+    def create_train_dataloader(self, batch_size, train_dl_kwargs=None):
+        options = {"batch_size": batch_size, "num_workers": 1, "shuffle": True}
+        if train_dl_kwargs is not None:
+            options.update(train_dl_kwargs)
+        self._train_dl_kwargs = options
+        return DataLoader(self.train_dataset, **self._train_dl_kwargs)
+
+    def train(self, model):
+        loader = self.create_train_dataloader(32)
+        model.to("cuda")
+        for epoch in range(10):
+            for batch in loader:
+                model(batch.to("cuda")).backward()
+"""
+
+
+def test_options_stored_on_the_object_are_read_back_in_the_same_method(tmp_path: Path) -> None:
+    """`self._dl_kwargs = options` then `DataLoader(**self._dl_kwargs)`: the stored dict
+    is the one just built, so the loader's worker count is known."""
+    from test_scripts_loaders import verdicts
+
+    found = verdicts(tmp_path, STORED_LOADER_OPTIONS)
+    assert found["EC503"].status.value == "fail"
+    [finding] = found["EC503"].findings
+    assert "via **self._train_dl_kwargs" in finding.message
+
+
+def test_an_attribute_assigned_twice_in_the_method_stays_unknown(tmp_path: Path) -> None:
+    """Two different dicts stored under one attribute: which one reaches the loader
+    depends on the run, so nothing is judged from either."""
+    from test_scripts_loaders import verdicts
+
+    source = STORED_LOADER_OPTIONS.replace(
+        "        self._train_dl_kwargs = options\n",
+        "        self._train_dl_kwargs = options\n"
+        "        if batch_size > 64:\n"
+        "            self._train_dl_kwargs = train_dl_kwargs\n",
+    )
+    found = verdicts(tmp_path, source)
+    assert found["EC503"].status.value == "unknown"

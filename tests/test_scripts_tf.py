@@ -336,3 +336,57 @@ def test_flow_from_dataframe_reported_once_per_generator(tmp_path: Path) -> None
         "    return gen.flow_from_dataframe(df, x_col='path', y_col='label')\n"
     )
     assert _findings("handed.py", tmp_path) == [("EC518", 3)]
+
+
+LEARNER = """
+from .imports import *
+
+
+class Learner:
+    def __init__(self, model, train_data, workers=1, use_multiprocessing=False):
+        self.model = model
+        self.train_data = train_data
+        self.workers = workers
+        self.use_multiprocessing = use_multiprocessing
+
+    def fit_onecycle(self, lr, epochs):
+        return self.fit(epochs)
+
+    def fit(self, epochs):
+        fit_fn = self.model.fit
+        return fit_fn(
+            self._prepare(self.train_data),
+            epochs=epochs,
+            workers=self.workers,
+            use_multiprocessing=self.use_multiprocessing,
+        )
+
+    def top_losses(self, y):
+        return tf.convert_to_tensor(y)
+"""
+
+
+def test_fit_through_a_bound_method_with_workers_reads_a_generator(tmp_path: Path) -> None:
+    """`fit_fn = self.model.fit; fit_fn(data, workers=self.workers)` in a file whose
+    TensorFlow comes through `from .imports import *`: Keras 2 reads workers= only for a
+    generator or Sequence, so the input is one, loaded by the default single worker; the
+    learner's own `self.fit(...)` is not a Keras fit."""
+    (tmp_path / "learner.py").write_text(LEARNER)
+    assert _findings("learner.py", tmp_path, **KERAS2) == [("EC517", 17)]
+    report = analyze_file(tmp_path / "learner.py", "learner.py")
+    assert report.facts["keras_fit"]["line"] == 17  # not self.fit() at 14
+
+
+def test_fit_without_worker_options_on_an_unknown_input_is_not_judged(tmp_path: Path) -> None:
+    source = LEARNER.replace("            workers=self.workers,\n", "").replace(
+        "            use_multiprocessing=self.use_multiprocessing,\n", ""
+    )
+    (tmp_path / "learner.py").write_text(source)
+    assert _findings("learner.py", tmp_path, **KERAS2) == []
+
+
+def test_a_star_import_does_not_bring_a_name_the_file_binds(tmp_path: Path) -> None:
+    """`tf = load_module()` in the file: `tf` is the file's own, not TensorFlow."""
+    source = LEARNER.replace("from .imports import *\n", "from .imports import *\ntf = object()\n")
+    (tmp_path / "learner.py").write_text(source)
+    assert _findings("learner.py", tmp_path, **KERAS2) == []

@@ -299,6 +299,24 @@ PRECISION = [
         {"conv_layers": False},
     ),
     (
+        "helpers that check, switch or feed a model are not models",
+        "from . import utils as U\n"
+        "from .text import check_keras_bert\n"
+        "if U.bert_data_tuple(train_data):\n"
+        "    check_keras_bert()\n"
+        "    preproc.activate_transformer(name, layers=[-2])\n",
+        {"conv_layers": False, "matmul_layers": []},
+    ),
+    (
+        "a small local function named with fcn (function) is not an FCN",
+        "def show(y, names):\n"
+        "    class_fcn = lambda x: names[x]\n"
+        "    if names is None:\n"
+        "        class_fcn = lambda x: str(x)\n"
+        "    return [class_fcn(v) for v in y]\n",
+        {"conv_layers": False},
+    ),
+    (
         "a model helper of a package named after its models is not a model (ModelEMA)",
         "from yolox.utils import ModelEMA\nema = ModelEMA(model, 0.9998)\n",
         {"conv_layers": False},

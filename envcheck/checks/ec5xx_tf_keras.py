@@ -628,7 +628,12 @@ def keras_generator_default_workers(facts: Facts) -> Outcome:
             continue
         if workers is None or (workers.get("known") and workers.get("value") in (0, 1)):
             shown = "1 (the default)" if workers is None else str(workers.get("value"))
-            what = {"generator": "a Python generator", "sequence": "a keras Sequence"}
+            what = {
+                "generator": "a Python generator",
+                "sequence": "a keras Sequence",
+                "generator or Sequence": f"{call.get('input_code')} (a generator or Sequence: "
+                "Keras 2 reads workers= for those inputs only)",
+            }
             hits.append(
                 _hit(
                     call,

@@ -387,7 +387,36 @@ def _import_aliases(module: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    aliases.update(_star_imported_frameworks(module, aliases))
     return {name: _versionless(target) for name, target in aliases.items()}
+
+
+# names a project's `from .imports import *` commonly brings in, and what they stand for
+STAR_FRAMEWORK_NAMES = {"tf": "tensorflow", "keras": "keras"}
+
+
+def _star_imported_frameworks(module: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
+    """`tf` / `keras` used in a file that imports neither but has a star import
+    (`from .imports import *`, as ktrain does): the star import brings them."""
+    if not any(
+        isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+        for node in module.body
+    ):
+        return {}
+    wanted = {k: v for k, v in STAR_FRAMEWORK_NAMES.items() if k not in aliases}
+    used: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in wanted:
+                used.add(node.value.id)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return {name: wanted[name] for name in used - bound}
 
 
 # `import tensorflow.compat.v1 as tf`: the same API under a versioned path

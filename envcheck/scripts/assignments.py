@@ -35,6 +35,27 @@ def simple_assignments(body: list[ast.stmt]) -> dict[str, ast.expr]:
     return {k: v for k, v in found.items() if k not in ambiguous}
 
 
+def own_attribute_assignments(body: list[ast.stmt]) -> dict[str, ast.expr]:
+    """attribute -> the expression of its only `self.<attribute> = ...` in this body: what
+    a method stores on the object and then reads back (`self._dl_kwargs = kwargs` ...
+    `DataLoader(**self._dl_kwargs)`)."""
+    found: dict[str, ast.expr] = {}
+    ambiguous: set[str] = set()
+    for node in statements(body):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            if target.attr in found:
+                ambiguous.add(target.attr)
+            found[target.attr] = node.value
+    return {k: v for k, v in found.items() if k not in ambiguous}
+
+
 def statements(body: list[ast.stmt]) -> list[ast.stmt]:
     """The statements of a body and of its nested blocks (not of nested functions or
     classes), skipping the bodies of Windows- and macOS-only branches."""

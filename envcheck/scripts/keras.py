@@ -113,13 +113,14 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
     if name is not None and _is_keras(name) and name.endswith(".ImageDataGenerator"):
         walker.report.keras_calls.append(_observation(walker, node, kind="ImageDataGenerator"))
         return
-    if not isinstance(node.func, ast.Attribute):
+    func = _bound_method(walker, node.func)
+    if func is None:
         return
-    attr = node.func.attr
+    attr = func.attr
     # predict/evaluate only with worker settings (use_multiprocessing, or a **dict)
     worker_settings = any(k.arg in (*FIT_ARGS, None) for k in node.keywords)
-    if attr in GENERATOR_METHODS and own_method(walker, node.func):
-        return  # self.fit_generator() of a class of this file: not Keras's method
+    if attr in (*GENERATOR_METHODS, "fit") and own_method(walker, func):
+        return  # self.fit_generator(), self.fit() of a class of this file: not Keras's
     if (
         attr in GENERATOR_METHODS
         or (attr == "fit" and uses_tensorflow(walker))
@@ -130,6 +131,10 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
         if first is None and attr in ("fit", "predict", "evaluate"):
             first = keyword_arg(node, "x")
         kind, definition = _input(walker, first)
+        if kind is None and attr == "fit" and any(k.arg in FIT_ARGS for k in node.keywords):
+            # Keras 2 uses workers / use_multiprocessing "for generator or
+            # keras.utils.Sequence input only": passing them says what the input is
+            kind = "generator or Sequence"
         observation = _observation(
             walker,
             node,
@@ -162,6 +167,17 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
                 opaque_kwargs=opaque,
             )
         )
+
+
+def _bound_method(walker: Walker, func: ast.expr) -> Optional[ast.Attribute]:
+    """`model.fit` in `model.fit(...)`, or in `fit_fn = self.model.fit` ... `fit_fn(...)`
+    (a bound method kept in a local name); None for any other callee."""
+    if isinstance(func, ast.Name):
+        assigned = walker.scope().lookup(func.id)
+        if isinstance(assigned, ast.Attribute) and assigned.attr in (*GENERATOR_METHODS, "fit"):
+            return assigned
+        return None
+    return func if isinstance(func, ast.Attribute) else None
 
 
 def own_method(walker: Walker, func: ast.Attribute) -> bool:

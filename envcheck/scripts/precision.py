@@ -43,6 +43,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from envcheck.scripts.assignments import statements
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.index import keyword_arg
 from envcheck.scripts.parameters import parameter_default
@@ -491,12 +492,28 @@ class _Reader:
         elif _pretrained_transformer(name):
             self.matmul.append(name.split(".")[-2])
             self.linear_weights = None
-        elif not name.startswith(("torch.", "torchvision.", "timm.")) and (
+        elif (
+            not name.startswith(("torch.", "torchvision.", "timm."))
+            and not self._lambda_call(node, scope)
+        ) and (
             _architecture(_callee(node) or "") == "matmul"
             or _named_elsewhere(node, name, self.references) == "matmul"
         ):
             self.matmul.append(_callee(node) or short)
             self.linear_weights = None
+
+    def _lambda_call(self, node: ast.Call, scope: Scope) -> bool:
+        """`class_fcn(y)` where the function assigns `class_fcn = lambda x: ...`: a small
+        local function, whatever its name says."""
+        if not isinstance(node.func, ast.Name):
+            return False
+        function = self.functions.get(id(scope))
+        return any(
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Lambda)
+            and any(isinstance(t, ast.Name) and t.id == node.func.id for t in n.targets)
+            for n in statements(list(getattr(function, "body", [])))
+        )
 
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
         if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
@@ -520,7 +537,7 @@ class _Reader:
         if architecture is None:
             # a model class or factory of the project, out of sight: `ResNet18()`, or an
             # op of a project module named for convolutions (`conv2d_gradfix.f()`)
-            callee = _callee(node)
+            callee = None if self._lambda_call(node, scope) else _callee(node)
             project = not name.startswith(("torch.", "torchvision."))
             modules = [_architecture(p) for p in name.split(".")[:-1] if p.startswith("conv")]
             return project and (
@@ -679,11 +696,21 @@ WORD_START = re.compile(r"(?:^|_|(?<=[a-z0-9])(?=[A-Z]))")
 NOT_CONV = ("conver",)
 
 
+# A name whose first word is one of these checks, switches or reports something
+# (`check_keras_bert()`, `activate_transformer(...)`): it builds no model.
+NOT_MODEL_VERBS = {"check", "activate", "is", "has", "validate", "verify", "print", "log"}
+# A name with one of these words handles data, not a model (`bert_data_tuple(...)`).
+DATA_WORDS = {"data", "dataset", "loader", "tuple", "preprocess", "preprocessor", "tokenizer"}
+
+
 def _architecture(name: str) -> Optional[str]:
     """'conv' or 'matmul' when a model's class or factory name says which, else None: an
     architecture word at the start of the name or of one of its words, `_`-separated or
     CamelCase (`GeneratorResNet`: convolutional; `GPT`, `TransformerModel`: matmul)."""
     if name.lower().lstrip("_").startswith(NOT_MODEL):  # `convert_coco_to_yolo()`
+        return None
+    words = [w.lower() for w in WORD_START.split(name) if w]
+    if words and (words[0] in NOT_MODEL_VERBS or DATA_WORDS.intersection(words)):
         return None
     parts = _tails(name)
     for part in parts:

@@ -19,7 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from envcheck.scripts.assignments import simple_assignments, statements
+from envcheck.scripts.assignments import (
+    own_attribute_assignments,
+    simple_assignments,
+    statements,
+)
 from envcheck.scripts.configs import config_defaults, option_defaults
 from envcheck.scripts.cpu_expressions import (
     GPU_COUNT,
@@ -79,6 +83,8 @@ class Scope:
         body = _body(function) if function is not None else []
         self.local_names = simple_assignments(body) if function is not None else {}
         self.local_updates = _dict_updates(body) if function is not None else {}
+        # `self.x = ...` in this method: read back as `**self.x` in the same method
+        self.own_attributes = own_attribute_assignments(body) if function is not None else {}
         # `kwargs.update(extra)` with `extra=None` by default cannot run at the default
         # (dict.update(None) raises): a guarded merge of caller options, not taken
         unset = none_parameters(function)
@@ -421,6 +427,13 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
                 return None
             named = {**named, **more}
         return named
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and node.attr in scope.own_attributes
+    ):  # `self._dl_kwargs = kwargs` ... `DataLoader(**self._dl_kwargs)`
+        return _dict_items(scope.own_attributes[node.attr], scope, depth + 1)
     if isinstance(node, ast.Dict):
         items: dict[str, ast.expr] = {}
         for key, value in zip(node.keys, node.values, strict=True):
