@@ -366,3 +366,68 @@ def test_an_attribute_assigned_twice_in_the_method_stays_unknown(tmp_path: Path)
     )
     found = verdicts(tmp_path, source)
     assert found["EC503"].status.value == "unknown"
+
+
+OVERRIDDEN_WORKERS = """
+import argparse
+import torch
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--workers", type=int, default=4)
+parser.add_argument("--dataset", default="")
+parser.add_argument("--debug", action="store_true")
+args = parser.parse_args()
+
+
+def main(dataset, model):
+    eval_workers = args.workers
+    if args.distributed and "tfds" in args.dataset:
+        eval_workers = min(2, args.workers)
+    loader = DataLoader(dataset, num_workers=eval_workers, pin_memory=True)
+    model.cuda()
+    for epoch in range(10):
+        for batch in loader:
+            model(batch.cuda(non_blocking=True)).backward()
+"""
+
+
+def test_an_override_under_a_test_false_at_the_defaults_is_not_taken(tmp_path: Path) -> None:
+    """`if args.distributed and 'tfds' in args.dataset:` is false at the defaults (the
+    dataset is ''), whatever args.distributed is: the loader gets args.workers = 4."""
+    from test_scripts_loaders import verdicts
+
+    found = verdicts(tmp_path, OVERRIDDEN_WORKERS)
+    assert found["EC504"].status.value == "fail"
+    [finding] = found["EC504"].findings
+    assert "argparse --workers default" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("test", "status"),
+    [
+        ("args.debug", "fail"),  # store_true: False at the defaults, override skipped
+        ("not args.debug", "pass"),  # taken at the defaults: 2 workers on 2 CPUs
+        ("args.distributed", "unknown"),  # set at run time: the source does not settle it
+        ("torch.cuda.is_available()", "pass"),  # a GPU run takes it
+    ],
+)
+def test_an_override_is_taken_as_its_test_holds_at_the_defaults(
+    tmp_path: Path, test: str, status: str
+) -> None:
+    from test_scripts_loaders import verdicts
+
+    source = OVERRIDDEN_WORKERS.replace(
+        'if args.distributed and "tfds" in args.dataset:', f"if {test}:"
+    )
+    assert verdicts(tmp_path, source)["EC504"].status.value == status
+
+
+def test_an_assignment_in_a_loop_leaves_the_value_undecided(tmp_path: Path) -> None:
+    from test_scripts_loaders import verdicts
+
+    source = OVERRIDDEN_WORKERS.replace(
+        '    if args.distributed and "tfds" in args.dataset:\n',
+        "    for _ in range(args.workers):\n",
+    )
+    assert verdicts(tmp_path, source)["EC504"].status.value == "unknown"

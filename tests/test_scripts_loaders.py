@@ -328,12 +328,26 @@ def test_comparisons_and_logic_on_known_values(tmp_path: Path) -> None:
         "DataLoader(ds, num_workers=2, persistent_workers=n > 0 and flag)\n"
         "DataLoader(ds, num_workers=2, persistent_workers=n == 0 or flag)\n",
     )
+    # `flag and n > 0` is false whatever flag is: an unknown operand does not matter
+    # once another one ends the chain
     assert [x["args"]["persistent_workers"]["value"] for x in report.loaders] == [
         False,
-        None,
+        False,
         False,
         True,
     ]
+    assert [x["args"]["persistent_workers"]["known"] for x in report.loaders] == [True] * 4
+
+
+def test_logic_with_an_unknown_operand_that_decides_stays_unknown(tmp_path: Path) -> None:
+    report = analyse(
+        tmp_path,
+        "from torch.utils.data import DataLoader\n"
+        "n = 2\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=flag and n > 0)\n"
+        "DataLoader(ds, num_workers=2, persistent_workers=n == 0 or flag)\n",
+    )
+    assert [x["args"]["persistent_workers"]["known"] for x in report.loaders] == [False] * 2
 
 
 # lightning-bolts' SimCLR: a data module of another package given the worker count

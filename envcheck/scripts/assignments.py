@@ -74,3 +74,54 @@ def statements(body: list[ast.stmt]) -> list[ast.stmt]:
                 for handler in inner:
                     out.extend(statements(list(getattr(handler, "body", []))))
     return out
+
+
+# (test, taken when True?) for each `if` around an assignment; UNSURE marks a block that
+# may run any number of times (a loop body, an except handler)
+Guard = tuple[Optional[ast.expr], bool]
+UNSURE: Guard = (None, True)
+
+
+def guarded_assignments(body: list[ast.stmt]) -> dict[str, list[tuple[ast.expr, list[Guard]]]]:
+    """name -> its plain assignments in source order, each with the `if` tests it sits
+    under, for the names `simple_assignments` leaves out (assigned different expressions):
+    `workers = args.workers` then `if args.distributed and ...: workers = min(2, ...)`
+    is decided by whether that test holds at the defaults."""
+    found: dict[str, list[tuple[ast.expr, list[Guard]]]] = {}
+    _collect(body, [], found)
+    return {
+        name: candidates
+        for name, candidates in found.items()
+        if len({ast.dump(expr) for expr, _ in candidates}) > 1
+    }
+
+
+def _collect(
+    body: list[ast.stmt], guards: list[Guard], found: dict[str, list[tuple[ast.expr, list[Guard]]]]
+) -> None:
+    for node in body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found.setdefault(target.id, []).append((node.value, list(guards)))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            if isinstance(node.target, ast.Name):
+                found.setdefault(node.target.id, []).append((node.value, list(guards)))
+        elif isinstance(node, ast.If):
+            if not other_platform_only(node.test):
+                _collect(node.body, [*guards, (node.test, True)], found)
+            _collect(node.orelse, [*guards, (node.test, False)], found)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            _collect(node.body, [*guards, UNSURE], found)
+            _collect(node.orelse, [*guards, UNSURE], found)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            _collect(node.body, guards, found)
+        elif isinstance(node, ast.Try):
+            _collect(node.body, guards, found)
+            _collect(node.orelse, guards, found)
+            _collect(node.finalbody, guards, found)
+            for handler in node.handlers:
+                _collect(handler.body, [*guards, UNSURE], found)
+        elif isinstance(node, ast.Match):
+            for case in node.cases:
+                _collect(case.body, [*guards, UNSURE], found)

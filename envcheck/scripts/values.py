@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from envcheck.scripts.assignments import (
+    Guard,
+    guarded_assignments,
     own_attribute_assignments,
     simple_assignments,
     statements,
@@ -74,6 +76,7 @@ class Scope:
         function: Optional[ast.AST] = None,
         module_updates: Optional[dict[str, list[ast.expr]]] = None,
         config_defaults: Optional[dict[str, list[tuple[str, ast.expr]]]] = None,
+        module_guarded: Optional[dict[str, list[tuple[ast.expr, list[Guard]]]]] = None,
     ):
         self.module_names = module_names
         self.argparse = argparse
@@ -82,6 +85,10 @@ class Scope:
         self.module_updates = module_updates or {}
         body = _body(function) if function is not None else []
         self.local_names = simple_assignments(body) if function is not None else {}
+        # names assigned several expressions, each under the `if` tests around it
+        self.module_guarded = module_guarded or {}
+        self.local_guarded = guarded_assignments(body) if function is not None else {}
+        self._deciding: set[str] = set()  # names whose path is being decided (no cycles)
         self.local_updates = _dict_updates(body) if function is not None else {}
         # `self.x = ...` in this method: read back as `**self.x` in the same method
         self.own_attributes = own_attribute_assignments(body) if function is not None else {}
@@ -109,6 +116,7 @@ class Scope:
             option_defaults(module),
             module_updates=_dict_updates(module.body),
             config_defaults=config_defaults(module),
+            module_guarded=guarded_assignments(module.body),
         )
         scope.returns = ConstantReturns(module)
         return scope
@@ -116,7 +124,12 @@ class Scope:
     def inside(self, function: Optional[ast.AST]) -> Scope:
         """The scope within `function` (module-level facts are shared, not recomputed)."""
         scope = Scope(
-            self.module_names, self.argparse, function, self.module_updates, self.config_defaults
+            self.module_names,
+            self.argparse,
+            function,
+            self.module_updates,
+            self.config_defaults,
+            self.module_guarded,
         )
         scope.returns = self.returns
         scope.foreign = self.foreign
@@ -127,11 +140,44 @@ class Scope:
             return self.local_names[name]
         if name in self.defaults:
             return self.defaults[name]
-        return self.module_names.get(name)
+        if name in self.local_guarded:
+            return self._on_the_path(name, self.local_guarded[name])
+        if name in self.module_names:
+            return self.module_names[name]
+        if name in self.module_guarded:
+            return self._on_the_path(name, self.module_guarded[name])
+        return None
+
+    def _on_the_path(
+        self, name: str, candidates: list[tuple[ast.expr, list[Guard]]]
+    ) -> Optional[ast.expr]:
+        """The assignment of `name` that the run at the defaults (on a GPU) ends with: the
+        last one whose `if` tests all hold, with none after it whose tests are not known;
+        None when the source does not settle it."""
+        if name in self._deciding:
+            return None
+        self._deciding.add(name)
+        try:
+            chosen: Optional[ast.expr] = None
+            for expr, guards in candidates:
+                holds = [self._holds(guard) for guard in guards]
+                if False in holds:
+                    continue  # a branch the run at the defaults does not take
+                chosen = expr if all(h is True for h in holds) else None
+            return chosen
+        finally:
+            self._deciding.discard(name)
+
+    def _holds(self, guard: Guard) -> Optional[bool]:
+        test, taken_when = guard
+        if test is None:
+            return None
+        found = resolve(test, self)
+        return bool(found.value) is taken_when if found.known else None
 
     def updates(self, name: str) -> list[ast.expr]:
         """Dicts merged into `name` in place, in source order."""
-        if name in self.local_names:
+        if name in self.local_names or name in self.local_guarded:
             return self.local_updates.get(name, [])
         return self.module_updates.get(name, [])
 
@@ -143,6 +189,9 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return Value(False, None, text, "too many indirections")
     if isinstance(node, ast.Constant):
         return Value(True, node.value, text, "literal")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = resolve(node.operand, scope, depth + 1)
+        return Value(inner.known, not inner.value if inner.known else None, text, inner.source)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = resolve(node.operand, scope, depth + 1)
         if inner.known and isinstance(inner.value, (int, float)):
@@ -275,14 +324,15 @@ def _logic(node: ast.BoolOp, scope: Scope, depth: int) -> Value:
     text = ast.unparse(node)
     stop = isinstance(node.op, ast.Or)  # the truth value that ends the chain
     result: Value = Value(False, None, text, "computed at run time")
+    unknown = False
     for operand in node.values:
         found = resolve(operand, scope, depth + 1)
-        if not found.known:
-            return Value(False, None, text, "computed at run time")
+        if found.known and bool(found.value) is stop:
+            # `unknown and False` is false, `unknown or True` true, whatever the unknown
+            return Value(True, found.value, text, "logic on known values")
+        unknown = unknown or not found.known
         result = Value(True, found.value, text, "logic on known values")
-        if bool(found.value) is stop:
-            break
-    return result
+    return Value(False, None, text, "computed at run time") if unknown else result
 
 
 _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
@@ -328,6 +378,8 @@ _COMPARISONS: dict[type, Callable[[Any, Any], bool]] = {
     ast.LtE: lambda a, b: a <= b,
     ast.Gt: lambda a, b: a > b,
     ast.GtE: lambda a, b: a >= b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
 }
 
 
