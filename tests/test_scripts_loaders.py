@@ -424,3 +424,45 @@ def test_a_local_loader_read_every_epoch_keeps_its_findings(tmp_path: Path) -> N
     found = verdicts(tmp_path, source)
     assert found["EC503"].status.value == "fail"
     assert found["EC501"].status.value == "fail"
+
+
+FLAX_TRAINING = """
+import jax
+import optax
+import torch
+from flax.training import train_state
+from torchvision import transforms
+
+
+def main(args, dataset, state):
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8, shuffle=True)
+
+    def train_step(state, batch):
+        grads = jax.grad(loss_fn)(state.params, batch)
+        return state.apply_gradients(grads=grads)
+
+    for epoch in range(args.epochs):
+        for batch in loader:
+            state = train_step(state, batch)
+"""
+
+
+def test_a_torch_loader_feeding_jax_training_is_judged_for_workers_only(tmp_path: Path) -> None:
+    """Flax training that reads a torch DataLoader (diffusers' *_flax.py examples): the
+    loader still decodes in the training process (EC501), but pinning serves torch's
+    copies only, and the PyTorch precision rules do not apply."""
+    found = verdicts(tmp_path, FLAX_TRAINING)
+    assert found["EC501"].status.value == "fail"
+    assert found["EC502"].status.value == "pass"
+    assert "JAX" in found["EC502"].reason
+    report = analyse(tmp_path, FLAX_TRAINING)
+    assert report.facts["torch"] is False
+    assert report.facts["trains_with"] == "jax"
+
+
+def test_jax_imported_beside_torch_training_stays_torch(tmp_path: Path) -> None:
+    source = FLAX_TRAINING.replace(
+        "            state = train_step(state, batch)\n",
+        "            state = train_step(state, batch)\n            model(batch).sum().backward()\n",
+    )
+    assert analyse(tmp_path, source).facts["torch"] is True

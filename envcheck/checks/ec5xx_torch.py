@@ -306,7 +306,9 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     neither trains nor names a device makes the rule unknown: whether (and how) its
     batches reach a GPU is decided by the training code that consumes them, out of
     sight (a Lightning data module included: the Trainer that will read it, and its
-    accelerator, are chosen elsewhere).
+    accelerator, are chosen elsewhere). A file that trains with JAX/Flax and uses a
+    torch DataLoader only to load data is not judged: `jax.device_put` does not read the
+    loader's pinned memory.
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -316,6 +318,11 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
         known, value, how = argument(loader, "pin_memory", False)
         if known and value:
             return None
+        if file_facts.get("trains_with") == "jax":
+            return Clear(
+                f"{how}, not judged: the file trains with JAX, whose device_put does not "
+                "read the DataLoader's pinned memory"
+            )
         module = data_module(file_facts)
         if module:
             return f"{how}; {module} (and with non_blocking, which pinning serves)"

@@ -54,6 +54,7 @@ HF_TORCH_TRAINERS = {
     f"transformers.{name}"
     for name in ("Trainer", "Seq2SeqTrainer", "TrainingArguments", "Seq2SeqTrainingArguments")
 }
+JAX_ROOTS = {"jax", "flax", "optax"}
 OTHER_FRAMEWORKS = {"tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer"}
 # The families of observations, in the order their `finish` runs (torch loops read the
 # loaders; the Keras facts come before the GPU answer that uses them).
@@ -203,6 +204,11 @@ class Walker(ast.NodeVisitor):
         of sight behind a star import (`from modeling.deeplab import *`), it trains with
         `.backward()` and imports no other framework."""
         roots = {v.split(".")[0] for v in self.aliases.values()}
+        if roots & JAX_ROOTS and not self._torch_backward():
+            # Flax/JAX training fed by a torch DataLoader (diffusers' *_flax.py examples):
+            # torch only loads data; the precision and pinning rules are PyTorch's
+            self.facts["trains_with"] = "jax"
+            return False
         if roots & TORCH_ROOTS:
             return True
         if any(v in HF_TORCH_TRAINERS for v in self.aliases.values()):
@@ -371,6 +377,15 @@ class Walker(ast.NodeVisitor):
         cls = next(c for c in self.index().class_nodes if init in c.body)
         scope.defaults = parameter_defaults(init, self._calls_by_name().get(cls.name, []))
         return init_attributes(self, init, scope)
+
+    def _torch_backward(self) -> bool:
+        """Any `.backward()` / `manual_backward()` call: PyTorch computes gradients here."""
+        return any(
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("backward", "manual_backward")
+            for node in module_nodes(self.module)
+        )
 
 
 def _import_aliases(module: ast.Module) -> dict[str, str]:

@@ -36,6 +36,9 @@ CHEAP_METHODS = {
     "transpose",
     "astype",
     "get",
+    "item",  # a number out of a CPU tensor the dataset holds
+    "tolist",
+    "numpy",
 }
 CHEAP_FUNCTIONS = {
     "int",
