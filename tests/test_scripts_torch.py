@@ -396,6 +396,22 @@ LOOP_SNIPPETS = [
         ],
     ),
     (
+        # numbers made from .item() (arithmetic on it, or an .item() guarded by an
+        # isinstance test) are formatted on the host: only the .item() calls sync
+        "import torch\n"
+        "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"
+        "for batch in loader:\n"
+        "    losses = []\n"
+        "    loss = model(batch).sum()\n"
+        "    loss.backward()\n"
+        "    losses.append(loss.detach())\n"
+        "    grad_norm = clip(model.parameters(), 1.0)\n"
+        "    losses = gather(sum(losses)).sum().item() / (world * steps)\n"
+        "    grad_norm = grad_norm.item() if isinstance(grad_norm, torch.Tensor) else grad_norm\n"
+        '    print(f"grad norm: {grad_norm} loss: {losses}")\n',
+        [("host_sync", 9, ".item()"), ("host_sync", 10, ".item()")],
+    ),
+    (
         # a while loop drawing batches with next(it)
         "import torch\n"
         "loader = torch.utils.data.DataLoader(ds, batch_size=4)\n"

@@ -156,6 +156,7 @@ class DeviceTensors:
         for _ in range(4):
             before = len(self.keys)
             self._returns.clear()  # a helper's parameters may have been bound since
+            self.numbers.clear()  # decided again with the tensors known by now
             for owner, nodes in [*groups, context]:
                 self._scope = id(owner) if owner is not None else 0
                 self._binding = nodes is not context[1]
@@ -253,7 +254,7 @@ class DeviceTensors:
             key = self._key(target)
             if key is None:
                 return
-            if _converted(value):
+            if _converted(value) or self._number_arithmetic(value):
                 self.numbers.add(key)
             elif self.holds(value):
                 self.keys.add(key)
@@ -285,6 +286,17 @@ class DeviceTensors:
             for element in elements:  # loss, loss_items = compute_loss(pred, y)
                 if "loss" in (dotted(element) or "").lower():
                     self._add(element)
+
+    def _number_arithmetic(self, value: ast.expr) -> bool:
+        """`gather(l).sum().item() / (n * steps)`: arithmetic on a host number with values
+        that are not device tensors gives a host number (not `t.item() / device_count`)."""
+        if not isinstance(value, ast.BinOp):
+            return False
+        sides = (value.left, value.right)
+        converted = [_converted(side) or self._number_arithmetic(side) for side in sides]
+        return any(converted) and not any(
+            self.holds(side) for side, done in zip(sides, converted, strict=True) if not done
+        )
 
     def _reverse(self, value: ast.expr) -> None:
         """`self.loss = loss.sum()` with self.loss a tensor: `loss` is one too; `loss =
@@ -488,6 +500,17 @@ def stringy(node: ast.expr) -> bool:
 
 def _converted(value: ast.expr) -> bool:
     """`x.item()`, `x.tolist()`, `float(x)`: a number on the host."""
+    if isinstance(value, ast.IfExp):
+        # `t.item() if isinstance(t, torch.Tensor) else t`: a number either way
+        tensor_test = (
+            isinstance(value.test, ast.Call)
+            and isinstance(value.test.func, ast.Name)
+            and value.test.func.id == "isinstance"
+            and "Tensor" in ast.unparse(value.test)
+        )
+        return _converted(value.body) and (
+            tensor_test or _converted(value.orelse) or isinstance(value.orelse, ast.Constant)
+        )
     if not isinstance(value, ast.Call):
         return False
     func = value.func
