@@ -466,3 +466,66 @@ def test_jax_imported_beside_torch_training_stays_torch(tmp_path: Path) -> None:
         "            state = train_step(state, batch)\n            model(batch).sum().backward()\n",
     )
     assert analyse(tmp_path, source).facts["torch"] is True
+
+
+TRAIN_FUNCTION_AND_MODEL_TRAIN = """
+import torch
+
+
+def train(opt, model, dataset):
+    valid_loader = torch.utils.data.DataLoader(dataset, num_workers=2, pin_memory=True)
+    model.cuda()
+    while True:
+        loss = model(next(batches).cuda()).sum()
+        loss.backward()
+        if step % 2000 == 0:
+            model.eval()
+            validation(model, valid_loader)
+            model.train()
+
+
+if __name__ == "__main__":
+    train(opt, model, dataset)
+"""
+
+
+def test_model_train_in_a_loop_is_not_a_call_of_the_files_train(tmp_path: Path) -> None:
+    """`model.train()` inside the step loop calls the model's method, not the file's
+    `def train(...)`: the loader train() builds once is not rebuilt, and it is read at
+    every validation, so its workers should persist."""
+    found = verdicts(tmp_path, TRAIN_FUNCTION_AND_MODEL_TRAIN)
+    assert found["EC503"].status.value == "fail"
+    looped = TRAIN_FUNCTION_AND_MODEL_TRAIN.replace(
+        "    train(opt, model, dataset)\n",
+        "    for fold in range(5):\n        train(opt, model, dataset)\n",
+    )
+    assert verdicts(tmp_path, looped)["EC503"].status.value == "pass"
+
+
+HANDED_ONCE = """
+import torch
+
+
+def validation(model, criterion, evaluation_loader, opt):
+    for i, (images, labels) in enumerate(evaluation_loader):
+        preds = model(images.cuda())
+
+
+def test(opt, model, data):
+    evaluation_loader = torch.utils.data.DataLoader(data, num_workers=2, pin_memory=True)
+    validation(model, criterion, evaluation_loader, opt)
+"""
+
+
+def test_a_loader_handed_once_to_a_function_that_reads_it_once(tmp_path: Path) -> None:
+    """clovaai's test(): the loader goes once to validation(), whose one loop reads it:
+    a single pass, so persistent workers would serve nothing."""
+    assert verdicts(tmp_path, HANDED_ONCE)["EC503"].status.value == "pass"
+    report = analyse(tmp_path, HANDED_ONCE)
+    assert report.loaders[0]["read_once"].startswith("it is handed once to validation()")
+    every_epoch = HANDED_ONCE.replace(
+        "    validation(model, criterion, evaluation_loader, opt)\n",
+        "    for epoch in range(10):\n"
+        "        validation(model, criterion, evaluation_loader, opt)\n",
+    )
+    assert analyse(tmp_path, every_epoch).loaders[0]["read_once"] is None

@@ -392,7 +392,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     (`--target`), as EC501 does.
     Nor is one returned by a Lightning `test_dataloader()` or `predict_dataloader()`
     hook, which `trainer.test()` / `trainer.predict()` read once, nor a local loader
-    whose only use is one loop inside no other loop (dataset statistics in one pass).
+    whose only use is one loop inside no other loop (dataset statistics in one pass), or
+    one call, in no loop, to a function of the file that reads it in one such loop
+    (`validation(model, loader)` from a one-off `test()`). A call of the file's
+    `def train(...)` is a call by that name: `model.train()` in a loop is not one.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
     """

@@ -101,6 +101,16 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         return
     in_loops: dict[str, int] = {}  # function name -> line of a call to it inside a loop
     loop_spans: list[tuple[int, int]] = []
+    # a function of the module is called by its name: `model.train()` in a loop is not a
+    # call of the file's `def train(...)`; a method is called on an object
+    methods = {
+        item.name
+        for cls in module_nodes(module)
+        if isinstance(cls, ast.ClassDef)
+        for item in cls.body
+        if isinstance(item, FUNCTIONS)
+    }
+    functions = {n.name for n in module.body if isinstance(n, FUNCTIONS)} - methods
     for node in module_nodes(module):
         if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             continue
@@ -109,6 +119,8 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             if isinstance(inner, ast.Call):
                 func = inner.func
                 name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if isinstance(func, ast.Attribute) and name in functions:
+                    continue
                 if name is not None:
                     in_loops.setdefault(name, inner.lineno)
     for loader in loaders:
@@ -151,7 +163,16 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
             if loader is None or loader.get("read_once") or loader.get("rebuilt"):
                 continue
             loop = _only_loop(nodes, node.targets[0].id)
-            if loop is None or _trains(loop):
+            if loop is None:
+                handed = _handed_once(module, scope, nodes, node.targets[0].id)
+                if handed is not None and not _trains(handed[1]):
+                    name, loop = handed
+                    loader["read_once"] = (
+                        f"it is handed once to {name}(), which iterates it in one loop "
+                        f"(line {loop.lineno})"
+                    )
+                continue
+            if _trains(loop):
                 continue  # a training pass may be repeated by code this reading misses
             loader["read_once"] = f"it is iterated by one loop (line {loop.lineno}), once"
             count = _breaks_at(loop)
@@ -189,6 +210,42 @@ def _only_loop(nodes: list[ast.AST], name: str) -> Optional[ast.For]:
         if outer and any(inner is loop for inner in ast.walk(other)):
             return None
     return loop
+
+
+def _handed_once(
+    module: ast.Module, scope: ast.AST, nodes: list[ast.AST], name: str
+) -> Optional[tuple[str, ast.For]]:
+    """`validation(model, loader)`: the loader's only use is one call, in no loop, to a
+    function of the module that iterates the matching parameter in one loop, itself in
+    no loop; that function's name and loop, else None."""
+    loads = [
+        n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]
+    if len(loads) != 1:
+        return None
+    calls = [
+        n
+        for n in nodes
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and any(a is loads[0] for a in n.args)
+    ]
+    if len(calls) != 1:
+        return None
+    call = calls[0]
+    looping = (ast.For, ast.AsyncFor, ast.While)
+    if any(isinstance(n, looping) and any(inner is call for inner in ast.walk(n)) for n in nodes):
+        return None
+    callee = call.func.id if isinstance(call.func, ast.Name) else None
+    function = next((n for n in module.body if isinstance(n, FUNCTIONS) and n.name == callee), None)
+    if function is None or function is scope:
+        return None
+    position = next(i for i, a in enumerate(call.args) if a is loads[0])
+    parameters = [*function.args.posonlyargs, *function.args.args]
+    if position >= len(parameters):
+        return None
+    loop = _only_loop(list(_own(function)), parameters[position].arg)
+    return None if loop is None else (function.name, loop)
 
 
 def _trains(loop: ast.For) -> bool:

@@ -16,7 +16,12 @@ statements of its function): a name or `self.x` attribute holds a device tensor 
 - a context manager scales it into a tensor (`with amp.scale_loss(loss, opt) as s:`).
 
 `.item()`, `float(t)`, `.cpu()`, `.numpy()`, `.shape`, `.size()` and the like give
-numbers or host data: what they return is not a device tensor.
+numbers or host data: what they return is not a device tensor (nor is arithmetic on such
+a number with values that are not tensors).
+
+Size: one fixpoint over assignments, calls and returns; its rules feed each other (a
+helper's return makes a name a tensor, which binds the next helper's parameter), so they
+stay in one class.
 """
 
 from __future__ import annotations

@@ -418,6 +418,8 @@ def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
         return Value(False, None, text, "computed at run time")
     values = [a.value for a in args]
     result = _BUILTINS[name](values)
+    if len(args) == 1 and args[0].source not in ("literal", ""):
+        return Value(True, result, text, args[0].source)  # int(opt.workers): its source
     return Value(True, result, text, "arithmetic on known values")
 
 
