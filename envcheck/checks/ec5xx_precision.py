@@ -212,7 +212,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     trains nothing. A framework left at its default precision trains in float32:
     `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`,
     and `TrainingArguments(...)` without `fp16`/`bf16` (a script that trains with
-    transformers' `Trainer` is a PyTorch script even when it never imports torch).
+    transformers' `Trainer` is a PyTorch script even when it never imports torch). A
+    Keras model trained with `fit` (Keras 3 on the torch backend included) takes its
+    precision from a Keras mixed-precision policy: EC522 judges it, not this rule.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -226,6 +228,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     for f in files:
         if f.get("autocast") or f.get("toy_model"):
             continue  # a few small nn.Linear: nothing for tensor cores to speed up
+        if f.get("keras_fit"):
+            continue  # Keras fit on the torch backend: its mixed-precision policy is EC522's
         gate = f.get("amp_gate")
         if not isinstance(gate, dict):
             hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
