@@ -431,3 +431,39 @@ def test_an_assignment_in_a_loop_leaves_the_value_undecided(tmp_path: Path) -> N
         "    for _ in range(args.workers):\n",
     )
     assert verdicts(tmp_path, source)["EC504"].status.value == "unknown"
+
+
+PLACEHOLDER_WORKERS = """
+from dataclasses import dataclass
+import torch
+from torch.utils.data import DataLoader
+
+
+@dataclass
+class TrainerConfig:
+    max_epochs: int = None
+    data_loader_workers: int = None
+
+
+class Trainer:
+    def __init__(self, config: TrainerConfig, model, dataset):
+        self.config = config
+        self.loader = DataLoader(dataset, num_workers=self.config.data_loader_workers)
+        self.model = model.to("cuda")
+
+    def train(self):
+        for epoch in range(self.config.max_epochs):
+            for batch in self.loader:
+                self.model(batch.to("cuda")).sum().backward()
+"""
+
+
+def test_a_none_worker_count_is_a_placeholder_the_run_fills(tmp_path: Path) -> None:
+    """A config field defaulting to None (filled from YAML at run time): DataLoader
+    rejects num_workers=None, so the count is not judged from it."""
+    from test_scripts_loaders import verdicts
+
+    found = verdicts(tmp_path, PLACEHOLDER_WORKERS)
+    for rule in ("EC501", "EC503", "EC504"):
+        assert found[rule].status.value == "unknown", rule
+        assert "placeholder" in found[rule].reason

@@ -105,6 +105,10 @@ def workers_on_target(loader: dict[str, Any], facts: Facts) -> tuple[bool, Any, 
     (`multiprocessing.cpu_count() // 2`) evaluated on the training machine's logical CPUs
     (the --target snapshot's), where os.cpu_count() will be called."""
     known, value, how = argument(loader, "num_workers", 0)
+    if known and value is None:
+        # DataLoader(num_workers=None) raises: the None is a placeholder the run's
+        # configuration fills (a config dataclass field loaded from YAML)
+        return False, None, f"{how}: a placeholder (DataLoader rejects None), set at run time"
     arg = (loader.get("args") or {}).get("num_workers") or {}
     expression = arg.get("value")
     logical = facts.lookup("cpu.logical")
@@ -222,7 +226,11 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     little (the probe measures whether a loader keeps up); nor is a loader built to read
     a single batch, `next(iter(DataLoader(...)))`, or a few (a local loader whose one
     loop stops itself: `if ii == 1: break`, a preview). Values are read on the path a Linux
-    training node takes: `if _IS_WINDOWS: num_workers = 0` does not apply there. A
+    training node takes: `if _IS_WINDOWS: num_workers = 0` does not apply there; a name
+    assigned in several places takes the assignment the run at the defaults ends with
+    (`if args.distributed and 'tfds' in args.dataset:` is false when --dataset is '').
+    A worker count that defaults to None (a config field filled from YAML) is a
+    placeholder, since DataLoader rejects None: the rules are unknown for it. A
     training loop over a loader another module builds (`self.train_loader =
     make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
     out of sight.
@@ -484,6 +492,8 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
         known, value, how = argument(loader, "num_workers", 0)
         if not known:
             return how
+        if value is None:
+            return f"{how}: a placeholder (DataLoader rejects None), set at run time"
         processes = processes_per_node(file_facts, loader, gpus)
         if isinstance(processes, str):
             return f"{how}; {processes}" if value not in (0, None) else None
