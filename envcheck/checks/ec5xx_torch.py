@@ -489,7 +489,7 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     gpus = devices(facts)
 
     def test(loader: dict[str, Any], file_facts: dict[str, Any]) -> Verdict:
-        known, value, how = argument(loader, "num_workers", 0)
+        known, value, how = workers_on_target(loader, facts)
         if not known:
             return how
         if value is None:
@@ -695,7 +695,11 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     it every step with the batch already on the device (`self.log(...)` keeps the value
     on the device). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
     the mask's count; the lengths `pack_padded_sequence` requires on the CPU and build
-    checks (`torch._C._get_cudnn_enabled()`) are not flagged.
+    checks (`torch._C._get_cudnn_enabled()`) are not flagged. The backward pass may be
+    hidden in a wrapper the loss and the optimizer are handed to (timm's
+    `loss_scaler(loss, optimizer, ...)` in DeiT, MAE, Swin): the loop around it is a
+    training loop all the same. A number made from `.item()` (`l.item() / n`, or
+    `t.item() if isinstance(t, torch.Tensor) else t`) is formatted on the host.
     One statement is one finding, however many lines it spans.
 
     Calls under `if step % N == 0:` (periodic logging, also through a variable:

@@ -17,7 +17,7 @@ CPU_COUNT = "os.cpu_count()"
 GPU_COUNT = "torch.cuda.device_count()"  # also the training machine's: its GPUs
 SYMBOLS = (CPU_COUNT, GPU_COUNT)
 SYMBOLIC = "depends on os.cpu_count()"
-OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"}
+OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Div: "/"}
 
 
 def symbolic(value: Any, known: bool) -> Optional[str]:
@@ -65,10 +65,12 @@ def evaluate(expression: str, cpus: int, gpus: Optional[int] = None) -> Optional
         tree = ast.parse(expression.replace(CPU_COUNT, str(cpus)), mode="eval")
     except SyntaxError:
         return None
-    return _value(tree.body)
+    value = _value(tree.body)
+    # `os.cpu_count() / 2` left a float: DataLoader takes ints only (`int(...)` around it)
+    return value if isinstance(value, int) else None
 
 
-def _value(node: ast.expr) -> Optional[int]:
+def _value(node: ast.expr) -> Optional[float]:
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
@@ -81,6 +83,8 @@ def _value(node: ast.expr) -> Optional[int]:
             return left - right
         if isinstance(node.op, ast.Mult):
             return left * right
+        if isinstance(node.op, ast.Div):
+            return left / right if right else None
         return left // right if right else None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         values = [_value(a) for a in node.args]
@@ -92,5 +96,5 @@ def _value(node: ast.expr) -> Optional[int]:
         if node.func.id == "min":
             return min(numbers)
         if node.func.id == "int" and len(numbers) == 1:
-            return numbers[0]
+            return int(numbers[0])
     return None

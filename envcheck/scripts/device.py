@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from envcheck.scripts.index import keyword_arg, module_nodes
 from envcheck.scripts.own_model import moves_anything, optimized_model
 from envcheck.scripts.parameters import parameter_default
-from envcheck.scripts.training_calls import base_init, preprocessing_fit
+from envcheck.scripts.training_calls import base_init, hidden_backward, preprocessing_fit
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -103,6 +103,8 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
                 continue  # encoder.fit(column): a data transform learns its mapping
             if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
                 found.append(node)
+        if isinstance(node, ast.Call) and hidden_backward(node):
+            found.append(node)  # loss_scaler(loss, optimizer): backward and step inside
     if not found:
         return None
     first = min(found, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
@@ -117,8 +119,10 @@ def is_training_loop(node: ast.AST) -> bool:
         return False
     return any(
         isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr in ("backward", "manual_backward")
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr in ("backward", "manual_backward"))
+            or hidden_backward(n)
+        )
         for n in ast.walk(node)
     )
 

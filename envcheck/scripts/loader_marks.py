@@ -162,6 +162,8 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
             loader = next((x for x in loaders if (x["line"], x["column"]) == place), None)
             if loader is None or loader.get("read_once") or loader.get("rebuilt"):
                 continue
+            if scope is module and _read_in_functions(module, node.targets[0].id):
+                continue  # a global the file's functions also read (`fit(model, loader)`)
             loop = _only_loop(nodes, node.targets[0].id)
             if loop is None:
                 handed = _handed_once(module, scope, nodes, node.targets[0].id)
@@ -210,6 +212,28 @@ def _only_loop(nodes: list[ast.AST], name: str) -> Optional[ast.For]:
         if outer and any(inner is loop for inner in ast.walk(other)):
             return None
     return loop
+
+
+def _read_in_functions(module: ast.Module, name: str) -> bool:
+    """Whether a function of the module reads the module-level `name` (no local of that
+    name there): a global loader may be iterated by it any number of times."""
+    for function in module_nodes(module):
+        if not isinstance(function, (*FUNCTIONS, ast.Lambda)):
+            continue
+        arguments = function.args
+        if name in {
+            a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        }:
+            continue
+        nodes = _own(function)
+        stores = any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in nodes
+        )
+        if not stores and any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in nodes
+        ):
+            return True
+    return False
 
 
 def _handed_once(

@@ -49,6 +49,7 @@ from envcheck.scripts.masks import boolean_expression, mask_names
 from envcheck.scripts.precision import lightning_hook
 from envcheck.scripts.step_helpers import StepCallees, host_wrapper
 from envcheck.scripts.tensors import DeviceTensors, dotted, stringy, torch_host_function
+from envcheck.scripts.training_calls import hidden_backward
 from envcheck.scripts.values import resolve
 
 if TYPE_CHECKING:
@@ -388,8 +389,10 @@ def _trains(body: list[ast.AST]) -> bool:
     `scaler.scale(loss).backward()`, `accelerator.backward(loss)`."""
     return any(
         isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr in ("backward", "manual_backward")
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr in ("backward", "manual_backward"))
+            or hidden_backward(n)
+        )
         for n in body
     )
 

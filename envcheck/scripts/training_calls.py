@@ -1,9 +1,10 @@
 """Calls that look like training or device placement but are not what they seem.
 
 `preprocessing_fit` tells a data transform's `fit` (an encoder, a scaler) from a model's;
-`base_init` spots a class handing its constructor arguments on to its base class. Both read
-one call node, never run anything; device.py uses them to decide whether and where a file
-trains.
+`base_init` spots a class handing its constructor arguments on to its base class;
+`hidden_backward` spots a backward pass and optimizer step done by a wrapper the loss is
+handed to. They read one call node, never run anything; device.py and torch_loops.py use
+them to decide whether and where a file trains.
 """
 
 from __future__ import annotations
@@ -47,3 +48,23 @@ def base_init(node: ast.Call) -> bool:
     hands its device on to the base class that places the model."""
     func = node.func
     return isinstance(func, ast.Attribute) and func.attr == "__init__"
+
+
+def hidden_backward(node: ast.Call) -> bool:
+    """`loss_scaler(loss, optimizer, clip_grad=..., parameters=...)` (timm's NativeScaler
+    in DeiT, MAE, Swin, ConvNeXt), `amp_backward(loss, self.optimizer)`: the loss and the
+    optimizer handed to one callable, which runs the backward pass and the step."""
+    if not node.args:
+        return False
+    first = ast.unparse(node.args[0]).lower()
+    loss = (
+        isinstance(node.args[0], (ast.Name, ast.Attribute, ast.Subscript))
+        and "loss" in first.rsplit(".", 1)[-1]
+        and not any(word in first for word in ("scaler", "fn", "func", "criterion", "meter"))
+    )
+    rest = [ast.unparse(a).lower() for a in node.args[1:]]
+    rest += [f"{k.arg}={ast.unparse(k.value)}".lower() for k in node.keywords if k.arg]
+    func = ast.unparse(node.func).lower()
+    if "optimizer" in func or "log" in func or "print" in func:
+        return False  # optimizer.step(closure), logger.log(loss, optimizer=...)
+    return loss and any("optimizer" in t for t in rest)

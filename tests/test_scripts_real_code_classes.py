@@ -1,0 +1,157 @@
+"""Classes of misreadings found by auditing real training code nobody here wrote (issue 11,
+the sweep of 36 files from 22 public repos on 2026-11-24): each case is a small snippet
+of the shape seen there, run through the real analyser and the real rules against an
+8-GPU, 2-CPU Linux node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import snapshot_from
+
+from envcheck import interpreter
+from envcheck.collectors import scripts
+from envcheck.collectors.base import CollectContext
+from envcheck.engine.evaluate import evaluate
+from envcheck.rulebook import builtin_registry
+from envcheck.snapshot import Facts
+
+
+def results(tmp_path: Path, source: str) -> dict[str, Any]:
+    """Every EC5xx result for `source` as train.py, by rule id."""
+    (tmp_path / "train.py").write_text(source)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "train.py",))
+    snapshot = snapshot_from(
+        {
+            "collectors": {"scripts": {"status": "ok", "reason": None}},
+            "scripts": scripts.collect(ctx)["scripts"],
+            "cpu": {"usable": 2, "logical": 2},
+            "platform": {"system": "Linux"},
+            "gpu": {
+                "status": "ok",
+                "devices": [
+                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
+                    for i in range(8)
+                ],
+            },
+        }
+    )
+    found = evaluate(builtin_registry(), Facts(snapshot))
+    return {r.id: r for r in found if r.id.startswith("EC5")}
+
+
+def lines(result: Any) -> list[int]:
+    return sorted(f.location.line for f in result.findings)
+
+
+# timm's NativeScaler as DeiT, MAE, Swin and ConvNeXt call it: backward and step inside
+SCALER_WRAPPER = """
+import torch
+
+
+class NativeScaler:
+    def __init__(self):
+        self._scaler = torch.cuda.amp.GradScaler()
+
+    def __call__(self, loss, optimizer, clip_grad=None, parameters=None):
+        self._scaler.scale(loss).backward()
+        self._scaler.step(optimizer)
+        self._scaler.update()
+
+
+def train_one_epoch(model, criterion, data_loader, optimizer, loss_scaler):
+    model.train()
+    for samples, targets in metric_logger.log_every(data_loader, 10, "Epoch"):
+        samples = samples.cuda(non_blocking=True)
+        targets = targets.cuda(non_blocking=True)
+        with torch.cuda.amp.autocast():
+            loss = criterion(model(samples), targets)
+        loss_value = loss.item()
+        optimizer.zero_grad()
+        loss_scaler(loss, optimizer, clip_grad=None, parameters=model.parameters())
+        torch.cuda.synchronize()
+
+
+def main(args, model, criterion, data_loader_train, optimizer, loss_scaler):
+    for epoch in range(args.start_epoch, args.epochs):
+        train_one_epoch(model, criterion, data_loader_train, optimizer, loss_scaler)
+"""
+
+
+def test_a_loss_handed_with_the_optimizer_to_a_scaler_is_the_backward(tmp_path: Path) -> None:
+    """`loss_scaler(loss, optimizer, ...)` runs the backward pass and the step: the loop
+    around it is a training loop, and its per-step syncs are found there (not in the
+    epoch loop, whose `train_one_epoch(..., loss_scaler)` call is no backward)."""
+    found = results(tmp_path, SCALER_WRAPPER)
+    assert lines(found["EC509"]) == [22, 25]
+    assert all("log_every" in f.message for f in found["EC509"].findings)
+
+
+# The first cell of the Lightning tutorials
+HALF_THE_CPUS = """
+import os
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms, models
+
+NUM_WORKERS = int(os.cpu_count() / 2)
+ds = datasets.CIFAR10("data", train=True, transform=transforms.ToTensor())
+loader = DataLoader(ds, batch_size=256, shuffle=True, num_workers=NUM_WORKERS, pin_memory=True)
+model = models.resnet18(num_classes=10).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(30):
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_half_the_cpu_count_by_true_division_is_evaluated_on_the_target(tmp_path: Path) -> None:
+    """`int(os.cpu_count() / 2)` is 1 worker on 2 CPUs: not persistent over 30 epochs
+    (EC503), within the CPUs (EC504 passes, not unknown)."""
+    found = results(tmp_path, HALF_THE_CPUS)
+    assert lines(found["EC503"]) == [9]
+    assert found["EC504"].status.value == "pass"
+    bare = HALF_THE_CPUS.replace("int(os.cpu_count() / 2)", "os.cpu_count() / 2")
+    # a float reaches DataLoader, which rejects it: nothing to judge it by
+    assert results(tmp_path, bare)["EC503"].status.value == "unknown"
+
+
+# UvA deep-learning course: the global loader is fitted for many epochs inside a function
+# and also read once by another
+GLOBAL_LOADER_FITTED = """
+import torch
+import lightning.pytorch as pl
+from torch.utils import data
+from torchvision import datasets, transforms
+
+train_set = datasets.CIFAR10("data", train=True, transform=transforms.ToTensor())
+train_loader = data.DataLoader(train_set, batch_size=256, pin_memory=True, num_workers=2)
+
+
+def train_cifar(model):
+    pl.Trainer(accelerator="auto", devices=1, max_epochs=100).fit(model, train_loader)
+    return model
+
+
+def embed_imgs(model, data_loader):
+    embed_list = []
+    for imgs, _ in data_loader:
+        with torch.no_grad():
+            embed_list.append(model.net(imgs.to(model.device)))
+    return torch.cat(embed_list, dim=0)
+
+
+model = train_cifar(AE())
+embeds = embed_imgs(model, train_loader)
+"""
+
+
+def test_a_global_loader_a_function_also_reads_is_not_read_once(tmp_path: Path) -> None:
+    found = results(tmp_path, GLOBAL_LOADER_FITTED)
+    assert lines(found["EC503"]) == [8]
+    alone = GLOBAL_LOADER_FITTED.replace(".fit(model, train_loader)", ".fit(model, other)")
+    assert results(tmp_path, alone)["EC503"].status.value == "pass"
