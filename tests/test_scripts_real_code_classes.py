@@ -155,3 +155,68 @@ def test_a_global_loader_a_function_also_reads_is_not_read_once(tmp_path: Path) 
     assert lines(found["EC503"]) == [8]
     alone = GLOBAL_LOADER_FITTED.replace(".fit(model, train_loader)", ".fit(model, other)")
     assert results(tmp_path, alone)["EC503"].status.value == "pass"
+
+
+LOGGED_TENSORS = """
+import torch
+import wandb
+from torch.utils.tensorboard import SummaryWriter
+from torchvision import models
+
+writer = SummaryWriter()
+model = models.resnet18(num_classes=100).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(dataset, batch_size=64, num_workers=2)
+n_iter = 0
+for epoch in range(10):
+    for images, labels in loader:
+        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        n_iter += 1
+        writer.add_scalar("grad_norm", model.fc.weight.grad.norm(), n_iter)
+        writer.add_scalar("Train/loss", loss, n_iter)
+        wandb.log({"train/loss": loss})
+        writer.add_scalar("Train/lr", opt.param_groups[0]["lr"], n_iter)
+        wandb.log({"epoch": epoch})
+"""
+
+
+def test_loggers_that_turn_a_tensor_into_a_number_sync(tmp_path: Path) -> None:
+    """TensorBoard's add_scalar and wandb.log call `.item()` on a tensor they are given:
+    one host sync per call, every step (a Python number logged is no sync)."""
+    found = results(tmp_path, LOGGED_TENSORS)
+    assert lines(found["EC509"]) == [19, 20, 21]
+    assert "writer.add_scalar() converts a tensor" in found["EC509"].findings[0].message
+
+
+OPT_IN_LOGGER = """
+import argparse
+import torch
+
+try:
+    import wandb
+except ImportError:
+    wandb = None
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--wandb", action="store_true")
+args = parser.parse_args()
+loader = torch.utils.data.DataLoader(dataset, batch_size=64, num_workers=2)
+model = Net().cuda()
+for epoch in range(10):
+    for x in loader:
+        loss = model(x.cuda()).mean()
+        loss.backward()
+        if wandb and args.wandb:
+            wandb.log({"loss": loss})
+"""
+
+
+def test_a_logger_behind_an_opt_in_flag_is_off_at_the_defaults(tmp_path: Path) -> None:
+    """`if wandb and args.wandb:` is false unless --wandb is passed, whatever `wandb` is
+    (the module where installed: the `wandb = None` fallback does not decide it)."""
+    assert results(tmp_path, OPT_IN_LOGGER)["EC509"].status.value == "pass"
+    on = OPT_IN_LOGGER.replace('action="store_true"', 'action="store_true", default=True')
+    assert lines(results(tmp_path, on)["EC509"]) == [20]

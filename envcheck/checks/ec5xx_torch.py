@@ -698,7 +698,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     checks (`torch._C._get_cudnn_enabled()`) are not flagged. The backward pass may be
     hidden in a wrapper the loss and the optimizer are handed to (timm's
     `loss_scaler(loss, optimizer, ...)` in DeiT, MAE, Swin): the loop around it is a
-    training loop all the same. A number made from `.item()` (`l.item() / n`, or
+    training loop all the same. Loggers that turn a tensor into a number sync too:
+    TensorBoard's `writer.add_scalar("loss", loss, step)`, `wandb.log({"loss": loss})`,
+    `mlflow.log_metric`. A number made from `.item()` (`l.item() / n`, or
     `t.item() if isinstance(t, torch.Tensor) else t`) is formatted on the host.
     One statement is one finding, however many lines it spans.
 

@@ -26,6 +26,10 @@ def simple_assignments(body: list[ast.stmt]) -> dict[str, ast.expr]:
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             targets, value = [node.target], node.value
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            # `try: import wandb` / `except ImportError: wandb = None`: the name is the
+            # module where it is installed, None only where it is missing
+            ambiguous.update((a.asname or a.name).split(".")[0] for a in node.names)
         for target in targets:
             if isinstance(target, ast.Name) and value is not None:
                 previous = found.get(target.id)

@@ -1011,6 +1011,9 @@ class _StepLoop:
             return self._method(call, "host_sync", "reads the GradScaler's scale (an .item())")
         if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
             return self._record(call, "host_sync", _short(call), "tests a tensor's value")
+        if self._logged_tensor(call):
+            what = f"{_short(call.func)}()"
+            return self._record(call, "host_sync", what, "converts a tensor to a Python number")
         wrapper = host_wrapper(self.callees, call)
         if wrapper is not None and self._tensor(call.args[0]):
             return self._record(
@@ -1052,6 +1055,27 @@ class _StepLoop:
             if func.id == "print" and any(self._tensor(a) for a in call.args):
                 return self._record(call, "host_sync", _short(call), "prints a tensor")
         return None
+
+    def _logged_tensor(self, call: ast.Call) -> bool:
+        """`writer.add_scalar("loss", loss, step)`, `wandb.log({"loss": loss})`,
+        `mlflow.log_metric("loss", loss)`: the logger turns the device tensor into a
+        Python number (`.item()`) on the spot."""
+        func = call.func
+        name = self.walker.qualname(func) or ""
+        values: list[ast.expr] = []
+        if isinstance(func, ast.Attribute) and func.attr == "add_scalar":
+            values = call.args[1:2] + [k.value for k in call.keywords if k.arg == "scalar_value"]
+        elif isinstance(func, ast.Attribute) and func.attr == "add_scalars":
+            values = call.args[1:2] + [k.value for k in call.keywords if k.arg == "tag_scalar_dict"]
+        elif name in ("wandb.log", "mlflow.log_metric", "mlflow.log_metrics"):
+            values = call.args[:2] + [k.value for k in call.keywords]
+        for value in values:
+            parts = value.values if isinstance(value, ast.Dict) else [value]
+            if isinstance(value, ast.Call) and ast.unparse(value.func) == "dict":
+                parts = [k.value for k in value.keywords]
+            if any(part is not None and self._tensor(part) for part in parts):
+                return True
+        return False
 
     def _default_host_read(self, call: ast.Call) -> Optional[str]:
         """`output_transform(x, y, y_pred, loss)` where `output_transform` is a parameter
