@@ -312,8 +312,16 @@ def test_a_library_function_judged_at_its_defaults(tmp_path: Path) -> None:
         assert results[rule].status.value == "pass", results[rule].reason
 
 
-def test_a_default_the_file_overrides_is_not_known(tmp_path: Path) -> None:
+def test_a_default_the_files_one_call_overrides_takes_the_passed_value(tmp_path: Path) -> None:
     report = analyse(tmp_path, LIBRARY_FUNCTION + "\ncreate_loader(ds, pin_memory=True)\n")
+    assert report.loaders[0]["args"]["pin_memory"]["value"] is True
+    assert "passed by the file's call" in report.loaders[0]["args"]["pin_memory"]["source"]
+    assert report.loaders[0]["args"]["num_workers"]["value"] == 1
+
+
+def test_a_default_the_files_calls_override_differently_is_not_known(tmp_path: Path) -> None:
+    calls = "\ncreate_loader(ds, pin_memory=True)\ncreate_loader(ds, pin_memory=False)\n"
+    report = analyse(tmp_path, LIBRARY_FUNCTION + calls)
     assert report.loaders[0]["args"]["pin_memory"]["known"] is False
     assert report.loaders[0]["args"]["num_workers"]["value"] == 1
 

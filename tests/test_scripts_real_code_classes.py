@@ -220,3 +220,104 @@ def test_a_logger_behind_an_opt_in_flag_is_off_at_the_defaults(tmp_path: Path) -
     assert results(tmp_path, OPT_IN_LOGGER)["EC509"].status.value == "pass"
     on = OPT_IN_LOGGER.replace('action="store_true"', 'action="store_true", default=True')
     assert lines(results(tmp_path, on)["EC509"]) == [20]
+
+
+HELPER_GIVEN_WORKERS = """
+import argparse
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms, models
+
+
+def _create_data_loader(img_path, batch_size, n_cpu):
+    dataset = datasets.ImageFolder(img_path, transforms.ToTensor())
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=n_cpu,
+                      pin_memory=True)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--n_cpu", type=int, default=8)
+args = parser.parse_args()
+dataloader = _create_data_loader("data/train", 64, args.n_cpu)
+model = models.resnet50().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(90):
+    for imgs, targets in dataloader:
+        loss = torch.nn.functional.cross_entropy(model(imgs.cuda()), targets.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_helper_of_the_file_is_judged_with_what_its_one_call_passes(tmp_path: Path) -> None:
+    """`_create_data_loader(..., args.n_cpu)`: --n_cpu defaults to 8, above 2 CPUs."""
+    found = results(tmp_path, HELPER_GIVEN_WORKERS)
+    assert lines(found["EC504"]) == [10]
+    assert "argparse --n_cpu default" in found["EC504"].findings[0].message
+    constant = HELPER_GIVEN_WORKERS.replace("64, args.n_cpu)", "64, 1)")
+    found = results(tmp_path, constant)
+    assert found["EC504"].status.value == "pass"
+    assert "n_cpu=1 passed by the file's call" in found["EC503"].findings[0].message
+    twice = HELPER_GIVEN_WORKERS.replace(
+        "model = models", 'other = _create_data_loader("data/val", 64, 0)\nmodel = models'
+    )
+    # two calls passing different counts: the helper's loader is not judged from either
+    assert results(tmp_path, twice)["EC504"].status.value == "unknown"
+
+
+LOGGER_GIVEN_WORKERS = """
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms, models
+from utils.utils import show_config
+
+if __name__ == "__main__":
+    num_workers = 4
+    show_config(batch_size=16, num_workers=num_workers, lr=1e-3)
+    ds = datasets.ImageFolder("data/train", transforms.ToTensor())
+    gen = DataLoader(ds, batch_size=16, shuffle=True, num_workers=num_workers, pin_memory=True)
+    model = models.resnet50().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    for epoch in range(100):
+        for x, y in gen:
+            loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+def test_a_call_whose_result_is_dropped_builds_no_loader(tmp_path: Path) -> None:
+    """bubbliiiing's `show_config(num_workers=...)` prints the settings: only the real
+    DataLoader is judged, and its pinning is seen."""
+    found = results(tmp_path, LOGGER_GIVEN_WORKERS)
+    assert lines(found["EC504"]) == [11]
+    assert "num_workers=num_workers (= 4)" in found["EC504"].findings[0].message
+    assert found["EC502"].status.value == "pass"
+
+
+EMPTY_KWARGS_DEFAULT = """
+import torch
+from torch.utils.data import DataLoader
+
+
+def training_loop(dataset, batch_size=32, data_loader_kwargs={}, total_steps=10000):
+    it = iter(DataLoader(dataset, batch_size=batch_size, shuffle=True, **data_loader_kwargs))
+    model = Net().cuda()
+    opt = torch.optim.Adam(model.parameters())
+    for step in range(total_steps):
+        x, y = next(it)
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_an_empty_kwargs_default_is_the_callers_slot(tmp_path: Path) -> None:
+    """StyleGAN2-ADA's `training_loop(data_loader_kwargs={})`: train.py passes the
+    workers and pinning; the empty default says nothing about them."""
+    found = results(tmp_path, EMPTY_KWARGS_DEFAULT)
+    for rule in ("EC501", "EC502"):
+        assert found[rule].status.value == "unknown", rule
+        assert "may be set through **data_loader_kwargs" in found[rule].reason

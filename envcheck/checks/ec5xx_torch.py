@@ -93,6 +93,8 @@ def argument(loader: dict[str, Any], name: str, default: Any) -> tuple[bool, Any
     how = f"{name}={arg.get('text')}"
     if arg.get("source") not in ("literal", None):
         how += f" ({arg.get('source')})"
+    elif arg.get("known") and str(arg.get("text")) != repr(arg.get("value")):
+        how += f" (= {arg.get('value')!r})"  # `num_workers=num_workers`, assigned 4
     if loader.get("built_by"):
         how += f", handed to {loader['built_by']}"
     if not arg.get("known"):
@@ -230,7 +232,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     assigned in several places takes the assignment the run at the defaults ends with
     (`if args.distributed and 'tfds' in args.dataset:` is false when --dataset is '').
     A worker count that defaults to None (a config field filled from YAML) is a
-    placeholder, since DataLoader rejects None: the rules are unknown for it. A
+    placeholder, since DataLoader rejects None: the rules are unknown for it. A helper
+    of the file that builds the loader is judged with what the file's one call of it
+    passes (`_create_data_loader(path, 64, args.n_cpu)`); a `**data_loader_kwargs`
+    parameter defaulting to `{}` is the caller's slot for options, not their value. A
     training loop over a loader another module builds (`self.train_loader =
     make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
     out of sight.

@@ -29,6 +29,7 @@ from envcheck.scripts.inherited import (
     inherited_attributes,
     init_attributes,
     parameter_defaults,
+    passed_arguments,
 )
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.notebooks import MAX_NOTEBOOK_BYTES, SUFFIX, notebook_code
@@ -326,6 +327,9 @@ class Walker(ast.NodeVisitor):
                 # a function's parameters stand for their defaults unless the file passes them
                 calls = self._calls_by_name().get(function.name, [])
                 scope.defaults = parameter_defaults(function, calls, skip=0)
+                passed = passed_arguments(function, calls)
+                scope.defaults.update(passed)
+                scope.passed = set(passed)
         return self._scopes[key]
 
     def _is_method(self, function: ast.AST) -> bool:

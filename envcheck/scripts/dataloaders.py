@@ -169,10 +169,14 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     {'num_workers': ...}`): a loader built elsewhere with this file's worker count. Only
     `num_workers` is recorded; the maker's other settings (pinning, persistent workers,
     its own device transfer) are out of sight, so `built_by` makes them unknown. Placed
-    at the call, as a DataLoader's findings are."""
+    at the call, as a DataLoader's findings are. A call whose result is thrown away
+    (`show_config(num_workers=4)`, printing the settings) builds no loader, unless its
+    name says it does."""
     short = name.rsplit(".", 1)[-1]
     if name.startswith(NOT_MAKERS) or short in walker.index().functions or name in BUILTINS:
         return  # a library's own meaning, or a function of the file (its loader is seen)
+    if id(node) in walker.index().discarded_calls and "loader" not in short.lower():
+        return  # `show_config(num_workers=4)`: a result nobody reads is no loader
     written = keyword_expressions(node, walker.scope()).get("num_workers")
     if written is None or _off_by_default(walker, node):
         return

@@ -27,6 +27,10 @@ Read from the source, never run: `answer` returns `{"trains": "yes" | "no" | "un
 Not counted: a `torch.device("cuda")` that is created but never used, or used only after
 the file's module-level training loops have finished (a tutorial that trains on the CPU
 and shows the GPU afterwards); `torch.cuda.device_count()` or `is_available()` alone.
+
+Size: one reader of the evidence for a device and its counter-evidence; the cases weigh
+against each other (a CPU default handed on to a base class, a device made but used only
+after training), so they stay together.
 """
 
 from __future__ import annotations

@@ -106,6 +106,12 @@ class FileIndex:
         self.class_nodes = [n for n in module_nodes(module) if isinstance(n, ast.ClassDef)]
         self.classes = {c.name: c for c in self.class_nodes}
         self._derived: dict[frozenset[str], set[str]] = {}
+        # calls whose result is thrown away (`show_config(num_workers=4)` as a statement)
+        self.discarded_calls = {
+            id(n.value)
+            for n in module_nodes(module)
+            if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)
+        }
 
     def derived_from(self, bases: set[str]) -> set[str]:
         """Names of the file's classes deriving from `bases` (qualified names), directly

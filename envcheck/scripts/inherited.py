@@ -52,6 +52,37 @@ def parameter_defaults(
     return defaults
 
 
+def passed_arguments(function: ast.FunctionDef, calls: list[ast.Call]) -> dict[str, ast.expr]:
+    """What the file's only call of a plain function passes to its parameters
+    (`_create_data_loader(path, 64, args.n_cpu)`), where the argument reads the same
+    inside the function: a constant, or a module-level name or attribute of one
+    (`args.n_cpu`, `NUM_WORKERS`) that the function does not shadow."""
+    if len(calls) != 1:
+        return {}
+    call = calls[0]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return {}
+    positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    local = {
+        n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    } | {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    passed = dict(zip(positional, call.args, strict=False))
+    passed.update({k.arg: k.value for k in call.keywords if k.arg in {*positional, *local}})
+    return {name: expr for name, expr in passed.items() if _portable(expr, local)}
+
+
+def _portable(expr: ast.expr, local: set[str]) -> bool:
+    """A constant, or a name (or attribute chain on one) not bound inside the callee."""
+    if isinstance(expr, ast.Constant):
+        return True
+    root = expr
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id not in local and root.id != "self"
+
+
 def inherited_attributes(
     walker: Walker, cls: ast.ClassDef, calls: dict[str, list[ast.Call]]
 ) -> Attributes:

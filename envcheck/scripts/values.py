@@ -103,6 +103,7 @@ class Scope:
         # __init__'s scope, whose parameters stand for their defaults (set by the walker)
         self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
         self.defaults: dict[str, ast.expr] = {}
+        self.passed: set[str] = set()  # parameters in `defaults` that the file's call passes
         # functions of the file that always return one expression (returns.py)
         self.returns: Mapping[str, ast.expr] = {}
         # (option dest, text) -> the value other files of the run give it (run_options.py),
@@ -217,7 +218,9 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
             return Value(False, None, text, f"{node.id} is not a simple assignment here")
         found = resolve(assigned, scope, depth + 1)
         source = found.source or f"{node.id} = ..."
-        if found.source == "literal" and assigned is scope.defaults.get(node.id):
+        if found.source == "literal" and node.id in scope.passed:
+            source = f"{node.id}={ast.unparse(assigned)} passed by the file's call"
+        elif found.source == "literal" and assigned is scope.defaults.get(node.id):
             source = f"default {node.id}={ast.unparse(assigned)}"  # a parameter left as it is
         return Value(found.known, found.value, text, source)
     if (
@@ -456,7 +459,7 @@ def keyword_values(call: ast.Call, scope: Scope) -> tuple[dict[str, Value], list
         for name, expr in expanded.items():
             found = resolve(expr, scope)
             via = f"via **{ast.unparse(keyword.value)}"
-            if found.source.startswith("default "):
+            if found.source.startswith("default ") or found.source.endswith("file's call"):
                 via += f", {found.source}"
             values.setdefault(name, Value(found.known, found.value, found.text, via))
     return values, opaque
@@ -474,6 +477,10 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
             return None
         named = _dict_items(assigned, scope, depth + 1)
         if named is None:
+            return None
+        if not named and assigned is scope.defaults.get(node.id):
+            # `def training_loop(data_loader_kwargs={})` ... `DataLoader(**data_loader_kwargs)`:
+            # an empty default is the slot for the caller's options, not their value
             return None
         for update in scope.updates(node.id):
             more = _dict_items(update, scope, depth + 1)
