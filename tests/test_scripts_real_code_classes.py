@@ -321,3 +321,67 @@ def test_an_empty_kwargs_default_is_the_callers_slot(tmp_path: Path) -> None:
     for rule in ("EC501", "EC502"):
         assert found[rule].status.value == "unknown", rule
         assert "may be set through **data_loader_kwargs" in found[rule].reason
+
+
+TOKENISED_IN_SETUP = """
+import datasets
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+
+class GLUEDataModule(pl.LightningDataModule):
+    def __init__(self, model_name="distilbert-base-uncased", batch_size=32):
+        super().__init__()
+        self.tokenizer = AutoTokenizer.from_pretrained(model_name)
+        self.batch_size = batch_size
+
+    def convert_to_features(self, ex):
+        return self.tokenizer(ex["sentence1"], ex["sentence2"], truncation=True)
+
+    def setup(self, stage=None):
+        self.dataset = datasets.load_dataset("glue", "mrpc")
+        for split in self.dataset.keys():
+            self.dataset[split] = self.dataset[split].map(self.convert_to_features, batched=True)
+            self.dataset[split].set_format(type="torch")
+
+    def train_dataloader(self):
+        return DataLoader(self.dataset["train"], batch_size=self.batch_size, shuffle=True)
+
+
+class Model(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self.model(**batch).loss
+
+
+pl.Trainer(accelerator="auto", devices=1, max_epochs=3).fit(Model(), datamodule=GLUEDataModule())
+"""
+
+
+def test_text_tokenised_in_setup_by_a_method_of_any_name(tmp_path: Path) -> None:
+    """Lightning's GLUE tutorial: `self.dataset[split].map(self.convert_to_features)`,
+    whose body calls the tokenizer: batches of token ids from memory."""
+    found = results(tmp_path, TOKENISED_IN_SETUP)
+    for rule in ("EC501", "EC502"):
+        assert found[rule].status.value == "pass", rule
+        assert "text tokenised up front" in found[rule].reason
+
+
+def test_a_lambda_calling_a_module_tokenizer_tokenises(tmp_path: Path) -> None:
+    source = (
+        "import torch\n"
+        "from datasets import load_dataset\n"
+        "from transformers import AutoTokenizer\n"
+        "tok = AutoTokenizer.from_pretrained('bert-base-uncased')\n"
+        "raw = load_dataset('imdb')\n"
+        "ds = raw.map(lambda ex: tok(ex['text'], truncation=True), batched=True)\n"
+        "loader = torch.utils.data.DataLoader(ds['train'], batch_size=32)\n"
+        "model = Net().cuda()\n"
+        "for epoch in range(3):\n"
+        "    for batch in loader:\n"
+        "        model(**{k: v.cuda() for k, v in batch.items()}).loss.backward()\n"
+    )
+    found = results(tmp_path, source)
+    assert found["EC501"].status.value == "pass"
+    images = source.replace("tok(ex['text'], truncation=True)", "augment(ex['image'])")
+    assert results(tmp_path, images)["EC501"].status.value == "fail"

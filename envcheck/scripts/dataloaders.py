@@ -397,12 +397,21 @@ def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
     token ids). The map call's text, or None."""
     while isinstance(node, ast.Subscript):
         node = node.value
-    if not isinstance(node, ast.Name) or not any(
-        word in line.lower() for line in walker.lines for word in TOKENISING
+    own = (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+    if (
+        node is None
+        or not (isinstance(node, ast.Name) or own)
+        or not any(word in line.lower() for line in walker.lines for word in TOKENISING)
     ):
         return None
-    where: ast.AST = walker.functions[-1] if walker.functions else walker.module
-    names: list[str] = [node.id]
+    # `self.dataset[split] = self.dataset[split].map(...)` in setup(): the object's, read
+    # in the whole file; a plain name, in the loader's function
+    where: ast.AST = walker.module if own or not walker.functions else walker.functions[-1]
+    names: list[str] = [ast.unparse(node)]
     seen: set[str] = set()
     while names:
         name = names.pop()
@@ -412,7 +421,7 @@ def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
         for statement in ast.walk(where):
             if not (
                 isinstance(statement, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
+                and any(_stored_name(t) == name for t in statement.targets)
             ):
                 continue
             for inner in ast.walk(statement.value):
@@ -429,19 +438,42 @@ def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
     return None
 
 
+def _stored_name(target: ast.expr) -> Optional[str]:
+    """`x` for `x = ...` and `x[k] = ...`; `self.data` for `self.data[split] = ...`."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+        return ast.unparse(target) if target.value.id == "self" else None
+    return None
+
+
 def _tokenises(walker: Walker, function: ast.expr) -> bool:
-    """A map function that tokenises: named so, or a function of the file calling a
-    tokenizer."""
+    """A map function that tokenises: named so, or a function of the file (or a lambda)
+    calling a tokenizer (`self.tokenizer(...)`, `tok(...)` with `tok =
+    AutoTokenizer.from_pretrained(...)`)."""
     text = ast.unparse(function).lower()
     if any(word in text for word in TOKENISING):
         return True
+    body: Optional[ast.AST] = function if isinstance(function, ast.Lambda) else None
     if isinstance(function, ast.Name):
-        defined = walker.index().functions.get(function.id)
-        if defined is not None:
-            return any(
-                isinstance(n, ast.Call) and "tokeniz" in ast.unparse(n.func).lower()
-                for n in ast.walk(defined)
-            )
+        body = walker.index().functions.get(function.id)
+    elif isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+        body = walker.index().functions.get(function.attr) if function.value.id == "self" else None
+    if body is None:
+        return False
+    return any(isinstance(n, ast.Call) and _tokenizer_call(walker, n.func) for n in ast.walk(body))
+
+
+def _tokenizer_call(walker: Walker, func: ast.expr) -> bool:
+    """`self.tokenizer(...)`, `tokenizer.batch_encode_plus(...)`, or a name the module
+    binds to a tokenizer (`tok = AutoTokenizer.from_pretrained(...)`)."""
+    if any(word in ast.unparse(func).lower() for word in TOKENISING):
+        return True
+    if isinstance(func, ast.Name):
+        bound = walker.module_scope.lookup(func.id)
+        return bound is not None and any(word in ast.unparse(bound).lower() for word in TOKENISING)
     return False
 
 
