@@ -385,3 +385,27 @@ def test_a_lambda_calling_a_module_tokenizer_tokenises(tmp_path: Path) -> None:
     assert found["EC501"].status.value == "pass"
     images = source.replace("tok(ex['text'], truncation=True)", "augment(ex['image'])")
     assert results(tmp_path, images)["EC501"].status.value == "fail"
+
+
+STEP_OUT_OF_SIGHT = """
+import torch
+from torch.utils import data as data_
+from trainer import FasterRCNNTrainer
+from model import FasterRCNNVGG16
+
+dataset = Dataset(opt)
+dataloader = data_.DataLoader(dataset, batch_size=1, shuffle=True, num_workers=2)
+trainer = FasterRCNNTrainer(FasterRCNNVGG16()).cuda()
+for epoch in range(14):
+    for ii, (img, bbox_, label_, scale) in enumerate(dataloader):
+        img, bbox, label = img.cuda().float(), bbox_.cuda(), label_.cuda()
+        trainer.train_step(img, bbox, label, scale)
+"""
+
+
+def test_a_training_step_run_by_an_object_of_another_file(tmp_path: Path) -> None:
+    """simple-faster-rcnn: `trainer.train_step(...)` runs the step (and any autocast) in
+    trainer.py: the file trains on the GPU, its precision is not known here."""
+    found = results(tmp_path, STEP_OUT_OF_SIGHT)
+    assert found["EC507"].status.value == "unknown"
+    assert "trainer.train_step() (not in this file)" in found["EC507"].reason

@@ -42,7 +42,12 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from envcheck.scripts.index import keyword_arg, module_nodes
 from envcheck.scripts.own_model import moves_anything, optimized_model
 from envcheck.scripts.parameters import parameter_default
-from envcheck.scripts.training_calls import base_init, hidden_backward, preprocessing_fit
+from envcheck.scripts.training_calls import (
+    base_init,
+    hidden_backward,
+    outside_step,
+    preprocessing_fit,
+)
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -107,8 +112,10 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
                 continue  # encoder.fit(column): a data transform learns its mapping
             if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
                 found.append(node)
-        if isinstance(node, ast.Call) and hidden_backward(node):
-            found.append(node)  # loss_scaler(loss, optimizer): backward and step inside
+        if isinstance(node, ast.Call) and (
+            hidden_backward(node) or outside_step(walker.index(), node)
+        ):
+            found.append(node)  # loss_scaler(loss, optimizer), trainer.train_step(batch)
     if not found:
         return None
     first = min(found, key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))

@@ -47,6 +47,7 @@ from envcheck.scripts.assignments import statements
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.index import keyword_arg
 from envcheck.scripts.parameters import parameter_default
+from envcheck.scripts.training_calls import outside_step
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -329,6 +330,12 @@ class _Reader:
         if not name.startswith(LIBRARIES) and short not in HANDLED:
             self._project_setting(node, gates, scope)
             self._precision_helper(node, gates, scope)
+        if outside_step(self.walker.index(), node):
+            # `trainer.train_step(img, bbox, label)`: the step, and any autocast in it,
+            # are in another file
+            self.gates.append(
+                (f"the training step {ast.unparse(node.func)}() (not in this file)", scope)
+            )
         self._model_dtype(node, name, gates, scope)
         runner = name.startswith(LIGHTNING_ROOTS) and any(r in name for r in LIGHTNING_RUNNERS)
         if runner and not self._inference_runner(scope):

@@ -3,13 +3,16 @@
 `preprocessing_fit` tells a data transform's `fit` (an encoder, a scaler) from a model's;
 `base_init` spots a class handing its constructor arguments on to its base class;
 `hidden_backward` spots a backward pass and optimizer step done by a wrapper the loss is
-handed to. They read one call node, never run anything; device.py and torch_loops.py use
+handed to; `outside_step` a training step run by an object of another file. They read
+one call node, never run anything; device.py and torch_loops.py use
 them to decide whether and where a file trains.
 """
 
 from __future__ import annotations
 
 import ast
+
+from envcheck.scripts.index import FileIndex
 
 # scikit-learn-style data transforms: their fit() learns a mapping, it trains no model;
 # and estimators (scikit-learn's, SageMaker's `estimator.fit(inputs=...)`, which starts a
@@ -68,3 +71,24 @@ def hidden_backward(node: ast.Call) -> bool:
     if "optimizer" in func or "log" in func or "print" in func:
         return False  # optimizer.step(closure), logger.log(loss, optimizer=...)
     return loss and any("optimizer" in t for t in rest)
+
+
+# Methods of a project's trainer or model object that run one training step
+STEP_METHODS = ("train_step", "training_step", "train_one_step", "optimize_parameters")
+
+
+def outside_step(index: FileIndex, node: ast.Call) -> bool:
+    """`trainer.train_step(...)`, `model.optimize_parameters()` (CycleGAN): a training
+    step of an object whose class is not in this file (`index`)."""
+    func = node.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in STEP_METHODS
+        and not (isinstance(func.value, ast.Name) and func.value.id in ("self", "super"))
+        and func.attr not in index.functions
+        and not any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == func.attr
+            for cls in index.class_nodes
+            for item in cls.body
+        )
+    )
