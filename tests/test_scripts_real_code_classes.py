@@ -409,3 +409,46 @@ def test_a_training_step_run_by_an_object_of_another_file(tmp_path: Path) -> Non
     found = results(tmp_path, STEP_OUT_OF_SIGHT)
     assert found["EC507"].status.value == "unknown"
     assert "trainer.train_step() (not in this file)" in found["EC507"].reason
+
+
+TOKENISED_BY_CALLERS = """
+import datasets
+import torch
+import torchtext
+
+train_data, test_data = datasets.load_dataset("imdb", split=["train", "test"])
+tokenizer = torchtext.data.utils.get_tokenizer("basic_english")
+
+
+def tokenize_example(example, tokenizer, max_length):
+    return {"tokens": tokenizer(example["text"])[:max_length]}
+
+
+train_data = train_data.map(tokenize_example, fn_kwargs={"tokenizer": tokenizer, "max_length": 256})
+test_data = test_data.map(tokenize_example, fn_kwargs={"tokenizer": tokenizer, "max_length": 256})
+train_data = train_data.with_format(type="torch", columns=["ids", "label"])
+test_data = test_data.with_format(type="torch", columns=["ids", "label"])
+
+
+def get_data_loader(dataset, batch_size, shuffle=False):
+    data_loader = torch.utils.data.DataLoader(dataset=dataset, batch_size=batch_size)
+    return data_loader
+
+
+train_data_loader = get_data_loader(train_data, 512, shuffle=True)
+test_data_loader = get_data_loader(test_data, 512)
+model = Net().cuda()
+for epoch in range(10):
+    for batch in train_data_loader:
+        model(batch["ids"].cuda()).sum().backward()
+"""
+
+
+def test_a_loader_helper_every_call_gives_tokenised_text(tmp_path: Path) -> None:
+    """bentrevett's sentiment notebooks: `get_data_loader(train_data, ...)` for every split
+    of a dataset tokenised up front: no workers or pinning to ask for."""
+    found = results(tmp_path, TOKENISED_BY_CALLERS)
+    for rule in ("EC501", "EC502"):
+        assert found[rule].status.value == "pass", rule
+    images = TOKENISED_BY_CALLERS + "images = get_data_loader(ImageFolder('data'), 64)\n"
+    assert results(tmp_path, images)["EC501"].status.value == "fail"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
 from envcheck.scripts.datasets import in_memory
-from envcheck.scripts.index import function_owners, module_nodes
+from envcheck.scripts.index import function_owners, keyword_arg, module_nodes
 from envcheck.scripts.loader_marks import mark_loaders
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
@@ -230,7 +230,7 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     for keyword in call.keywords:
         if keyword.arg == "dataset":
             node = keyword.value
-    tokenised = _tokenised(walker, node)
+    tokenised = _tokenised(walker, node) or _tokenised_by_callers(walker, node)
     if tokenised is not None:
         return {"class": "pre-tokenised", "qualname": None, "text": _clip(tokenised)}
     function = walker.functions[-1] if walker.functions else None
@@ -391,7 +391,33 @@ def _endless(walker: Walker, call: ast.Call) -> Optional[str]:
 TOKENISING = ("tokeniz", "tokenis")
 
 
-def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
+def _tokenised_by_callers(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
+    """`def get_data_loader(dataset, ...)` called with `train_data`, `valid_data`,
+    `test_data`: a parameter every call of the file fills with text tokenised up front."""
+    function = walker.functions[-1] if walker.functions else None
+    if not isinstance(node, ast.Name) or not isinstance(function, ast.FunctionDef):
+        return None
+    positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if node.id not in positional:
+        return None
+    index = positional.index(node.id)
+    found: Optional[str] = None
+    for caller in [None, *walker.index().function_nodes]:
+        for call in _own_calls(walker, caller):
+            if not (isinstance(call.func, ast.Name) and call.func.id == function.name):
+                continue
+            given = call.args[index] if index < len(call.args) else keyword_arg(call, node.id)
+            where = caller if caller is not None else walker.module
+            tokenised = _tokenised(walker, given, where)
+            if tokenised is None:
+                return None
+            found = found or tokenised
+    return found
+
+
+def _tokenised(
+    walker: Walker, node: Optional[ast.expr], where: Optional[ast.AST] = None
+) -> Optional[str]:
     """`DataLoader(tokenized["train"])` where `tokenized = raw.map(tokenize_function,
     ...)`: a text dataset tokenised up front (Hugging Face datasets keep it in memory as
     token ids). The map call's text, or None."""
@@ -410,7 +436,8 @@ def _tokenised(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
         return None
     # `self.dataset[split] = self.dataset[split].map(...)` in setup(): the object's, read
     # in the whole file; a plain name, in the loader's function
-    where: ast.AST = walker.module if own or not walker.functions else walker.functions[-1]
+    if where is None:
+        where = walker.module if own or not walker.functions else walker.functions[-1]
     names: list[str] = [ast.unparse(node)]
     seen: set[str] = set()
     while names:
