@@ -113,6 +113,14 @@ def test_custom_layer_numpy() -> None:
             [("EC515", 3)],
         ),
         (
+            # BERT's run_classifier: a variable named for one file holds one file
+            "import tensorflow as tf\n"
+            "def input_fn(input_file):\n"
+            "    d = tf.data.TFRecordDataset(input_file)\n"
+            "    return d.map(parse, num_parallel_calls=4).batch(8).prefetch(1)\n",
+            [],
+        ),
+        (
             "import tensorflow as tf\n"
             "import numpy as np\n"
             "def aug(x):\n"

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 # Where a tf.data pipeline starts (qualified names, after import aliases).
 SOURCE_PREFIXES = ("tensorflow.data.Dataset.",)
-INSPECTORS = {"iter", "next", "list"}  # builtins that look at a few elements
+INSPECTORS = {"iter", "next", "list"}
+# A variable named for one file (`input_file`, `record_path`): a reader over it reads one.
+SINGLE_FILE = ("file", "path", "filename", "record")  # builtins that look at a few elements
 # Calls that only look at a pipeline (its size, its repr), not consume it.
 LOOKS = INSPECTORS | {"print", "len", "type", "isinstance", "repr", "str", "cardinality"}
 # Calls that consume a pipeline for training: Keras, TF1 iterators, a distribution strategy.
@@ -477,6 +479,9 @@ class _Pipelines:
             return None
         if isinstance(files, (ast.List, ast.Tuple)) and len(files.elts) <= 1:
             return None
+        last = ast.unparse(files).rsplit(".", 1)[-1].lower()
+        if isinstance(files, (ast.Name, ast.Attribute)) and last.endswith(SINGLE_FILE):
+            return None  # `TFRecordDataset(input_file)` (BERT's run_classifier): one file
         return f"{short} over {ast.unparse(files)}"
 
     def _op(self, call: ast.Call) -> dict[str, Any]:
