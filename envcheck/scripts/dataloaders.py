@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
 from envcheck.scripts.datasets import in_memory
-from envcheck.scripts.index import function_owners, keyword_arg, module_nodes
+from envcheck.scripts.index import function_owners, module_nodes, own_calls
 from envcheck.scripts.loader_marks import mark_loaders
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
+from envcheck.scripts.tokenised_maps import tokenised_by_callers, tokenised_map
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def _from_makers_callers(walker: Walker, values: dict[str, Any], opaque: list[st
     calls = [
         (caller, call)
         for caller in [None, *walker.index().function_nodes]
-        for call in _own_calls(walker, caller)
+        for call in own_calls(walker.module, caller)
         if _callee_name(call) == getattr(function, "name", None)
     ]
     handed = []
@@ -137,17 +138,6 @@ def _from_makers_callers(walker: Walker, values: dict[str, Any], opaque: list[st
         if key not in params:
             values.setdefault(key, value)
     return [o for o in opaque if o != kwarg.arg]
-
-
-def _own_calls(walker: Walker, caller: Optional[ast.AST]) -> list[ast.Call]:
-    """Calls made by `caller`'s own statements (the module's outside functions for None)."""
-    body = walker.module.body if caller is None else getattr(caller, "body", [])
-    found: list[ast.Call] = []
-    for statement in body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        found.extend(n for n in ast.walk(statement) if isinstance(n, ast.Call))
-    return found
 
 
 def _callee_name(call: ast.Call) -> Optional[str]:
@@ -230,7 +220,7 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     for keyword in call.keywords:
         if keyword.arg == "dataset":
             node = keyword.value
-    tokenised = _tokenised(walker, node) or _tokenised_by_callers(walker, node)
+    tokenised = tokenised_map(walker, node) or tokenised_by_callers(walker, node)
     if tokenised is not None:
         return {"class": "pre-tokenised", "qualname": None, "text": _clip(tokenised)}
     function = walker.functions[-1] if walker.functions else None
@@ -386,122 +376,6 @@ def _endless(walker: Walker, call: ast.Call) -> Optional[str]:
             ):
                 return f"its sampler draws {ast.unparse(keyword.value)} samples: one endless pass"
     return None
-
-
-TOKENISING = ("tokeniz", "tokenis")
-
-
-def _tokenised_by_callers(walker: Walker, node: Optional[ast.expr]) -> Optional[str]:
-    """`def get_data_loader(dataset, ...)` called with `train_data`, `valid_data`,
-    `test_data`: a parameter every call of the file fills with text tokenised up front."""
-    function = walker.functions[-1] if walker.functions else None
-    if not isinstance(node, ast.Name) or not isinstance(function, ast.FunctionDef):
-        return None
-    positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
-    if node.id not in positional:
-        return None
-    index = positional.index(node.id)
-    found: Optional[str] = None
-    for caller in [None, *walker.index().function_nodes]:
-        for call in _own_calls(walker, caller):
-            if not (isinstance(call.func, ast.Name) and call.func.id == function.name):
-                continue
-            given = call.args[index] if index < len(call.args) else keyword_arg(call, node.id)
-            where = caller if caller is not None else walker.module
-            tokenised = _tokenised(walker, given, where)
-            if tokenised is None:
-                return None
-            found = found or tokenised
-    return found
-
-
-def _tokenised(
-    walker: Walker, node: Optional[ast.expr], where: Optional[ast.AST] = None
-) -> Optional[str]:
-    """`DataLoader(tokenized["train"])` where `tokenized = raw.map(tokenize_function,
-    ...)`: a text dataset tokenised up front (Hugging Face datasets keep it in memory as
-    token ids). The map call's text, or None."""
-    while isinstance(node, ast.Subscript):
-        node = node.value
-    own = (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    )
-    if (
-        node is None
-        or not (isinstance(node, ast.Name) or own)
-        or not any(word in line.lower() for line in walker.lines for word in TOKENISING)
-    ):
-        return None
-    # `self.dataset[split] = self.dataset[split].map(...)` in setup(): the object's, read
-    # in the whole file; a plain name, in the loader's function
-    if where is None:
-        where = walker.module if own or not walker.functions else walker.functions[-1]
-    names: list[str] = [ast.unparse(node)]
-    seen: set[str] = set()
-    while names:
-        name = names.pop()
-        if name in seen or len(seen) > 8:
-            continue
-        seen.add(name)
-        for statement in ast.walk(where):
-            if not (
-                isinstance(statement, ast.Assign)
-                and any(_stored_name(t) == name for t in statement.targets)
-            ):
-                continue
-            for inner in ast.walk(statement.value):
-                if isinstance(inner, ast.Name):
-                    names.append(inner.id)
-                if (
-                    isinstance(inner, ast.Call)
-                    and isinstance(inner.func, ast.Attribute)
-                    and inner.func.attr == "map"
-                    and inner.args
-                    and _tokenises(walker, inner.args[0])
-                ):
-                    return ast.unparse(inner.func) + f"({ast.unparse(inner.args[0])}, ...)"
-    return None
-
-
-def _stored_name(target: ast.expr) -> Optional[str]:
-    """`x` for `x = ...` and `x[k] = ...`; `self.data` for `self.data[split] = ...`."""
-    while isinstance(target, ast.Subscript):
-        target = target.value
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
-        return ast.unparse(target) if target.value.id == "self" else None
-    return None
-
-
-def _tokenises(walker: Walker, function: ast.expr) -> bool:
-    """A map function that tokenises: named so, or a function of the file (or a lambda)
-    calling a tokenizer (`self.tokenizer(...)`, `tok(...)` with `tok =
-    AutoTokenizer.from_pretrained(...)`)."""
-    text = ast.unparse(function).lower()
-    if any(word in text for word in TOKENISING):
-        return True
-    body: Optional[ast.AST] = function if isinstance(function, ast.Lambda) else None
-    if isinstance(function, ast.Name):
-        body = walker.index().functions.get(function.id)
-    elif isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
-        body = walker.index().functions.get(function.attr) if function.value.id == "self" else None
-    if body is None:
-        return False
-    return any(isinstance(n, ast.Call) and _tokenizer_call(walker, n.func) for n in ast.walk(body))
-
-
-def _tokenizer_call(walker: Walker, func: ast.expr) -> bool:
-    """`self.tokenizer(...)`, `tokenizer.batch_encode_plus(...)`, or a name the module
-    binds to a tokenizer (`tok = AutoTokenizer.from_pretrained(...)`)."""
-    if any(word in ast.unparse(func).lower() for word in TOKENISING):
-        return True
-    if isinstance(func, ast.Name):
-        bound = walker.module_scope.lookup(func.id)
-        return bound is not None and any(word in ast.unparse(bound).lower() for word in TOKENISING)
-    return False
 
 
 def _subclasses(nodes: list[ast.AST], aliases: dict[str, str], bases: set[str]) -> set[str]:

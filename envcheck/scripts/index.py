@@ -164,3 +164,14 @@ def none_parameters(function: Optional[ast.AST]) -> set[str]:
         for a, d in parameter_defaults(function)
         if isinstance(d, ast.Constant) and d.value is None
     }
+
+
+def own_calls(module: ast.Module, caller: Optional[ast.AST]) -> list[ast.Call]:
+    """Calls made by `caller`'s own statements (the module's outside functions for None)."""
+    body = module.body if caller is None else getattr(caller, "body", [])
+    found: list[ast.Call] = []
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        found.extend(n for n in ast.walk(statement) if isinstance(n, ast.Call))
+    return found
