@@ -35,12 +35,13 @@ fetched from PyPI and hash-checked by `python tests/real_scripts/fetch_released.
 like the main corpus's; its verdicts were written blind, before the first audit.
 `--corpus released2` scores a second released set (tests/real_scripts/released2/, more
 packages), judged blind after the analyser had been tuned on the first: the honest number
-for code it has not seen.
+for code it has not seen; `--corpus released3` a third (tests/real_scripts/released3/),
+judged blind after the first two had been used.
 
 Run on demand, never in the test suite:
 
     .venv/bin/python benchmarks/script_audit_accuracy.py
-        [--corpus main|holdout|released|released2]
+        [--corpus main|holdout|released|released2|released3]
         [--runs 5]
         [--json FILE] [--print-gaps]
 
@@ -79,11 +80,15 @@ RELEASED_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED") or RELEAS
 # The second released set, judged blind after the first had been used for tuning.
 RELEASED2 = CORPUS / "released2"
 RELEASED2_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED2") or RELEASED2 / "files")
+# The third, judged blind after the first two had been used for tuning.
+RELEASED3 = CORPUS / "released3"
+RELEASED3_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED3") or RELEASED3 / "files")
 CORPORA = {
     "main": (CORPUS, FILES),
     "holdout": (HOLDOUT, HOLDOUT_FILES),
     "released": (RELEASED, RELEASED_FILES),
     "released2": (RELEASED2, RELEASED2_FILES),
+    "released3": (RELEASED3, RELEASED3_FILES),
 }
 TARGET = ROOT / "tests" / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
@@ -495,8 +500,8 @@ def main(args: Sequence[str] | None = None) -> int:
         choices=sorted(CORPORA),
         default="main",
         help="main: the corpus the analyser was tuned on; holdout: the blind held-out set; "
-        "released: files from PyPI releases; released2: a second such set, judged blind "
-        "after the first was used for tuning (fetch both with "
+        "released: files from PyPI releases; released2, released3: further such sets, "
+        "each judged blind after the ones before were used for tuning (fetch them with "
         "tests/real_scripts/fetch_released.py)",
     )
     parser.add_argument("--json", type=Path, help="also write the numbers to this file")

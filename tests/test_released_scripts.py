@@ -1,5 +1,6 @@
-"""The script audit on code shipped in PyPI releases (issue 11): tests/real_scripts/released/
-and released2/ (a second set, judged blind after the first was used for tuning).
+"""The script audit on code shipped in PyPI releases (issue 11): tests/real_scripts/released/,
+released2/ and released3/ (further sets, each judged blind after the ones before were used
+for tuning).
 
 Unlike the GitHub corpus (tests/test_real_scripts.py), these files can be had in CI
 without committing anyone's code: tests/real_scripts/fetch_released.py downloads each
@@ -39,6 +40,7 @@ fetcher = load_script_module(
 SETS = {
     "released": (bench.RELEASED, bench.RELEASED_FILES, 40, 15),
     "released2": (bench.RELEASED2, bench.RELEASED2_FILES, 25, 12),
+    "released3": (bench.RELEASED3, bench.RELEASED3_FILES, 8, 5),
 }
 # What the packages declare; every one allows redistribution.
 LICENCES = {"MIT", "MIT-0", "BSD-3-Clause", "Apache-2.0", "GPL-3.0", "AGPL-3.0"}

@@ -452,3 +452,45 @@ def test_a_loader_helper_every_call_gives_tokenised_text(tmp_path: Path) -> None
         assert found[rule].status.value == "pass", rule
     images = TOKENISED_BY_CALLERS + "images = get_data_loader(ImageFolder('data'), 64)\n"
     assert results(tmp_path, images)["EC501"].status.value == "fail"
+
+
+ESTIMATOR_OVER_ARRAYS = '''
+import numpy as np
+import torch
+from sklearn.utils import check_array
+from .base_dataset import TorchDataset
+
+
+class Detector:
+    def fit(self, X, y=None):
+        """Fit the detector.
+
+        Parameters
+        ----------
+        X : numpy array of shape (n_samples, n_features)
+        """
+        X = check_array(X)
+        self.X_mean = np.mean(X, axis=0)
+        train_set = TorchDataset(X=X, y=None, mean=self.X_mean)
+        loader = torch.utils.data.DataLoader(dataset=train_set, batch_size=32, shuffle=True)
+        self.model = self.build_model().to("cuda")
+        for epoch in range(10):
+            for batch in loader:
+                self.model(batch.to("cuda")).sum().backward()
+
+    def decision_function(self, X):
+        X = check_array(X)
+        dataset = TorchDataset(X=X, y=None, std=self.X_std)
+        loader = torch.utils.data.DataLoader(dataset=dataset, batch_size=32)
+        return [self.model(b.to("cuda")) for b in loader]
+'''
+
+
+def test_a_dataset_given_arrays_by_keyword_is_in_memory(tmp_path: Path) -> None:
+    """pyod: `TorchDataset(X=X, y=None, mean=self.X_mean)` over `X = check_array(X)`:
+    rows of an in-memory matrix, nothing to decode in workers."""
+    found = results(tmp_path, ESTIMATOR_OVER_ARRAYS)
+    assert found["EC501"].status.value == "pass"
+    paths = ESTIMATOR_OVER_ARRAYS.replace("X = check_array(X)\n        self.X_mean", "self.X_mean")
+    paths = paths.replace("X : numpy array of shape (n_samples, n_features)", "X : list")
+    assert lines(results(tmp_path, paths)["EC501"]) == [18]

@@ -32,6 +32,10 @@ ARRAY_TYPE = re.compile(
 LOCATION_WORDS = re.compile(r"path|file|filename|url|uri|director", re.IGNORECASE)
 ARRAY_CLASSES = ("ndarray", "Tensor", "DataFrame", "Series", "spmatrix", "csr_matrix")
 SPARSE_TESTS = ("issparse", "isspmatrix", "is_sparse")
+# scikit-learn's input checks return NumPy arrays (`X = check_array(X)`)
+ARRAY_CHECKS = ("check_array", "check_X_y")
+# keywords of a Dataset that hold normalisation statistics, not data
+STATISTICS = {"mean", "std", "min", "max", "scale", "var"}
 
 
 def wrapped_arrays(call: ast.Call, function: Optional[ast.AST]) -> Optional[str]:
@@ -83,6 +87,8 @@ def _tested(function: Function, name: str) -> Optional[str]:
         if not (isinstance(first, ast.Name) and first.id == name):
             continue
         callee = ast.unparse(node.func)
+        if callee.rsplit(".", 1)[-1] in ARRAY_CHECKS:
+            return f"{name} is made an array ({callee}({name}))"
         if callee.rsplit(".", 1)[-1] in SPARSE_TESTS:
             return f"{name} is tested as a sparse matrix ({callee}({name}))"
         if callee == "isinstance" and len(node.args) == 2:
@@ -124,15 +130,35 @@ def keyword_arrays(call: ast.Call, function: Optional[ast.AST]) -> Optional[str]
     reasons: list[str] = []
     for keyword in call.keywords:
         value = keyword.value
+        if isinstance(value, ast.Constant) or _numpy_result(function, value):
+            continue  # `y=None`, `mean=self.X_mean` (np.mean of the data)
+        if keyword.arg in STATISTICS and isinstance(value, (ast.Name, ast.Attribute)):
+            continue  # normalisation constants: `std=self.X_std`
         if not isinstance(value, ast.Name):
             return None
         why = annotated(function, value.id)
+        if why is None and keyword.arg is not None:
+            why = _documented(function, value.id) or _tested(function, value.id)
         if why is None and keyword.arg is None:
             why = _dict_of_arrays(function, value.id)
         if why is None:
             return None
         reasons.append(why)
-    return "; ".join(reasons)
+    return "; ".join(reasons) or None
+
+
+def _numpy_result(function: Function, value: ast.expr) -> bool:
+    """`self.X_mean` assigned in the function from a NumPy call (`np.mean(X, axis=0)`)."""
+    if not isinstance(value, (ast.Name, ast.Attribute)):
+        return False
+    text = ast.unparse(value)
+    return any(
+        isinstance(node, ast.Assign)
+        and any(ast.unparse(t) == text for t in node.targets)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func).startswith(("np.", "numpy."))
+        for node in own_nodes(function)
+    )
 
 
 def _dict_of_arrays(function: Function, name: str) -> Optional[str]:
