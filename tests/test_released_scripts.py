@@ -43,7 +43,7 @@ SETS = {
     "released3": (bench.RELEASED3, bench.RELEASED3_FILES, 8, 5),
 }
 # What the packages declare; every one allows redistribution.
-LICENCES = {"MIT", "MIT-0", "BSD-3-Clause", "Apache-2.0", "GPL-3.0", "AGPL-3.0"}
+LICENCES = {"MIT", "MIT-0", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "GPL-3.0", "AGPL-3.0"}
 FIELDS = ("package", "version", "repo", "artifact", "url", "artifact_sha256", "member", "sha256")
 REQUIRED = os.environ.get("ENVCHECK_REQUIRE_CORPUS") == "1"
 

@@ -162,6 +162,8 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     at the call, as a DataLoader's findings are. A call whose result is thrown away
     (`show_config(num_workers=4)`, printing the settings) builds no loader, unless its
     name says it does."""
+    if not any(k.arg in ("num_workers", None) for k in node.keywords):
+        return  # no worker count handed over, nor a **dict that may hold one
     short = name.rsplit(".", 1)[-1]
     if name.startswith(NOT_MAKERS) or short in walker.index().functions or name in BUILTINS:
         return  # a library's own meaning, or a function of the file (its loader is seen)

@@ -110,6 +110,8 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
             optimizer = attr == "step" and "optim" in ast.unparse(node.func.value).lower()
             if attr == "fit" and preprocessing_fit(node.func.value):
                 continue  # encoder.fit(column): a data transform learns its mapping
+            if attr == "fit" and _scikit_learn(walker, node.func.value):
+                continue  # LogisticRegression().fit(z, y): a probe on the CPU, no GPU step
             if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
                 found.append(node)
         if isinstance(node, ast.Call) and (
@@ -122,6 +124,16 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
     line = getattr(first, "lineno", 0)
     code = walker.lines[line - 1].strip() if 0 < line <= len(walker.lines) else ""
     return {"line": line, "column": getattr(first, "col_offset", 0) + 1, "code": code}
+
+
+def _scikit_learn(walker: Walker, receiver: ast.expr) -> bool:
+    """`LogisticRegression(...)` (or a name assigned one) of scikit-learn."""
+    if isinstance(receiver, ast.Name):
+        assigned = walker.scope().lookup(receiver.id)
+        receiver = assigned if assigned is not None else receiver
+    return isinstance(receiver, ast.Call) and (walker.qualname(receiver.func) or "").startswith(
+        "sklearn."
+    )
 
 
 def is_training_loop(node: ast.AST) -> bool:

@@ -226,6 +226,7 @@ class _Reader:
         self.lightning_module = False  # the file defines a LightningModule
         self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
         self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
+        self.lambdas: dict[int, set[str]] = {}  # id(function) -> names bound to a lambda
         # name -> functions or classes assigned to it by reference, as the walk meets them
         self.references: dict[str, set[str]] = {}
 
@@ -515,12 +516,15 @@ class _Reader:
         if not isinstance(node.func, ast.Name):
             return False
         function = self.functions.get(id(scope))
-        return any(
-            isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Lambda)
-            and any(isinstance(t, ast.Name) and t.id == node.func.id for t in n.targets)
-            for n in statements(list(getattr(function, "body", [])))
-        )
+        if id(function) not in self.lambdas:
+            self.lambdas[id(function)] = {
+                t.id
+                for n in statements(list(getattr(function, "body", [])))
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+                for t in n.targets
+                if isinstance(t, ast.Name)
+            }
+        return node.func.id in self.lambdas[id(function)]
 
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
         if ".Conv" in name or name.startswith("torch.nn.functional.conv"):

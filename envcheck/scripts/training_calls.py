@@ -57,20 +57,22 @@ def hidden_backward(node: ast.Call) -> bool:
     """`loss_scaler(loss, optimizer, clip_grad=..., parameters=...)` (timm's NativeScaler
     in DeiT, MAE, Swin, ConvNeXt), `amp_backward(loss, self.optimizer)`: the loss and the
     optimizer handed to one callable, which runs the backward pass and the step."""
-    if not node.args:
+    if not node.args or not isinstance(node.args[0], (ast.Name, ast.Attribute, ast.Subscript)):
+        return False
+    if len(node.args) + len(node.keywords) < 2:
         return False
     first = ast.unparse(node.args[0]).lower()
-    loss = (
-        isinstance(node.args[0], (ast.Name, ast.Attribute, ast.Subscript))
-        and "loss" in first.rsplit(".", 1)[-1]
-        and not any(word in first for word in ("scaler", "fn", "func", "criterion", "meter"))
+    loss = "loss" in first.rsplit(".", 1)[-1] and not any(
+        word in first for word in ("scaler", "fn", "func", "criterion", "meter")
     )
+    if not loss:
+        return False
     rest = [ast.unparse(a).lower() for a in node.args[1:]]
     rest += [f"{k.arg}={ast.unparse(k.value)}".lower() for k in node.keywords if k.arg]
     func = ast.unparse(node.func).lower()
     if "optimizer" in func or "log" in func or "print" in func:
         return False  # optimizer.step(closure), logger.log(loss, optimizer=...)
-    return loss and any("optimizer" in t for t in rest)
+    return any("optimizer" in t for t in rest)
 
 
 # Methods of a project's trainer or model object that run one training step

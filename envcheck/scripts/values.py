@@ -89,6 +89,7 @@ class Scope:
         self.module_guarded = module_guarded or {}
         self.local_guarded = guarded_assignments(body) if function is not None else {}
         self._deciding: set[str] = set()  # names whose path is being decided (no cycles)
+        self._decided: dict[str, Optional[ast.expr]] = {}
         self.local_updates = _dict_updates(body) if function is not None else {}
         # `self.x = ...` in this method: read back as `**self.x` in the same method
         self.own_attributes = own_attribute_assignments(body) if function is not None else {}
@@ -155,6 +156,8 @@ class Scope:
         """The assignment of `name` that the run at the defaults (on a GPU) ends with: the
         last one whose `if` tests all hold, with none after it whose tests are not known;
         None when the source does not settle it."""
+        if name in self._decided:
+            return self._decided[name]
         if name in self._deciding:
             return None
         self._deciding.add(name)
@@ -165,9 +168,11 @@ class Scope:
                 if False in holds:
                     continue  # a branch the run at the defaults does not take
                 chosen = expr if all(h is True for h in holds) else None
-            return chosen
         finally:
             self._deciding.discard(name)
+        if not self._deciding:  # decided with no other name pending: final
+            self._decided[name] = chosen
+        return chosen
 
     def _holds(self, guard: Guard) -> Optional[bool]:
         test, taken_when = guard
