@@ -494,3 +494,43 @@ def test_a_dataset_given_arrays_by_keyword_is_in_memory(tmp_path: Path) -> None:
     paths = ESTIMATOR_OVER_ARRAYS.replace("X = check_array(X)\n        self.X_mean", "self.X_mean")
     paths = paths.replace("X : numpy array of shape (n_samples, n_features)", "X : list")
     assert lines(results(tmp_path, paths)["EC501"]) == [18]
+
+
+VQGAN_TRAINER = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+from dalle2_pytorch.vqgan_vae import VQGanVAE
+
+
+def cycle(dl):
+    while True:
+        for data in dl:
+            yield data
+
+
+class VQGanVAETrainer(nn.Module):
+    def __init__(self, vae, ds, valid_ds, batch_size=16):
+        super().__init__()
+        assert isinstance(vae, VQGanVAE), "vae must be instance of VQGanVAE"
+        self.vae = vae
+        self.dl = cycle(DataLoader(ds, batch_size=batch_size, shuffle=True))
+        self.valid_dl = cycle(DataLoader(valid_ds, batch_size=batch_size, shuffle=True))
+
+    def train_step(self):
+        device = next(self.vae.parameters()).device
+        img = next(self.dl).to(device)
+        loss = self.vae(img)
+        loss.backward()
+"""
+
+
+def test_a_loader_stored_and_never_read_is_not_judged(tmp_path: Path) -> None:
+    """dalle2's VQGAN trainer builds `self.valid_dl` and validates on `self.dl`: no
+    worker ever starts for the unread loader; the trainer's model class, asserted with
+    isinstance, is a convolutional VQGAN (EC506)."""
+    found = results(tmp_path, VQGAN_TRAINER)
+    assert lines(found["EC501"]) == [19]
+    assert lines(found["EC506"]) != []
+    read = VQGAN_TRAINER + "\n    def validate(self):\n        return next(self.valid_dl)\n"
+    assert lines(results(tmp_path, read)["EC501"]) == [19, 20]

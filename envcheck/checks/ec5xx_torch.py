@@ -61,7 +61,11 @@ def per_loader(facts: Facts, test: LoaderTest, none_found: str) -> Outcome:
     by_path = {f.get("path"): f for f in files}
     outcome = outcome_over(
         loaders,
-        lambda loader: test(loader, by_path.get(loader.get("path"), {})),
+        lambda loader: (
+            Clear(f"{loader.get('code')}: {loader['unused']}")
+            if loader.get("unused")
+            else test(loader, by_path.get(loader.get("path"), {}))
+        ),
         where,
         none_found,
         "DataLoader(s)",
@@ -235,7 +239,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     placeholder, since DataLoader rejects None: the rules are unknown for it. A helper
     of the file that builds the loader is judged with what the file's one call of it
     passes (`_create_data_loader(path, 64, args.n_cpu)`); a `**data_loader_kwargs`
-    parameter defaulting to `{}` is the caller's slot for options, not their value. A
+    parameter defaulting to `{}` is the caller's slot for options, not their value. In a
+    file that trains, a loader stored on the object that nothing in the file reads
+    (`self.valid_dl = cycle(DataLoader(...))`, never used) is not judged by EC501-EC504:
+    no worker starts for it. A
     training loop over a loader another module builds (`self.train_loader =
     make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
     out of sight.

@@ -19,6 +19,7 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     _mark_one_batch(module, loaders)
     _mark_once(loaders)
     _mark_one_local_loop(module, loaders)
+    _mark_unused(module, loaders)
 
 
 def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
@@ -318,3 +319,34 @@ def _breaks_at(loop: ast.For) -> Optional[int]:
         ):
             return test.comparators[0].value + 1
     return None
+
+
+def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`unused`: in a file that trains, a loader stored on the object (`self.valid_dl =
+    cycle(DataLoader(...))`) that nothing in the file ever reads: no worker starts for it,
+    no batch is pinned (dalle2's VQGAN trainer validates on its train loader)."""
+    if not loaders or not any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
+        for n in module_nodes(module)
+    ):
+        return
+    read: set[str] = set()
+    stored: dict[tuple[int, int], str] = {}
+    for node in module_nodes(module):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            read.add(ast.unparse(node))
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            own = (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            )
+            if own:
+                for inner in ast.walk(node.value):
+                    if isinstance(inner, ast.Call):
+                        stored[(inner.lineno, inner.col_offset + 1)] = ast.unparse(target)
+    for loader in loaders:
+        name = stored.get((loader["line"], loader["column"]))
+        if name is not None and name not in read and not loader.get("built_by"):
+            loader["unused"] = f"it is stored in {name}, which nothing in this file reads"

@@ -176,6 +176,15 @@ CONV_WORDS = (
     "senet",
     "dpn",
     "preactresnet",
+    # image generators and restorers built from convolutions
+    "vqgan",
+    "stylegan",
+    "cyclegan",
+    "pix2pix",
+    "srgan",
+    "esrgan",
+    "srresnet",
+    "edsr",
 )
 # Parameters that hold the model a trainer trains (`model`, `student_model`, `net`).
 MODEL_PARAMETER = re.compile(r"^(\w+_)?(model|net|network)$")
@@ -529,6 +538,9 @@ class _Reader:
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
         if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
             return True
+        if _asserted_class(node) is not None:
+            # `assert isinstance(vae, VQGanVAE)`: the trainer states its model's class
+            return _architecture(_asserted_class(node) or "") == "conv"
         layout = keyword_arg(node, "memory_format")
         if layout is not None and self.walker.qualname(layout) in CHANNELS_LAST:
             return True  # `model.to(memory_format=torch.channels_last)`: a layout for CNNs
@@ -632,6 +644,19 @@ def lightning_hook(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bo
     of a class a LightningModule delegates to): a Trainer, not this code, runs it."""
     names = [a.arg for a in function.args.args]
     return function.name == "training_step" and "batch_idx" in names
+
+
+def _asserted_class(node: ast.Call) -> Optional[str]:
+    """`VQGanVAE` in `isinstance(vae, VQGanVAE)`, else None."""
+    if (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "isinstance"
+        and len(node.args) == 2
+        and isinstance(node.args[1], ast.Name)
+        and node.args[1].id[:1].isupper()
+    ):
+        return node.args[1].id
+    return None
 
 
 def _callee(node: ast.Call) -> Optional[str]:
