@@ -523,3 +523,14 @@ def test_a_broken_notebook_is_one_line_and_exit_2(tmp_path: Path, text: Any, nee
     result = cli("scripts", str(tmp_path / "broken.ipynb"))
     assert result.exit_code == 2
     assert f"broken.ipynb: error: {needle}" in result.stdout
+
+
+def test_thousands_of_nested_lambdas_are_one_file_s_parse_error(tmp_path: Path) -> None:
+    """CPython's parser raises MemoryError (not SyntaxError) on ~3000 nested lambdas:
+    that file is named with a one-line error and exit 2, not an internal error."""
+    deep = tmp_path / "lambdas.py"
+    deep.write_text("import torch\nx = " + "lambda: " * 3000 + "1\n", encoding="utf-8")
+    result = cli("scripts", str(deep))
+    assert "Traceback" not in result.output
+    assert result.exit_code == 2
+    assert "lambdas.py: error: cannot parse it (nested too deeply" in result.stdout

@@ -149,6 +149,8 @@ def parse_file(path: Path, shown: str) -> Parsed:
         return _error(f"syntax error: {exc.msg}", exc.lineno, exc.offset)
     except (ValueError, RecursionError) as exc:
         return _error(f"cannot parse it ({_short(exc)})")
+    except MemoryError:  # CPython's parser runs out of stack on thousands of nested lambdas
+        return _error("cannot parse it (nested too deeply for Python's parser)")
     return module, text
 
 
