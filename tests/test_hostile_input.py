@@ -534,3 +534,16 @@ def test_thousands_of_nested_lambdas_are_one_file_s_parse_error(tmp_path: Path) 
     assert "Traceback" not in result.output
     assert result.exit_code == 2
     assert "lambdas.py: error: cannot parse it (nested too deeply" in result.stdout
+
+
+def test_a_path_that_is_neither_file_nor_folder_says_what_it_is(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    loop = tmp_path / "loop.py"
+    loop.symlink_to(tmp_path / "loop2.py")
+    (tmp_path / "loop2.py").symlink_to(loop)
+    result = cli("scripts", str(fifo), str(loop), str(tmp_path / "absent.py"))
+    assert result.exit_code == 2
+    assert "pipe.py: error: not a regular file (a device, FIFO or socket)" in result.stdout
+    assert "loop.py: error: a broken or looping symbolic link" in result.stdout
+    assert "absent.py: error: no such file or folder" in result.stdout

@@ -144,11 +144,20 @@ def _python_files(
             section["errors"].append(
                 {
                     "path": str(given),
-                    "reason": "no such file or folder",
+                    "reason": _missing(given),
                     "line": None,
                     "column": None,
                 }
             )
+
+
+def _missing(given: Path) -> str:
+    """Why a path given to audit is neither a file nor a folder."""
+    if given.is_symlink() and not given.exists():
+        return "a broken or looping symbolic link"
+    if given.exists():
+        return "not a regular file (a device, FIFO or socket)"
+    return "no such file or folder"
 
 
 def test_file(name: str) -> bool:
