@@ -124,3 +124,34 @@ def load_script_module(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module  # dataclasses look their module up while building
     spec.loader.exec_module(module)
     return module
+
+
+def script_results(tmp_path: Path, source: str, name: str = "data.py") -> dict[str, Any]:
+    """Every EC5xx result for `source` saved as `name`, through the real scripts collector
+    and the real rules, against an 8 x A100, 2-CPU Linux node, by rule id."""
+    from envcheck import interpreter
+    from envcheck.collectors import scripts
+    from envcheck.collectors.base import CollectContext
+    from envcheck.engine.evaluate import evaluate
+    from envcheck.rulebook import builtin_registry
+    from envcheck.snapshot import Facts
+
+    (tmp_path / name).write_text(source)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / name,))
+    snapshot = snapshot_from(
+        {
+            "collectors": {"scripts": {"status": "ok", "reason": None}},
+            "scripts": scripts.collect(ctx)["scripts"],
+            "cpu": {"usable": 2, "logical": 2},
+            "platform": {"system": "Linux"},
+            "gpu": {
+                "status": "ok",
+                "devices": [
+                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
+                    for i in range(8)
+                ],
+            },
+        }
+    )
+    found = evaluate(builtin_registry(), Facts(snapshot))
+    return {r.id: r for r in found if r.id.startswith("EC5")}

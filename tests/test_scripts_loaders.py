@@ -9,15 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import snapshot_from
+from conftest import script_results
 
-from envcheck import interpreter
-from envcheck.collectors import scripts
-from envcheck.collectors.base import CollectContext
-from envcheck.engine.evaluate import evaluate
-from envcheck.rulebook import builtin_registry
 from envcheck.scripts.analyze import analyze_file
-from envcheck.snapshot import Facts
 
 LOADER_RULES = ("EC501", "EC502", "EC503", "EC504")
 
@@ -34,25 +28,8 @@ def workers(report: Any) -> list[Any]:
 
 
 def verdicts(tmp_path: Path, source: str) -> dict[str, Any]:
-    (tmp_path / "data.py").write_text(source)
-    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "data.py",))
-    snapshot = snapshot_from(
-        {
-            "collectors": {"scripts": {"status": "ok", "reason": None}},
-            "scripts": scripts.collect(ctx)["scripts"],
-            "cpu": {"usable": 2, "logical": 2},
-            "platform": {"system": "Linux"},
-            "gpu": {
-                "status": "ok",
-                "devices": [
-                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-                    for i in range(8)
-                ],
-            },
-        }
-    )
-    results = evaluate(builtin_registry(), Facts(snapshot))
-    return {r.id: r for r in results if r.id in LOADER_RULES}
+    found = script_results(tmp_path, source)
+    return {k: v for k, v in found.items() if k in LOADER_RULES}
 
 
 # Lightning's demo MNISTDataModule: workers turned off on Windows only

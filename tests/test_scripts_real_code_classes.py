@@ -8,37 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import snapshot_from
-
-from envcheck import interpreter
-from envcheck.collectors import scripts
-from envcheck.collectors.base import CollectContext
-from envcheck.engine.evaluate import evaluate
-from envcheck.rulebook import builtin_registry
-from envcheck.snapshot import Facts
+from conftest import script_results
 
 
 def results(tmp_path: Path, source: str) -> dict[str, Any]:
     """Every EC5xx result for `source` as train.py, by rule id."""
-    (tmp_path / "train.py").write_text(source)
-    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "train.py",))
-    snapshot = snapshot_from(
-        {
-            "collectors": {"scripts": {"status": "ok", "reason": None}},
-            "scripts": scripts.collect(ctx)["scripts"],
-            "cpu": {"usable": 2, "logical": 2},
-            "platform": {"system": "Linux"},
-            "gpu": {
-                "status": "ok",
-                "devices": [
-                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-                    for i in range(8)
-                ],
-            },
-        }
-    )
-    found = evaluate(builtin_registry(), Facts(snapshot))
-    return {r.id: r for r in found if r.id.startswith("EC5")}
+    return script_results(tmp_path, source, "train.py")
 
 
 def lines(result: Any) -> list[int]:
