@@ -509,3 +509,30 @@ def test_a_loader_stored_and_never_read_is_not_judged(tmp_path: Path) -> None:
     assert lines(found["EC506"]) != []
     read = VQGAN_TRAINER + "\n    def validate(self):\n        return next(self.valid_dl)\n"
     assert lines(results(tmp_path, read)["EC501"]) == [19, 20]
+
+
+PIPELINE_FOR_ANOTHER_FILE = """
+import tensorflow as tf
+
+
+def get_dataset(paths, labels):
+    images = tf.data.Dataset.from_tensor_slices(paths).map(load_and_preprocess_image)
+    return tf.data.Dataset.zip((images, tf.data.Dataset.from_tensor_slices(labels)))
+
+
+def generate_datasets(paths, labels, batch_size):
+    train_dataset = get_dataset(paths, labels)
+    train_dataset = train_dataset.shuffle(buffer_size=1000).batch(batch_size=batch_size)
+    return train_dataset, len(paths)
+"""
+
+
+def test_a_pipeline_consumed_out_of_this_file_is_unknown_not_prefetched(tmp_path: Path) -> None:
+    """TensorFlow2.0_ResNet's prepare_data.py: train.py iterates what
+    generate_datasets() returns; here nothing consumes it, so EC512 cannot say that
+    "each ends with prefetch" (it does not): it is unknown, naming the pipeline."""
+    found = results(tmp_path, PIPELINE_FOR_ANOTHER_FILE)
+    assert found["EC512"].status.value == "unknown"
+    assert "train.py:11: ends with .batch(), and nothing in this file consumes it" in (
+        found["EC512"].reason
+    )

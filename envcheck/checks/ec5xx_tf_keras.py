@@ -322,7 +322,14 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             )
             return []
         if "demonstration" in pipeline and not pipeline.get("used_by"):
-            return []  # nothing in sight consumes it: the consumer decides
+            # nothing in sight consumes it (returned to, or built for, code out of this
+            # file): the consumer decides, and may add the prefetch
+            out_of_sight.append(
+                f"{pipeline.get('path')}:{pipeline.get('line')}: ends with "
+                f".{pipeline.get('last_operation') or 'batch'}(), and nothing in this file "
+                "consumes it (its consumer, out of sight, may prefetch it)"
+            )
+            return []
         last = pipeline.get("last_operation") or "batch"
         hit = _hit(
             pipeline,
