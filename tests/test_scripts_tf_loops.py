@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from test_scripts_torch import audit
 
+from envcheck.scripts.analyze import analyze_file
+
 RULES = ("EC509", "EC512", "EC522")
 
 EAGER = """
@@ -275,3 +277,30 @@ def test_a_toy_dense_model_gives_tensor_cores_nothing_to_do(
     128-wide layer is."""
     results = findings(tmp_path, IRIS.replace("UNITS", units))
     assert results["EC522"].status.value == status
+
+
+def test_a_keras_metric_result_formatted_every_step_is_a_sync(tmp_path: Path) -> None:
+    """TensorFlow2.0_ResNet: a compiled step updates `train_loss`, and the eager loop
+    prints `train_loss.result()` with str.format every step: an EagerTensor read on the
+    host each time (a Python number printed is no sync)."""
+    source = (
+        "import tensorflow as tf\n"
+        "train_loss = tf.keras.metrics.Mean(name='train_loss')\n"
+        "@tf.function\n"
+        "def train_step(images, labels):\n"
+        "    with tf.GradientTape() as tape:\n"
+        "        loss = loss_object(labels, model(images, training=True))\n"
+        "    gradients = tape.gradient(loss, model.trainable_variables)\n"
+        "    optimizer.apply_gradients(zip(gradients, model.trainable_variables))\n"
+        "    train_loss(loss)\n"
+        "for epoch in range(10):\n"
+        "    for step, (images, labels) in enumerate(train_dataset):\n"
+        "        train_step(images, labels)\n"
+        "        print('step {}, loss: {:.5f}'.format(step, train_loss.result()))\n"
+        "        print('step {}'.format(step))\n"
+    )
+    path = tmp_path / "train.py"
+    path.write_text(source)
+    report = analyze_file(path, "train.py")
+    syncs = [c for c in report.torch_calls if c.get("kind") == "host_sync"]
+    assert [c["line"] for c in syncs] == [13]

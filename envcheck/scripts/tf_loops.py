@@ -10,7 +10,8 @@ the body of the loop itself. `finish` records:
 - `host_sync` observations (in `torch_calls`, the per-step observations EC509 reads,
   with `"framework": "tensorflow"`) for what an *eager* step does every step that waits
   for the GPU: `.numpy()`, `float(t)`/`int(t)` of a tensor, `%`/f-string/`.format`
-  formatting of a tensor. `tf.print` is not one (it runs as an op, asynchronously).
+  formatting of a tensor (a Keras metric's `.result()` included). `tf.print` is not one
+  (it runs as an op, asynchronously).
   The functions and methods of the file the step calls are read too, two calls deep
   (`grad_clipping(grads)`, `self.model.training_step(batch)` -> `self.plot("loss", l)`,
   resolved by `step_helpers`), with the parameters the step hands tensors to; a helper
@@ -228,6 +229,7 @@ class _Step:
         self.site: Optional[tuple[ast.stmt, str]] = None  # a shared helper's call in the step
         self.depth = 0
         self.chain: tuple[int, ...] = ()
+        self.metrics = _keras_metrics(walker)
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.step.body)
@@ -384,6 +386,13 @@ class _Step:
     def _tensor(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
             return node.id in self.tensors
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "result"
+            and not node.args
+        ):  # `train_loss.result()` of a Keras metric: an EagerTensor
+            return ast.unparse(node.func.value) in self.metrics
         if isinstance(node, ast.Tuple):
             return any(self._tensor(e) for e in node.elts)
         return False
@@ -402,6 +411,18 @@ def _computed_names(nodes: list[ast.AST]) -> set[str]:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
                         found.add(name.id)
+    return found
+
+
+def _keras_metrics(walker: Walker) -> set[str]:
+    """Names (`train_loss`, `self.acc`) the file assigns a Keras metric
+    (`tf.keras.metrics.Mean(...)`), whose `.result()` is an EagerTensor."""
+    found: set[str] = set()
+    for node in module_nodes(walker.module):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            name = walker.qualname(node.value.func) or ""
+            if name.startswith(("tensorflow.keras.metrics.", "keras.metrics.")):
+                found.update(ast.unparse(t) for t in node.targets)
     return found
 
 
