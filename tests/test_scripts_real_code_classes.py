@@ -536,3 +536,36 @@ def test_a_pipeline_consumed_out_of_this_file_is_unknown_not_prefetched(tmp_path
     assert "train.py:11: ends with .batch(), and nothing in this file consumes it" in (
         found["EC512"].reason
     )
+
+
+HANDED_MODEL = """
+import torch
+
+
+class Fusion:
+    def __init__(self, estimator, device="cuda"):
+        self.estimator = estimator
+        self.device = device
+
+    def fit(self, train_loader, epochs=100):
+        model = self.estimator.to(self.device)
+        optimizer = torch.optim.Adam(model.parameters())
+        for epoch in range(epochs):
+            for data, target in train_loader:
+                loss = torch.nn.functional.cross_entropy(model(data.to(self.device)), target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+"""
+
+
+def test_float32_training_of_a_model_out_of_sight_words_the_gain_conditionally(
+    tmp_path: Path,
+) -> None:
+    """torchensemble's fusion trainer trains whatever estimator it is given: float32 is a
+    fact, the size of the gain is not, and the message says so."""
+    [finding] = results(tmp_path, HANDED_MODEL)["EC507"].findings
+    assert "the model is built out of this file" in finding.message
+    built = HANDED_MODEL.replace("self.estimator.to(", "torchvision.models.resnet50().to(")
+    [finding] = results(tmp_path, "import torchvision\n" + built)["EC507"].findings
+    assert "built out of this file" not in finding.message

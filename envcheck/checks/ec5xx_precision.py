@@ -157,6 +157,11 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
 
 FLOAT32 = "trains on a GPU without torch.autocast / GradScaler"
+# The gain depends on the model: worded so where the file does not show it
+MODEL_UNSEEN = (
+    " (the model is built out of this file: the gain is large for convolutions, "
+    "transformers and wide layers, small for an embedding model or a few narrow layers)"
+)
 ACCELERATE_FIX = "Accelerator(mixed_precision='bf16')   # or 'fp16' before Ampere"
 HF_FIX = "TrainingArguments(..., bf16=True)   # or fp16=True before Ampere"
 LIGHTNING_FIX = "{short}(..., precision='bf16-mixed')   # or '16-mixed' before Ampere"
@@ -232,7 +237,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
             continue  # Keras fit on the torch backend: its mixed-precision policy is EC522's
         gate = f.get("amp_gate")
         if not isinstance(gate, dict):
-            hits.append(_file_hit(f, cap=cap, how=FLOAT32, fix=AUTOCAST_FIX))
+            how = FLOAT32 + (MODEL_UNSEEN if _out_of_sight(f) else "")
+            hits.append(_file_hit(f, cap=cap, how=how, fix=AUTOCAST_FIX))
         elif gate.get("framework_default"):
             # a framework left at its float32 default (Accelerator() as Fabric() is)
             how = f"trains on a GPU in float32: {gate.get('text')}"
