@@ -219,7 +219,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     and `TrainingArguments(...)` without `fp16`/`bf16` (a script that trains with
     transformers' `Trainer` is a PyTorch script even when it never imports torch). A
     Keras model trained with `fit` (Keras 3 on the torch backend included) takes its
-    precision from a Keras mixed-precision policy: EC522 judges it, not this rule.
+    precision from a Keras mixed-precision policy: EC522 judges it, not this rule. When
+    the file does not show the model (a trainer handed it), float32 is still a fact, but
+    what autocast buys depends on that model, and the finding says so.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
