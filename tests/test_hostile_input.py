@@ -547,3 +547,46 @@ def test_a_path_that_is_neither_file_nor_folder_says_what_it_is(tmp_path: Path) 
     assert "pipe.py: error: not a regular file (a device, FIFO or socket)" in result.stdout
     assert "loop.py: error: a broken or looping symbolic link" in result.stdout
     assert "absent.py: error: no such file or folder" in result.stdout
+
+
+def test_an_analyser_fault_on_one_file_names_it_and_audits_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug of the analyser met on one (valid) file costs that file, not the run: it is
+    named with the exception, the other files are audited, and the exit code is 3."""
+    from envcheck.scripts import analyze
+
+    real_run = analyze.Walker.run
+
+    def faulty(self: Any) -> None:
+        if self.report.path.endswith("odd.py"):
+            raise IndexError("list index out of range")
+        real_run(self)
+
+    monkeypatch.setattr(analyze.Walker, "run", faulty)
+    (tmp_path / "odd.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, batch_size=8, num_workers=0)\n"
+        "model = Net().cuda()\n"
+        "for x in loader:\n"
+        "    model(x.cuda()).sum().backward()\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(
+        app,
+        [
+            "scripts",
+            str(tmp_path / "odd.py"),
+            str(tmp_path / "train.py"),
+            "--target",
+            str(GPU_FIXTURE),
+        ],
+    )
+    assert result.exit_code == 3
+    assert "Traceback" not in result.output
+    assert (
+        "odd.py: error: envcheck could not analyse it (internal error, IndexError" in result.stdout
+    )
+    assert "train.py:2:" in result.stdout and "EC501" in result.stdout
+    assert "internal error: 1 could not be analysed" in result.stderr

@@ -140,10 +140,25 @@ def scripts_command(
             f"envcheck scripts: internal error: the script audit stopped ({crashed})", err=True
         )
         raise typer.Exit(EXIT_INTERNAL)
+    faults = _analyser_faults(result.report.facts)
+    if faults:  # a fault of the analyser, not of the user's file: named, the rest audited
+        typer.echo(
+            f"envcheck scripts: internal error: {faults} could not be analysed "
+            "(named above); please report them",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTERNAL)
     if result.problems:
         raise typer.Exit(EXIT_INPUT)  # each unreadable file is named in the output already
     if not exit_zero and result.blocking():
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _analyser_faults(facts: Mapping[str, Any]) -> int:
+    """How many files the analyser failed on (an exception of its own on that file)."""
+    section = facts.get("scripts")
+    errors = section.get("errors") if isinstance(section, Mapping) else None
+    return sum(1 for e in errors or [] if isinstance(e, Mapping) and e.get("internal"))
 
 
 def _collector_failure(facts: Mapping[str, Any]) -> Optional[str]:

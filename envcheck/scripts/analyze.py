@@ -112,6 +112,16 @@ def analyze_file(
             "an expression is nested too deeply to analyse (Python's recursion limit); skipped"
         )
         return failed
+    except Exception as exc:
+        failed = FileReport(shown)
+        failed.error = {
+            **_error(
+                f"envcheck could not analyse it (internal error, {type(exc).__name__}: "
+                f"{_short(exc)}); the other files are audited — please report this file"
+            ),
+            "internal": True,
+        }
+        return failed
     finally:
         sys.setrecursionlimit(limit)
     return report
