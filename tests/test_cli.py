@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from conftest import FIXTURES, cli_flags
 from typer.testing import CliRunner
 
 from envcheck.cli import app
+from envcheck.cli.app import reflow
 from envcheck.schemas import load as load_schema
 
 KERAS_FIXTURE = FIXTURES / "linux-docker-keras-preprocessing-1.0.9.json"
@@ -163,6 +165,26 @@ def test_help_keeps_bracketed_config_tables(runner: CliRunner) -> None:
     helped = " ".join(run(runner, "scripts", "--help").stdout.replace("│", " ").split())
     assert "--target or [target] in envcheck.toml" in helped
     assert "Default: [target] in envcheck.toml" in helped
+
+
+@pytest.mark.parametrize(
+    "command", ["doctor", "collect", "scripts", "probe", "run", "fix", "diff", "preflight"]
+)
+def test_help_paragraphs_wrap_at_the_terminal_width(runner: CliRunner, command: str) -> None:
+    """A docstring's hard line breaks (written for 88-column source) must not survive into
+    an 80-column help, where they break sentences in two: each paragraph is reflowed."""
+    helped = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"}).stdout
+    description = helped.split("╭")[0]  # the text above the option panels
+    lines = [line.strip() for line in description.splitlines()]
+    for line, after in itertools.pairwise(lines):
+        if line and after and not after.startswith("- "):
+            # a short line followed by more text in the same paragraph: a hard break
+            assert len(line) >= 60, (command, line, after)
+
+
+def test_reflow_keeps_paragraphs_and_list_items() -> None:
+    text = "One line\n    and its rest.\n\n- item one\n- item two\n  continued"
+    assert reflow(text) == "One line and its rest.\n\n- item one\n- item two continued"
 
 
 # user rules and configuration ---------------------------------------------------------

@@ -15,7 +15,9 @@ from envcheck.cli import run  # noqa: F401
 from envcheck.cli import fix  # noqa: F401
 from envcheck.cli import diff  # noqa: F401
 from envcheck.cli import rules  # noqa: F401
-from envcheck.cli.app import app, main
+from envcheck.cli.app import app, main, reflow_help, rules_app
+
+reflow_help(app, rules_app)
 
 # isort: on
 

@@ -4,7 +4,9 @@ line and an exit code."""
 from __future__ import annotations
 
 import functools
+import inspect
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -110,6 +112,36 @@ def guarded(command: F) -> F:
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def reflow(text: str) -> str:
+    """Join each paragraph's lines into one.
+
+    Typer's rich help keeps a docstring's hard line breaks, so lines written for an
+    88-column source break mid-sentence in an 80-column terminal; a paragraph given as one
+    line is wrapped at the terminal's width instead. List items ("- ...") keep their own
+    lines.
+    """
+    paragraphs = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines: list[str] = []
+        for raw in block.splitlines():
+            line = raw.strip()
+            if lines and not line.startswith("- "):
+                lines[-1] = f"{lines[-1]} {line}"
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def reflow_help(*apps: typer.Typer) -> None:
+    """Reflow every registered command's help (its help= or its docstring) once."""
+    for each in apps:
+        for info in each.registered_commands:
+            text = info.help if isinstance(info.help, str) else inspect.getdoc(info.callback)
+            if text:
+                info.help = reflow(text)
 
 
 def _version_callback(value: bool) -> None:

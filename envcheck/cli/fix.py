@@ -101,7 +101,9 @@ def fix_command(
     config_path: ConfigOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Try the changes that can be injected without editing the script (DataLoader
+    """Prove which loader change speeds the training command up, by paired A/B runs.
+
+    Tries the changes that can be injected without editing the script (DataLoader
     num_workers, persistent_workers, prefetch_factor, pin_memory, cudnn.benchmark; tf.data
     parallel map and prefetch; Keras PyDataset workers), each against the unchanged command
     in interleaved pairs, and keep only those whose 95 % interval of the speed ratio is
