@@ -508,6 +508,54 @@ def test_a_notebook_is_audited_by_its_code_cells(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "cell",
+    [
+        "try:\n    %tensorflow_version 2.x\nexcept Exception:\n    pass\n",  # only line of a block
+        "if IS_COLAB:\n    !pip install -q tensorflow-addons\n",
+        "!saved_model_cli show --dir my_model \\\n      --signature_def serving_default\n",
+        "%%writefile train.py\nimport os\ndef broken(:\n",  # a file's text, not Python run here
+        "%%bash\nfor f in *.jpg; do echo $f; done\n",
+        "files = !ls data\nmodel.fit?\n",
+    ],
+)
+def test_ipython_syntax_keeps_the_notebook_audited(tmp_path: Path, cell: str) -> None:
+    """IPython in a cell (a magic as the only line of `try:`, a continued shell line, a
+    `%%writefile` cell) once made the whole notebook unparsable: no finding at all. Each
+    becomes Python line for line, so the training cell after it is audited at its line."""
+    cells = [
+        {"cell_type": "code", "source": cell, "metadata": {}, "outputs": []},
+        {
+            "cell_type": "code",
+            "source": (
+                "from torch.utils.data import DataLoader\n"
+                "loader = DataLoader(ds, batch_size=8)\n"
+                "model = Net().cuda()\n"
+                "for x, y in loader:\n"
+                "    model(x.cuda()).sum().backward()\n"
+            ),
+            "metadata": {},
+            "outputs": [],
+        },
+    ]
+    notebook = tmp_path / "colab.ipynb"
+    notebook.write_text(json.dumps({"cells": cells, "nbformat": 4}), encoding="utf-8")
+    result = cli("scripts", str(notebook), "--target", str(GPU_FIXTURE))
+    loader_line = 1 + len(cell.splitlines()) + 1 + 2  # header, cell 1, header, line 2
+    assert f"colab.ipynb:{loader_line}:" in result.stdout and "EC501" in result.stdout
+    assert result.exit_code == 1
+
+
+def test_a_python_cell_is_never_rewritten() -> None:
+    """A line of a bracketed expression may begin with `%`: a cell that parses as Python
+    is left exactly as it is."""
+    from envcheck.scripts.notebooks import notebook_code
+
+    cell = 'message = ("%d images"\n    % count)\n'
+    document = {"cells": [{"cell_type": "code", "source": cell}]}
+    assert notebook_code(json.dumps(document)) == "# %% [code cell 1]\n" + cell
+
+
+@pytest.mark.parametrize(
     ("text", "needle"),
     [
         ("{not json", "not a Jupyter notebook (invalid JSON"),

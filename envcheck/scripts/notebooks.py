@@ -1,18 +1,29 @@
 """Jupyter notebooks read as the Python their code cells hold.
 
 `envcheck scripts train.ipynb` audits the code cells, in order, each after a
-`# %% [code cell N]` line (the way the real-script corpus stores notebooks); IPython
-magics and shell lines (`%matplotlib inline`, `!pip install ...`) become comments so the
-text parses. Reported lines count in that text, so the cell header above a finding says
-which cell it is in. Outputs are never read: a notebook may be large for its images.
+`# %% [code cell N]` line (the way the real-script corpus stores notebooks). IPython
+syntax in a cell that does not parse as Python is turned into Python line for line, so
+the text parses and every line keeps its number: a line magic or shell line
+(`%matplotlib inline`, `!pip install ...`) becomes a comment, or `pass` where it is
+indented (the only line of `try:` or `if IS_COLAB:`), with its `\\`-continued lines as
+comments; `x = !ls` keeps its assignment; help lines (`model.fit?`) become comments; a
+cell magic whose body is not Python (`%%writefile`, `%%bash`, `%%html`) turns its whole
+cell into comments, while `%%time` and the like keep their Python body. Reported lines
+count in that text, so the cell header above a finding says which cell it is in.
+Outputs are never read: a notebook may be large for its images.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from typing import Any
 
 SUFFIX = ".ipynb"
+# Cell magics whose body is Python run by IPython (timed, captured, profiled).
+PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "memit", "tensorflow_version"}
+ASSIGNED_MAGIC = re.compile(r"^(\s*[\w.,\s]+?=\s*)[!%]")  # `files = !ls`, `t = %timeit f()`
 MAX_NOTEBOOK_BYTES = 50_000_000  # outputs (images) make notebooks large; only code is read
 
 
@@ -41,11 +52,45 @@ def notebook_code(text: str) -> str:
         if not isinstance(source, str):
             raise ValueError(f"not a Jupyter notebook (code cell {number} has no text)")
         parts.append(f"# %% [code cell {number}]")
-        parts.extend(_commented_magic(line) for line in source.splitlines())
+        lines = source.splitlines()
+        parts.extend(lines if _parses(source) else python_lines(lines))
     return "\n".join(parts) + "\n"
 
 
-def _commented_magic(line: str) -> str:
-    """`%matplotlib inline`, `!nvidia-smi`, `%%time`: IPython, not Python; a comment."""
+def _parses(source: str) -> bool:
+    """A cell that is Python already stays as it is (a bracketed line may begin with `%`)."""
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def python_lines(lines: list[str]) -> list[str]:
+    """One code cell's lines as Python, one for one (see the module docstring)."""
+    first = lines[0].strip() if lines else ""
+    if first.startswith("%%") and first[2:].split(" ")[0] not in PYTHON_CELL_MAGICS:
+        return [f"# {line}" for line in lines]  # %%writefile, %%bash: not Python
+    found: list[str] = []
+    continued = False
+    for line in lines:
+        if continued:  # the rest of `!pip install a \`
+            found.append(f"# {line}")
+            continued = line.rstrip().endswith("\\")
+            continue
+        converted = _ipython_line(line)
+        continued = converted is not line and line.rstrip().endswith("\\")
+        found.append(converted)
+    return found
+
+
+def _ipython_line(line: str) -> str:
+    """A line of IPython syntax as Python of one line; any other line unchanged."""
     stripped = line.lstrip()
-    return f"# {line}" if stripped.startswith(("%", "!")) else line
+    indent = line[: len(line) - len(stripped)]
+    if stripped.startswith(("%", "!")) or (stripped.endswith("?") and "#" not in stripped):
+        return f"{indent}pass  # {stripped}" if indent else f"# {line}"
+    assigned = ASSIGNED_MAGIC.match(line)
+    if assigned:  # `files = !ls`: the name is bound, to what the shell says
+        return f"{assigned.group(1)}None  # {line[assigned.end() - 1 :]}"
+    return line
