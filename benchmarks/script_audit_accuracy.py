@@ -36,12 +36,12 @@ like the main corpus's; its verdicts were written blind, before the first audit.
 `--corpus released2` scores a second released set (tests/real_scripts/released2/, more
 packages), judged blind after the analyser had been tuned on the first: the honest number
 for code it has not seen; `--corpus released3` a third (tests/real_scripts/released3/),
-judged blind after the first two had been used.
+judged blind after the first two had been used; `--corpus released4` a fourth.
 
 Run on demand, never in the test suite:
 
     .venv/bin/python benchmarks/script_audit_accuracy.py
-        [--corpus main|holdout|released|released2|released3]
+        [--corpus main|holdout|released|released2|released3|released4]
         [--runs 5]
         [--json FILE] [--print-gaps]
 
@@ -83,12 +83,16 @@ RELEASED2_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED2") or RELE
 # The third, judged blind after the first two had been used for tuning.
 RELEASED3 = CORPUS / "released3"
 RELEASED3_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED3") or RELEASED3 / "files")
+# The fourth, judged blind after the first three had been used for tuning.
+RELEASED4 = CORPUS / "released4"
+RELEASED4_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED4") or RELEASED4 / "files")
 CORPORA = {
     "main": (CORPUS, FILES),
     "holdout": (HOLDOUT, HOLDOUT_FILES),
     "released": (RELEASED, RELEASED_FILES),
     "released2": (RELEASED2, RELEASED2_FILES),
     "released3": (RELEASED3, RELEASED3_FILES),
+    "released4": (RELEASED4, RELEASED4_FILES),
 }
 TARGET = ROOT / "tests" / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 

@@ -41,6 +41,7 @@ SETS = {
     "released": (bench.RELEASED, bench.RELEASED_FILES, 40, 15),
     "released2": (bench.RELEASED2, bench.RELEASED2_FILES, 25, 12),
     "released3": (bench.RELEASED3, bench.RELEASED3_FILES, 8, 5),
+    "released4": (bench.RELEASED4, bench.RELEASED4_FILES, 10, 8),
 }
 # What the packages declare; every one allows redistribution.
 LICENCES = {"MIT", "MIT-0", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "GPL-3.0", "AGPL-3.0"}

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
 from envcheck.scripts.datasets import in_memory
-from envcheck.scripts.index import function_owners, module_nodes, own_calls
+from envcheck.scripts.index import function_owners, keyword_arg, module_nodes, own_calls
 from envcheck.scripts.loader_marks import mark_loaders
+from envcheck.scripts.parameters import handed_value
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.tokenised_maps import tokenised_by_callers, tokenised_map
-from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
+from envcheck.scripts.values import Value, keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -72,6 +73,8 @@ def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:
 
 
 def _loader(walker: Walker, node: ast.Call, name: str) -> None:
+    if _off_by_default(walker, node):
+        return  # built only in a branch the default run does not take (`if use_targets:`)
     values, opaque = keyword_values(node, walker.scope())
     opaque = _from_makers_callers(walker, values, opaque)
     # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -90,6 +93,13 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
     for index, arg in enumerate(node.args[: len(positional)]):
         values.setdefault(positional[index], resolve(arg, walker.scope()))
     function = walker.functions[-1] if walker.functions else None
+    for name in LOADER_ARGS:
+        # a parameter of the enclosing function or method: its callers' value, or default
+        written = keyword_arg(node, name)
+        if name in values and not values[name].known and written is not None:
+            handed = handed_value(walker, function, written)
+            if handed is not None:
+                values[name] = handed
     walker.report.loaders.append(
         {
             "kind": "torch.DataLoader",
@@ -204,10 +214,25 @@ def _off_by_default(walker: Walker, node: ast.Call) -> bool:
         in_else = any(_inside(node, s) for s in branch.orelse)
         if not (in_body or in_else):
             continue
-        taken = resolve(branch.test, walker.scope())
+        taken = _branch_test(walker, branch.test)
         if taken.known and bool(taken.value) != in_body:
             return True
     return False
+
+
+def _branch_test(walker: Walker, test: ast.expr) -> Value:
+    """An `if` test's value in a default run: `if load_train_targets:` (or `if not ...`)
+    on a parameter of the enclosing function or method reads its callers' value or its
+    default."""
+    found = resolve(test, walker.scope())
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    name = test.operand if negated else test  # type: ignore[attr-defined]
+    if found.known or not isinstance(name, ast.Name):
+        return found
+    handed = handed_value(walker, walker.functions[-1] if walker.functions else None, name)
+    if handed is None or not handed.known:
+        return found
+    return Value(True, (not handed.value) if negated else handed.value, found.text, handed.source)
 
 
 def _inside(node: ast.Call, statement: ast.stmt) -> bool:

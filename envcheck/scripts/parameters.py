@@ -43,7 +43,7 @@ def parameter_value(
         return Value(False, None, name, "passed through too many callers")
     method = bool(positional) and positional[0] in ("self", "cls")
     found: list[Value] = []
-    for caller, call in _calls(walker, function.name, method):
+    for caller, call in _calls(walker, _called_as(walker, function), method):
         given: Optional[ast.expr] = None
         if any(k.arg is None for k in call.keywords) or any(
             isinstance(a, ast.Starred) for a in call.args
@@ -76,6 +76,22 @@ def parameter_value(
     return Value(False, None, name, f"the calls to {function.name}() pass different values")
 
 
+def handed_value(walker: Walker, function: Optional[ast.AST], expr: ast.expr) -> Optional[Value]:
+    """The value of `expr` when it is a bare parameter of `function` that the body never
+    rebinds (`DataLoader(ds, num_workers=workers)` in `def __init__(self, workers=4)`):
+    what the file's calls pass, or its default; None for anything else."""
+    if not isinstance(expr, ast.Name) or not isinstance(
+        function, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return None
+    rebound = any(
+        isinstance(node, ast.Name) and node.id == expr.id and isinstance(node.ctx, ast.Store)
+        for statement in function.body
+        for node in ast.walk(statement)
+    )
+    return None if rebound else parameter_value(walker, function, expr.id)
+
+
 def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> Optional[ast.expr]:
     """The default of `function`'s parameter `name` when the function does not reassign
     it (`def forward(self, X, device='cpu')`)."""
@@ -104,9 +120,25 @@ def _default(function: Function, name: str) -> Optional[ast.expr]:
     return None
 
 
+def _called_as(walker: Walker, function: Function) -> str:
+    """The name the file calls `function` by: its own, or for an `__init__` its class's
+    (`ImageDataManager(workers=8)` calls ImageDataManager.__init__; a subclass's
+    `super().__init__(...)` is not counted as such a call)."""
+    if function.name != "__init__":
+        return function.name
+    owner = next((c for c in walker.index().class_nodes if function in c.body), None)
+    return f"class {owner.name}" if owner is not None else function.name
+
+
 def _calls(walker: Walker, name: str, method: bool) -> list[tuple[Optional[ast.AST], ast.Call]]:
     """Calls of a function `name(...)`, or of a method `x.name(...)`, in the file, each
-    with its enclosing function."""
+    with its enclosing function; for "class NAME", the constructions `NAME(...)` and
+    `module.NAME(...)`."""
+    if name.startswith("class "):
+        name, method = name[len("class ") :], False
+        constructions = True
+    else:
+        constructions = False
     found: list[tuple[Optional[ast.AST], ast.Call]] = []
     index = walker.index()
     owners = function_owners(walker.module, index.function_nodes)
@@ -115,7 +147,7 @@ def _calls(walker: Walker, name: str, method: bool) -> list[tuple[Optional[ast.A
             continue
         func = node.func
         called = func.id if isinstance(func, ast.Name) and not method else None
-        if isinstance(func, ast.Attribute) and method:
+        if isinstance(func, ast.Attribute) and (method or constructions):
             called = func.attr
         if called == name:
             found.append((owners.get(id(node)), node))

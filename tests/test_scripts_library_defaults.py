@@ -1,0 +1,100 @@
+"""Loader settings of library code read at the defaults a caller gets (issue 11, found on
+the fourth blind corpus: torchreid's data managers, solo-learn's loader helpers).
+
+A worker count written as a parameter of the enclosing function or method
+(`DataLoader(ds, num_workers=workers)` in `def __init__(self, workers=4)`) is what the
+file's calls pass (constructions of the class, for an `__init__`), or its default; a
+parameter handed on from a caller's own parameter is followed into that caller; a loader
+built only under an `if` that the default run does not take is not judged. Snippets go
+through the real analyser and rules against an 8-GPU, 2-CPU Linux node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import script_results
+
+HEAD = """
+import torch
+from torch.utils.data import DataLoader
+"""
+
+
+def results(tmp_path: Path, source: str) -> dict[str, Any]:
+    return script_results(tmp_path, HEAD + source, "datamanager.py")
+
+
+def lines(result: Any) -> list[int]:
+    return sorted(f.location.line for f in result.findings)
+
+
+DATA_MANAGER = """
+class ImageDataManager:
+    def __init__(self, root="", batch_size=32, workers=4, load_targets=False):
+        trainset = ImageFolder(root)
+        self.train_loader = torch.utils.data.DataLoader(
+            trainset, batch_size=batch_size, shuffle=True, num_workers=workers,
+            pin_memory=True, drop_last=True,
+        )
+        if load_targets:
+            self.target_loader = torch.utils.data.DataLoader(
+                trainset, batch_size=batch_size, num_workers=workers, pin_memory=True
+            )
+"""
+
+
+def test_an_init_parameter_is_read_at_its_default(tmp_path: Path) -> None:
+    """`workers=4` in the constructor's signature, nothing in the file constructing the
+    class: library code is judged at its defaults (4 workers on 2 CPUs)."""
+    found = results(tmp_path, DATA_MANAGER)
+    assert found["EC504"].status.value == "fail"
+    assert lines(found["EC504"]) == [8]
+    assert "workers defaults to 4 in __init__()" in found["EC504"].findings[0].message
+
+
+def test_a_loader_behind_an_if_off_by_default_is_not_judged(tmp_path: Path) -> None:
+    """`if load_targets:` with `load_targets=False`: the target loader is not built in a
+    default run, so only the train loader (line 8) is judged."""
+    found = results(tmp_path, DATA_MANAGER)
+    assert lines(found["EC504"]) == [8]  # not 13
+
+
+def test_the_file_s_construction_of_the_class_decides(tmp_path: Path) -> None:
+    """`ImageDataManager(workers=1)` in the file: the constructor runs with 1 worker."""
+    found = results(tmp_path, DATA_MANAGER + "\nmanager = ImageDataManager(root='x', workers=1)\n")
+    assert found["EC504"].status.value == "pass"
+
+
+def test_a_parameter_handed_on_from_the_caller_s_parameter(tmp_path: Path) -> None:
+    """solo-learn's shape: `prepare_data(..., num_workers=4)` hands its own parameter to
+    `prepare_dataloaders(..., num_workers=num_workers)`, whose loaders then ask for 4."""
+    source = """
+def prepare_dataloaders(train_dataset, val_dataset, batch_size=64, num_workers=4):
+    train_loader = DataLoader(
+        train_dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+        pin_memory=True,
+    )
+    return train_loader
+
+
+def prepare_data(dataset, batch_size=64, num_workers=4):
+    train_dataset = ImageFolder(dataset)
+    return prepare_dataloaders(train_dataset, None, batch_size=batch_size,
+                               num_workers=num_workers)
+"""
+    found = results(tmp_path, source)
+    assert found["EC504"].status.value == "fail"
+    assert lines(found["EC504"]) == [6]
+
+
+def test_a_rebound_parameter_is_not_read_at_its_default(tmp_path: Path) -> None:
+    """`workers = min(workers, os.cpu_count())` rebinds the parameter: its default alone
+    does not say the value (the rule decides from the rebinding, or says unknown)."""
+    source = """
+def make_loader(dataset, workers=16):
+    workers = compute_workers(workers)
+    return DataLoader(dataset, batch_size=8, num_workers=workers, pin_memory=True)
+"""
+    found = results(tmp_path, source)
+    assert found["EC504"].status.value == "unknown"
