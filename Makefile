@@ -61,8 +61,8 @@ bench: $(VENV)/.dev-installed
 	$(BIN)/python benchmarks/doctor_speed.py
 
 # For a lent GPU machine (benchmarks/gpu_session.sh): its image has Python 3.12, torch,
-# nvidia-ml-py, rich, psutil and packaging, but not jsonschema (nor this typer).
-GPU_WHEELS ?= jsonschema jsonschema-specifications referencing rpds-py 'typer>=0.24,<0.29'
+# nvidia-ml-py, rich, psutil and packaging, but not jsonschema or regex (nor this typer).
+GPU_WHEELS ?= jsonschema jsonschema-specifications referencing rpds-py regex 'typer>=0.24,<0.29'
 gpu-wheels: | $(BIN)/python
 	rm -rf .whl && mkdir -p .whl
 	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \

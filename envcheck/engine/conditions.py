@@ -11,6 +11,8 @@ Clauses (tables in TOML):
     {fact = "a.b", op = "<", value = 3}          comparison: == != < <= > >= in not-in
     {fact = "a.b", op = "present"}               present / absent (null or not there)
     {fact = "a.b", op = "matches", value = "re"} regular-expression search on the text
+                                                 (bounded: a search that runs past
+                                                 MATCH_TIMEOUT_S is unknown, not a hang)
     {fact = "a.b", version = "<3.8"}             the fact parsed as a version
     {all = [...]}, {any = [...]}, {not = {...}}
 """
@@ -22,12 +24,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+import regex
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envcheck import finite
 from envcheck.snapshot import Facts, Missing
+
+# A user rule's pattern may backtrack catastrophically (`^(a|aa)+$`) on a fact a stranger
+# named (a process or device name): Python's `re` cannot be stopped, the `regex` engine
+# (a superset of `re`) takes a timeout, checked periodically (it may run a few times over).
+MATCH_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,16 @@ class FactClause(Condition):
         if found is None:
             return Truth(False, f"{self.path} is not set", observed)
         if self.op == "matches":
-            hit = re.search(str(self.value), str(found)) is not None
-            return Truth(hit, f"{self.path} = {found!r}", observed)
+            try:
+                hit = regex.search(str(self.value), str(found), timeout=MATCH_TIMEOUT_S)
+            except TimeoutError:
+                shown = repr(found) if len(str(found)) <= 80 else f"{str(found)[:80]!r}..."
+                return Truth(
+                    None,
+                    f"{self.path} = {shown}: the pattern {self.value!r} did not finish "
+                    f"within {MATCH_TIMEOUT_S:g} s (catastrophic backtracking)",
+                )
+            return Truth(hit is not None, f"{self.path} = {found!r}", observed)
         try:
             result = bool(_COMPARISONS[self.op](found, self.value))
         except TypeError:
@@ -243,8 +259,8 @@ def parse(node: Any, where: str) -> Condition:
         raise ValueError(f"{where}: op '{op}' needs a number or a string as its value")
     if op == "matches":
         try:
-            re.compile(str(node["value"]))
-        except re.error as exc:
+            regex.compile(str(node["value"]))
+        except regex.error as exc:
             raise ValueError(f"{where}: bad regular expression: {exc}") from None
     return FactClause(path, op, node.get("value"))
 

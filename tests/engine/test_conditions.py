@@ -101,3 +101,15 @@ def test_parse_errors_name_the_problem(node: Any, message: str) -> None:
     with pytest.raises(ValueError, match=r"^where") as info:
         conditions.parse(node, "where")
     assert message in str(info.value)
+
+
+def test_a_catastrophic_pattern_is_unknown_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`^(a|aa)+$` backtracks exponentially on a long run of `a` that ends otherwise: with
+    Python's re the doctor never returned (the fact may be a name a stranger chose). The
+    search is bounded; past the bound the clause is unknown, with the reason."""
+    monkeypatch.setattr(conditions, "MATCH_TIMEOUT_S", 0.05)
+    facts = Facts({"schema_version": 1, "cpu": {"model": "a" * 60 + "!"}})
+    node = {"fact": "cpu.model", "op": "matches", "value": "^(a|aa)+$"}
+    result = conditions.parse(node, "t").evaluate(facts)
+    assert result.value is None
+    assert "did not finish within 0.05 s" in result.reason
