@@ -706,7 +706,10 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     `training_step(self, batch, batch_idx)` with the helpers it calls: the Trainer runs
     it every step with the batch already on the device (`self.log(...)` keeps the value
     on the device). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
-    the mask's count; the lengths `pack_padded_sequence` requires on the CPU and build
+    the mask's count; the lengths `pack_padded_sequence` requires on the CPU, what a
+    reinforcement-learning step must hand to the host every step (the action for
+    `env.step(action)` / `envs.step(...)`, new priorities for a CPU replay buffer's
+    `update_priority(idx, prios)`, inline or through the name passed) and build
     checks (`torch._C._get_cudnn_enabled()`) are not flagged. The backward pass may be
     hidden in a wrapper the loss and the optimizer are handed to (timm's
     `loss_scaler(loss, optimizer, ...)` in DeiT, MAE, Swin): the loop around it is a

@@ -687,6 +687,7 @@ class _StepLoop:
             for t in n.targets
             if isinstance(t, ast.Name)
         }
+        self.to_host = _host_bound_names([*body, *(helpers or [])])
         self.found: list[dict[str, Any]] = []
         self.masks: dict[int, dict[str, ast.expr]] = {}  # per function: name -> mask value
         self.place = 0  # first line of the statement being read: one finding per place
@@ -909,6 +910,12 @@ class _StepLoop:
                     self._record(root, "host_sync", _short(root), "checks a tensor's value")
                 )
             return
+        if isinstance(root, (ast.Assign, ast.AnnAssign)) and root.value is not None:
+            targets = root.targets if isinstance(root, ast.Assign) else [root.target]
+            if any(isinstance(t, ast.Name) and t.id in self.to_host for t in targets):
+                # `action = q(obs).argmax(-1).cpu().numpy()` ... `env.step(action)`: the
+                # value must reach the host every step, so the copy is no sync to avoid
+                self.seen.update(self._key(n) for n in ast.walk(root.value))
         for node in [root, *own_nodes(root)]:
             if self._key(node) in self.seen:
                 continue
@@ -932,6 +939,8 @@ class _StepLoop:
     def _host_arguments(self, call: ast.Call) -> list[ast.expr]:
         """Arguments a call requires on the CPU (`pack_padded_sequence(x, lengths=
         lengths.cpu())`: "must be on the CPU if provided as a tensor")."""
+        if _host_consumer(call):
+            return [*call.args, *(k.value for k in call.keywords)]
         name = self.walker.qualname(call.func) or ""
         if not name.endswith(("pack_padded_sequence", "pack_sequence")):
             return []
@@ -1166,6 +1175,35 @@ class _StepLoop:
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
             "place": self.place,
         }
+
+
+# Methods of host-side objects an RL step must feed every step: the environment's
+# `step(action)` and a CPU replay buffer's new priorities (a sum-tree in NumPy)
+PRIORITY_UPDATES = ("update_priority", "update_priorities")
+
+
+def _host_consumer(call: ast.Call) -> bool:
+    """`env.step(action)`, `envs.step(actions)`, `self.train_env.step(a)`,
+    `rb.update_priority(idx, prios)`: a call whose arguments the algorithm needs on the
+    host every step, so copying them there is required, not a sync to avoid."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not (call.args or call.keywords):
+        return False
+    if func.attr in PRIORITY_UPDATES:
+        return True
+    return func.attr == "step" and "env" in _last(func.value).lower()
+
+
+def _host_bound_names(nodes: Iterable[ast.AST]) -> set[str]:
+    """Names handed to a `_host_consumer` call in the step (`env.step(action)`)."""
+    return {
+        argument.id
+        for root in nodes
+        for node in ast.walk(root)
+        if isinstance(node, ast.Call) and _host_consumer(node)
+        for argument in [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(argument, ast.Name)
+    }
 
 
 EVALUATION_WORDS = {"valid", "validation", "val", "eval", "evaluation", "test", "predict"}

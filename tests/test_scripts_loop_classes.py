@@ -1,0 +1,49 @@
+"""Per-step host syncs (EC509) and per-sample copies (EC510) in PyTorch training loops:
+classes of mistakes found on blind public code (issue 11).
+
+Snippets go through the real analyser and rules against an 8-GPU, 2-CPU Linux node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import script_results
+
+HEAD = """
+import torch
+from torch import nn
+
+torch.set_float32_matmul_precision("high")
+"""
+
+
+def sync_lines(tmp_path: Path, source: str) -> list[int]:
+    """Lines of the EC509 findings, counted from the snippet's first line (after HEAD)."""
+    result = script_results(tmp_path, HEAD + source, "train.py")["EC509"]
+    offset = HEAD.count("\n")
+    return sorted(f.location.line - offset for f in result.findings)
+
+
+# -- an RL step's action and new priorities must reach the host -----------------------------
+
+RL_STEP = """
+q = nn.Sequential(nn.Linear(4, 120), nn.ReLU(), nn.Linear(120, 2)).to("cuda")
+opt = torch.optim.Adam(q.parameters(), lr=2.5e-4)
+obs, _ = env.reset()
+for global_step in range(500000):
+    action = torch.argmax(q(torch.tensor(obs, device="cuda")), dim=-1).cpu().numpy()
+    obs, reward, terminated, truncated, info = env.step(action)
+    s, a, r, idx = rb.sample(128)
+    td = q(s).gather(1, a).squeeze() - r
+    loss = td.pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    rb.update_priority(idx, td.abs().detach().cpu().numpy())
+    next_obs, *_ = envs.step(q(s).argmax(-1).item())
+    print(loss.item())
+"""
+
+
+def test_rl_action_and_priorities_are_no_sync(tmp_path: Path) -> None:
+    # the action for env.step and the priorities for the CPU sum-tree are required on
+    # the host every step; the printed loss is still a sync to avoid
+    assert sync_lines(tmp_path, RL_STEP) == [14]
