@@ -47,3 +47,29 @@ def test_rl_action_and_priorities_are_no_sync(tmp_path: Path) -> None:
     # the action for env.step and the priorities for the CPU sum-tree are required on
     # the host every step; the printed loss is still a sync to avoid
     assert sync_lines(tmp_path, RL_STEP) == [14]
+
+
+# -- a tensor built on the CPU copies nothing from the GPU ----------------------------------
+
+CPU_TO_CPU = """
+device = "cuda"
+emb, gru = nn.Embedding(8000, 500).to(device), nn.GRU(500, 500).to(device)
+opt = torch.optim.Adam(list(emb.parameters()) + list(gru.parameters()))
+for it in range(4000):
+    seqs = [torch.randint(8000, (n,)) for n in torch.randint(1, 10, (64,)).sort()[0].tolist()]
+    lengths = torch.tensor([len(s) for s in seqs])
+    padded = nn.utils.rnn.pad_sequence(seqs).to(device)
+    lengths = lengths.to("cpu")
+    out, _ = gru(nn.utils.rnn.pack_padded_sequence(emb(padded), lengths))
+    loss = out.data.pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    sizes = torch.tensor([3, 4], device=device).tolist()
+    last = loss.cpu()
+    print(last.tolist())
+"""
+
+
+def test_cpu_tensor_tolist_is_no_sync(tmp_path: Path) -> None:
+    # the factory on the GPU and the loss's copy are syncs; `.tolist()` of what `.cpu()`
+    # returned is reported once, at the copy
+    assert sync_lines(tmp_path, CPU_TO_CPU) == [13, 14]

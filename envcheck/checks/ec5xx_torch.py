@@ -709,7 +709,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     the mask's count; the lengths `pack_padded_sequence` requires on the CPU, what a
     reinforcement-learning step must hand to the host every step (the action for
     `env.step(action)` / `envs.step(...)`, new priorities for a CPU replay buffer's
-    `update_priority(idx, prios)`, inline or through the name passed) and build
+    `update_priority(idx, prios)`, inline or through the name passed), `.tolist()` or
+    `.to("cpu")` of a tensor built on the CPU and never moved (`torch.randint(1, 10,
+    (64,)).tolist()`, `lengths = torch.tensor(...)` ... `lengths.to("cpu")`) and build
     checks (`torch._C._get_cudnn_enabled()`) are not flagged. The backward pass may be
     hidden in a wrapper the loss and the optimizer are handed to (timm's
     `loss_scaler(loss, optimizer, ...)` in DeiT, MAE, Swin): the loop around it is a

@@ -35,6 +35,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
+from envcheck.scripts.host_tensors import on_host
 from envcheck.scripts.index import (
     FileIndex,
     code_at,
@@ -1038,6 +1039,7 @@ class _StepLoop:
                 _sync_method(call)
                 and not _numpy_chain(func.value, self.walker)
                 and not self._module(func.value)
+                and not self._on_host(func.value)
             ):
                 if _sync_below(func.value):
                     return None  # `x.cpu().tolist()`: reported once, at .cpu()
@@ -1115,6 +1117,11 @@ class _StepLoop:
 
     def _tensor(self, node: ast.expr) -> bool:
         return self.tensors.holds_in(node, self.function)
+
+    def _on_host(self, node: ast.expr) -> bool:
+        """A tensor built on the CPU and never moved: its `.tolist()` waits for nothing."""
+        scope = self.function if self.function is not None else self.walker.module
+        return on_host(node, scope, self.walker.qualname)
 
     def _masked(self, node: ast.AST) -> bool:
         """`x[keep]` read with a boolean device tensor (`keep = n <= limit`, `x[x > 0]`):
