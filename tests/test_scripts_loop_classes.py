@@ -73,3 +73,31 @@ def test_cpu_tensor_tolist_is_no_sync(tmp_path: Path) -> None:
     # the factory on the GPU and the loss's copy are syncs; `.tolist()` of what `.cpu()`
     # returned is reported once, at the copy
     assert sync_lines(tmp_path, CPU_TO_CPU) == [13, 14]
+
+
+# -- a loop nested in a step loop is read with it, not as a step loop of its own ------------
+
+PERIODIC_INNER_LOOP = """
+actor = nn.Sequential(nn.Linear(17, 256), nn.ReLU(), nn.Linear(256, 6)).cuda()
+log_alpha = torch.zeros(1, requires_grad=True, device="cuda")
+a_opt = torch.optim.Adam([log_alpha])
+opt = torch.optim.Adam(actor.parameters())
+for global_step in range(1000000):
+    obs = next(batches).cuda()
+    loss = actor(obs).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    if global_step % 2 == 0:
+        for _ in range(2):
+            alpha_loss = -(log_alpha.exp() * actor(obs).detach().mean())
+            a_opt.zero_grad(); alpha_loss.backward(); a_opt.step()
+            alpha = log_alpha.exp().item()
+    for k in range(3):
+        loss_k = actor(obs).sum()
+        loss_k.backward()
+        print(loss_k.item())
+"""
+
+
+def test_inner_loop_under_periodic_branch_is_periodic(tmp_path: Path) -> None:
+    # the inner loop under `% 2` runs every other step; the one outside runs every step
+    assert sync_lines(tmp_path, PERIODIC_INNER_LOOP) == [18]

@@ -12,7 +12,9 @@ do every step:
   elements, many small copies instead of one.
 
 Calls under an `if` whose test uses `%` (`if step % 100 == 0:`) run periodically, which
-is the recommended way to log, and are left out, as are those under `if step == 0:`
+is the recommended way to log, and are left out (a loop nested in a step loop is read
+with it, never as a step loop of its own: under such a branch it is periodic too), as
+are those under `if step == 0:`
 (once) and the code after the loop; a `%` branch holding the optimizer step (gradient
 accumulation) runs at every optimizer step and is read. Which values are device
 tensors is `tensors.DeviceTensors`' answer; which function a call runs, `callees`'. A
@@ -152,7 +154,12 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         scalers = _scalers(walker) if any("GradScaler" in t for t in walker.lines) else set()
         seen: set[Any] = set()
         read: set[int] = set()  # helpers read as part of a step loop
+        covered: set[int] = set()  # loops nested in a step loop already read
         for loop, function in sorted(loops, key=lambda x: (x[0].lineno, x[0].col_offset)):
+            if id(loop) in covered:
+                # read with the step around it: its syncs are per step there, and those
+                # under `if step % N == 0:` are periodic (not a loop of their own)
+                continue
             loader = None
             if isinstance(loop, (ast.For, ast.AsyncFor)):
                 loader = loaders.iterated(loop.iter)
@@ -173,6 +180,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             elif not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
             read.update(id(h) for h in helpers)
+            covered.update(id(n) for n in body if isinstance(n, LOOPS))
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers, callees)
             step.scalers = scalers
             report.torch_calls.extend(_one_per_place(step.read()))
