@@ -101,3 +101,36 @@ for global_step in range(1000000):
 def test_inner_loop_under_periodic_branch_is_periodic(tmp_path: Path) -> None:
     # the inner loop under `% 2` runs every other step; the one outside runs every step
     assert sync_lines(tmp_path, PERIODIC_INNER_LOOP) == [18]
+
+
+# -- the only caller of a step function, running it once, is the step ----------------------
+
+TASK_STEP = """
+class Task:
+    def __init__(self):
+        self.model = nn.Linear(512, 10).cuda()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.losses = []
+
+    def train_step(self):
+        sample = next(self.data_iterator)
+        output = self.model(sample["input"].cuda())
+        loss = nn.functional.cross_entropy(output, sample["target"].cuda())
+        self.losses.append(loss.data.cpu().item())
+        self.update_meters(output, sample)
+        self.run_optimizer(loss)
+
+    def run_optimizer(self, loss):
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+
+    def update_meters(self, output, sample):
+        output = output.detach().cpu()
+"""
+
+
+def test_caller_of_step_function_is_the_step(tmp_path: Path) -> None:
+    # a trainer out of sight runs train_step every batch; it hands the loss to the
+    # method with the backward pass and the optimizer step
+    assert sync_lines(tmp_path, TASK_STEP) == [12, 22]

@@ -702,7 +702,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     (`self._update_loss(loss)`, shared with evaluation or not) at the sync inside it, its
     branches taken only when evaluating (`elif self.state == State.VALID:`) left out. A
     function that runs a backward pass and an optimizer step outside any loop of its own
-    (a framework's per-iteration callback) is a step too, and so is a Lightning
+    (a framework's per-iteration callback) is a step too, or rather its only caller in the
+    file when that runs it once outside any loop (a task's `train_step(self)` that logs
+    `loss.item()` and hands the loss to `self.run_optimizer(loss)`), and so is a Lightning
     `training_step(self, batch, batch_idx)` with the helpers it calls: the Trainer runs
     it every step with the batch already on the device (`self.log(...)` keeps the value
     on the device). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for

@@ -19,7 +19,9 @@ are those under `if step == 0:`
 accumulation) runs at every optimizer step and is read. Which values are device
 tensors is `tensors.DeviceTensors`' answer; which function a call runs, `callees`'. A
 function with a backward pass and an optimizer step outside any loop of its own (a
-framework's per-iteration callback) is read as a step too, as is a Lightning
+framework's per-iteration callback) is read as a step too (or its only caller, when that
+runs it once outside any loop: a task's `train_step` handing the loss to
+`self.run_optimizer(loss)`), as is a Lightning
 `training_step(self, batch, batch_idx)`, whose batch arrives on the device.
 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
@@ -184,7 +186,9 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers, callees)
             step.scalers = scalers
             report.torch_calls.extend(_one_per_place(step.read()))
-        for function in _step_functions(list(backward_in.values()), read):
+        steps = _step_functions(list(backward_in.values()), read)
+        steps = _step_callers(steps, walker.index().function_nodes, callees, read)
+        for function in steps:
             body = [n for statement in function.body for n in [statement, *own_nodes(statement)]]
             if _on_xla(walker, body):
                 continue  # a TPU step (`xm.optimizer_step(optimizer)`), not a CUDA one
@@ -520,6 +524,36 @@ def _step_functions(candidates: list[Function], read: set[int]) -> list[Function
         outside = _outside_own_loops(function)
         if _trains(outside) and any(_optimizer_step(n) for n in outside):
             found.append(function)
+    return found
+
+
+def _step_callers(
+    steps: list[Function], functions: list[Function], callees: Callees, read: set[int]
+) -> list[Function]:
+    """Each step function, or the function of the file that is its only caller and runs
+    it once, outside any loop of its own (a task's `train_step(self)` that computes the
+    loss, logs `loss.item()` and hands the loss to `self.run_optimizer(loss)`): the
+    framework calls that one every batch, so all of it is the step. Up a few levels."""
+    found: list[Function] = []
+    for step in steps:
+        current = step
+        for _ in range(3):
+            if callees.calls_of(current) != 1:
+                break
+            callers = [
+                f
+                for f in functions
+                if f is not current
+                and any(
+                    isinstance(n, ast.Call) and callees.function(n) is current
+                    for n in _outside_own_loops(f)
+                )
+            ]
+            if len(callers) != 1 or id(callers[0]) in read:
+                break
+            current = callers[0]
+        if all(current is not f for f in found):
+            found.append(current)
     return found
 
 
