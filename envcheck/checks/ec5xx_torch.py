@@ -702,11 +702,18 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     (`self._update_loss(loss)`, shared with evaluation or not) at the sync inside it, its
     branches taken only when evaluating (`elif self.state == State.VALID:`) left out. A
     function that runs a backward pass and an optimizer step outside any loop of its own
-    (a framework's per-iteration callback) is a step too, and so is a Lightning
+    (a framework's per-iteration callback) is a step too, or rather its only caller in the
+    file when that runs it once outside any loop (a task's `train_step(self)` that logs
+    `loss.item()` and hands the loss to `self.run_optimizer(loss)`), and so is a Lightning
     `training_step(self, batch, batch_idx)` with the helpers it calls: the Trainer runs
     it every step with the batch already on the device (`self.log(...)` keeps the value
     on the device). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
-    the mask's count; the lengths `pack_padded_sequence` requires on the CPU and build
+    the mask's count; the lengths `pack_padded_sequence` requires on the CPU, what a
+    reinforcement-learning step must hand to the host every step (the action for
+    `env.step(action)` / `envs.step(...)`, new priorities for a CPU replay buffer's
+    `update_priority(idx, prios)`, inline or through the name passed), `.tolist()` or
+    `.to("cpu")` of a tensor built on the CPU and never moved (`torch.randint(1, 10,
+    (64,)).tolist()`, `lengths = torch.tensor(...)` ... `lengths.to("cpu")`) and build
     checks (`torch._C._get_cudnn_enabled()`) are not flagged. The backward pass may be
     hidden in a wrapper the loss and the optimizer are handed to (timm's
     `loss_scaler(loss, optimizer, ...)` in DeiT, MAE, Swin): the loop around it is a
@@ -717,7 +724,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     One statement is one finding, however many lines it spans.
 
     Calls under `if step % N == 0:` (periodic logging, also through a variable:
-    `log_now = step % N == 0` then `if log_now:`) or `if step == 0:` (once) and code after
+    `log_now = step % N == 0` then `if log_now:`, a loop nested in such a branch included:
+    `for _ in range(k):` under `if step % N == 0:` is no training loop of its own) or
+    `if step == 0:` (once) and code after
     the loop are not flagged (`if rank == 0:` is the main process, every step, and is),
     nor are evaluation loops (no `backward`), which must bring predictions to the host.
     A `%` branch that holds the optimizer step (`if (i + 1) % accumulation == 0:

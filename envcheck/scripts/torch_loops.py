@@ -12,12 +12,16 @@ do every step:
   elements, many small copies instead of one.
 
 Calls under an `if` whose test uses `%` (`if step % 100 == 0:`) run periodically, which
-is the recommended way to log, and are left out, as are those under `if step == 0:`
+is the recommended way to log, and are left out (a loop nested in a step loop is read
+with it, never as a step loop of its own: under such a branch it is periodic too), as
+are those under `if step == 0:`
 (once) and the code after the loop; a `%` branch holding the optimizer step (gradient
 accumulation) runs at every optimizer step and is read. Which values are device
 tensors is `tensors.DeviceTensors`' answer; which function a call runs, `callees`'. A
 function with a backward pass and an optimizer step outside any loop of its own (a
-framework's per-iteration callback) is read as a step too, as is a Lightning
+framework's per-iteration callback) is read as a step too (or its only caller, when that
+runs it once outside any loop: a task's `train_step` handing the loss to
+`self.run_optimizer(loss)`), as is a Lightning
 `training_step(self, batch, batch_idx)`, whose batch arrives on the device.
 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
@@ -35,6 +39,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
+from envcheck.scripts.host_tensors import on_host
 from envcheck.scripts.index import (
     FileIndex,
     code_at,
@@ -151,7 +156,12 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         scalers = _scalers(walker) if any("GradScaler" in t for t in walker.lines) else set()
         seen: set[Any] = set()
         read: set[int] = set()  # helpers read as part of a step loop
+        covered: set[int] = set()  # loops nested in a step loop already read
         for loop, function in sorted(loops, key=lambda x: (x[0].lineno, x[0].col_offset)):
+            if id(loop) in covered:
+                # read with the step around it: its syncs are per step there, and those
+                # under `if step % N == 0:` are periodic (not a loop of their own)
+                continue
             loader = None
             if isinstance(loop, (ast.For, ast.AsyncFor)):
                 loader = loaders.iterated(loop.iter)
@@ -172,10 +182,13 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             elif not _trains(body) and not any(_trains(list(own_nodes(h))) for h in helpers):
                 continue
             read.update(id(h) for h in helpers)
+            covered.update(id(n) for n in body if isinstance(n, LOOPS))
             step = _StepLoop(walker, loop, loader, loaders, seen, function, body, helpers, callees)
             step.scalers = scalers
             report.torch_calls.extend(_one_per_place(step.read()))
-        for function in _step_functions(list(backward_in.values()), read):
+        steps = _step_functions(list(backward_in.values()), read)
+        steps = _step_callers(steps, walker.index().function_nodes, callees, read)
+        for function in steps:
             body = [n for statement in function.body for n in [statement, *own_nodes(statement)]]
             if _on_xla(walker, body):
                 continue  # a TPU step (`xm.optimizer_step(optimizer)`), not a CUDA one
@@ -514,6 +527,36 @@ def _step_functions(candidates: list[Function], read: set[int]) -> list[Function
     return found
 
 
+def _step_callers(
+    steps: list[Function], functions: list[Function], callees: Callees, read: set[int]
+) -> list[Function]:
+    """Each step function, or the function of the file that is its only caller and runs
+    it once, outside any loop of its own (a task's `train_step(self)` that computes the
+    loss, logs `loss.item()` and hands the loss to `self.run_optimizer(loss)`): the
+    framework calls that one every batch, so all of it is the step. Up a few levels."""
+    found: list[Function] = []
+    for step in steps:
+        current = step
+        for _ in range(3):
+            if callees.calls_of(current) != 1:
+                break
+            callers = [
+                f
+                for f in functions
+                if f is not current
+                and any(
+                    isinstance(n, ast.Call) and callees.function(n) is current
+                    for n in _outside_own_loops(f)
+                )
+            ]
+            if len(callers) != 1 or id(callers[0]) in read:
+                break
+            current = callers[0]
+        if all(current is not f for f in found):
+            found.append(current)
+    return found
+
+
 def _loader_elsewhere(loop: Loop, assignments: list[tuple[ast.expr, ast.expr]]) -> Optional[str]:
     """The text of a loader a training loop iterates that the file does not build
     (`for batch in tqdm(self.train_loader)`, `tbar = tqdm(self.train_loader)`): its
@@ -687,6 +730,7 @@ class _StepLoop:
             for t in n.targets
             if isinstance(t, ast.Name)
         }
+        self.to_host = _host_bound_names([*body, *(helpers or [])])
         self.found: list[dict[str, Any]] = []
         self.masks: dict[int, dict[str, ast.expr]] = {}  # per function: name -> mask value
         self.place = 0  # first line of the statement being read: one finding per place
@@ -909,6 +953,12 @@ class _StepLoop:
                     self._record(root, "host_sync", _short(root), "checks a tensor's value")
                 )
             return
+        if isinstance(root, (ast.Assign, ast.AnnAssign)) and root.value is not None:
+            targets = root.targets if isinstance(root, ast.Assign) else [root.target]
+            if any(isinstance(t, ast.Name) and t.id in self.to_host for t in targets):
+                # `action = q(obs).argmax(-1).cpu().numpy()` ... `env.step(action)`: the
+                # value must reach the host every step, so the copy is no sync to avoid
+                self.seen.update(self._key(n) for n in ast.walk(root.value))
         for node in [root, *own_nodes(root)]:
             if self._key(node) in self.seen:
                 continue
@@ -932,6 +982,8 @@ class _StepLoop:
     def _host_arguments(self, call: ast.Call) -> list[ast.expr]:
         """Arguments a call requires on the CPU (`pack_padded_sequence(x, lengths=
         lengths.cpu())`: "must be on the CPU if provided as a tensor")."""
+        if _host_consumer(call):
+            return [*call.args, *(k.value for k in call.keywords)]
         name = self.walker.qualname(call.func) or ""
         if not name.endswith(("pack_padded_sequence", "pack_sequence")):
             return []
@@ -1029,6 +1081,7 @@ class _StepLoop:
                 _sync_method(call)
                 and not _numpy_chain(func.value, self.walker)
                 and not self._module(func.value)
+                and not self._on_host(func.value)
             ):
                 if _sync_below(func.value):
                     return None  # `x.cpu().tolist()`: reported once, at .cpu()
@@ -1107,6 +1160,11 @@ class _StepLoop:
     def _tensor(self, node: ast.expr) -> bool:
         return self.tensors.holds_in(node, self.function)
 
+    def _on_host(self, node: ast.expr) -> bool:
+        """A tensor built on the CPU and never moved: its `.tolist()` waits for nothing."""
+        scope = self.function if self.function is not None else self.walker.module
+        return on_host(node, scope, self.walker.qualname)
+
     def _masked(self, node: ast.AST) -> bool:
         """`x[keep]` read with a boolean device tensor (`keep = n <= limit`, `x[x > 0]`):
         the result's size is the mask's count, which the CPU must wait for."""
@@ -1166,6 +1224,35 @@ class _StepLoop:
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
             "place": self.place,
         }
+
+
+# Methods of host-side objects an RL step must feed every step: the environment's
+# `step(action)` and a CPU replay buffer's new priorities (a sum-tree in NumPy)
+PRIORITY_UPDATES = ("update_priority", "update_priorities")
+
+
+def _host_consumer(call: ast.Call) -> bool:
+    """`env.step(action)`, `envs.step(actions)`, `self.train_env.step(a)`,
+    `rb.update_priority(idx, prios)`: a call whose arguments the algorithm needs on the
+    host every step, so copying them there is required, not a sync to avoid."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not (call.args or call.keywords):
+        return False
+    if func.attr in PRIORITY_UPDATES:
+        return True
+    return func.attr == "step" and "env" in _last(func.value).lower()
+
+
+def _host_bound_names(nodes: Iterable[ast.AST]) -> set[str]:
+    """Names handed to a `_host_consumer` call in the step (`env.step(action)`)."""
+    return {
+        argument.id
+        for root in nodes
+        for node in ast.walk(root)
+        if isinstance(node, ast.Call) and _host_consumer(node)
+        for argument in [*node.args, *(k.value for k in node.keywords)]
+        if isinstance(argument, ast.Name)
+    }
 
 
 EVALUATION_WORDS = {"valid", "validation", "val", "eval", "evaluation", "test", "predict"}
