@@ -2,7 +2,8 @@
 
 `KerasObserver.call` sees every call in a file; it records Keras calls (`fit_generator`,
 `fit` with its worker settings and, for a generator of the file, its decorators;
-`predict`/`evaluate` given worker settings; `ImageDataGenerator`, the `flow_from_*`
+`predict`/`evaluate` given worker settings; not `fit` on a scikit-learn estimator or an
+`ImageDataGenerator`, which train no model; `ImageDataGenerator`, the `flow_from_*`
 loaders) and file facts: the mixed-precision policy (True, False, or None when set to a
 value the source hides), the first `fit` call (`keras_fit`) and whether the file builds
 Keras convolution/dense layers (`keras_layers`). `finish` adds NumPy calls inside custom
@@ -121,6 +122,8 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
     worker_settings = any(k.arg in (*FIT_ARGS, None) for k in node.keywords)
     if attr in (*GENERATOR_METHODS, "fit") and own_method(walker, func):
         return  # self.fit_generator(), self.fit() of a class of this file: not Keras's
+    if attr == "fit" and _not_a_model(walker, func):
+        return  # scaler.fit(X), datagen.fit(x): statistics, not training
     if (
         attr in GENERATOR_METHODS
         or (attr == "fit" and uses_tensorflow(walker))
@@ -178,6 +181,25 @@ def _bound_method(walker: Walker, func: ast.expr) -> Optional[ast.Attribute]:
             return assigned
         return None
     return func if isinstance(func, ast.Attribute) else None
+
+
+# `fit` on objects built by these trains no Keras model: scikit-learn and gradient
+# boosting estimators, and Keras's own ImageDataGenerator (whose `fit` computes the
+# featurewise mean and std of a sample).
+NOT_MODEL_ROOTS = ("sklearn.", "xgboost.", "lightgbm.", "catboost.", "statsmodels.")
+NOT_MODEL_NAMES = (".ImageDataGenerator",)
+
+
+def _not_a_model(walker: Walker, func: ast.Attribute) -> bool:
+    """Whether `x.fit` is called on a name the file builds with a known non-Keras
+    constructor (`scaler = StandardScaler()`, `datagen = ImageDataGenerator(...)`)."""
+    if not isinstance(func.value, ast.Name):
+        return False
+    built = walker.scope().lookup(func.value.id)
+    if not isinstance(built, ast.Call):
+        return False
+    name = walker.qualname(built.func) or ""
+    return name.startswith(NOT_MODEL_ROOTS) or (_is_keras(name) and name.endswith(NOT_MODEL_NAMES))
 
 
 def own_method(walker: Walker, func: ast.Attribute) -> bool:
