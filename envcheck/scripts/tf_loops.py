@@ -21,7 +21,8 @@ A step function compiled with `@tf.function` (or wrapped, `step = tf.function(st
 runs as a graph: there `.numpy()` is not even available and formatting sees symbolic
 tensors, so nothing in it is a per-step sync and it is not read; what it returns to the
 eager loop (`loss = train_step(x, y)`) is an EagerTensor, and reading that on the host
-in the loop (`print(f"{loss}")`, `loss.numpy()`) is. Code under a periodic
+in the loop (`print(f"{loss}")`, `loss.numpy()`) is, as it is for what an eager step
+returns (`batch_loss = self.train_step(x, y)` then `batch_loss.numpy()`). Code under a periodic
 or once-only branch (`if step % 100 == 0:`, `if step == 0:`) is left out, as for
 PyTorch loops. Nothing here judges.
 """
@@ -96,12 +97,12 @@ class TfLoopObserver:
             stepped: list[Union[Function, Loop]] = [f for f in steps if f.name in called]
             if _applies_gradients(body):
                 stepped.append(loop)  # the step is the loop's own body
-            graphs = {f.name for f in stepped if isinstance(f, FUNCTIONS) and f.name in compiled}
-            if graphs and loop not in stepped:
-                # `loss = train_step(x, y)` compiled, then `print(f"{loss}")` in the eager
-                # loop: what the graph returns is an EagerTensor, read on the host here
+            named = {f.name for f in stepped if isinstance(f, FUNCTIONS)}
+            if named and loop not in stepped:
+                # `loss = train_step(x, y)`, then `print(f"{loss}")` in the eager loop: what
+                # the step returns, compiled or eager, is an EagerTensor read on the host here
                 reader = _Step(walker, loop, loop, seen)
-                reader.tensors = _graph_results(body, graphs)
+                reader.tensors = _graph_results(body, named)
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
             for step in stepped:
                 if isinstance(step, (ast.FunctionDef, ast.AsyncFunctionDef)) and (

@@ -1,0 +1,63 @@
+"""Keras and TensorFlow training-loop mistakes found on blind public code (issue 11).
+
+Each test is a snippet of one class of mistake, run through the real analyser and rules
+against an 8 x A100, 2-CPU Linux node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import script_results
+
+
+def lines(result: Any) -> list[int]:
+    return sorted(f.location.line for f in result.findings)
+
+
+SKLEARN_FIRST = """
+from sklearn.preprocessing import StandardScaler
+from tensorflow import keras
+
+scaler = StandardScaler()
+scaler.fit(X_train)
+datagen = keras.preprocessing.image.ImageDataGenerator(featurewise_center=True)
+datagen.fit(X_train)
+model = keras.Sequential([keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+model.compile(loss="mse", optimizer="adam")
+model.fit(scaler.transform(X_train), y_train, epochs=10)
+"""
+
+
+def test_ec522_quotes_the_model_fit_not_a_scaler_or_image_generator(tmp_path: Path) -> None:
+    result = script_results(tmp_path, SKLEARN_FIRST, "train.py")["EC522"]
+    assert [f.location.code for f in result.findings] == [
+        "model.fit(scaler.transform(X_train), y_train, epochs=10)"
+    ]
+
+
+EAGER_METHOD_STEP = """
+import tensorflow as tf
+
+
+class Seq2Seq:
+    def train_step(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = self.loss_function(y, self.model(x))
+        gradients = tape.gradient(loss, self.model.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.model.trainable_variables))
+        return loss
+
+    def fit(self, dataset, epochs=5):
+        for epoch in range(epochs):
+            total_loss = []
+            for x, y in dataset:
+                batch_loss = self.train_step(x, y)
+                total_loss.append(batch_loss.numpy())
+                print(f"Batch Loss: {batch_loss:.4f}")
+"""
+
+
+def test_ec509_reads_what_an_eager_step_method_returns_in_the_loop(tmp_path: Path) -> None:
+    result = script_results(tmp_path, EAGER_METHOD_STEP, "seq2seq.py")["EC509"]
+    assert lines(result) == [18, 19]
