@@ -61,3 +61,46 @@ class Seq2Seq:
 def test_ec509_reads_what_an_eager_step_method_returns_in_the_loop(tmp_path: Path) -> None:
     result = script_results(tmp_path, EAGER_METHOD_STEP, "seq2seq.py")["EC509"]
     assert lines(result) == [18, 19]
+
+
+ENSEMBLE = """
+import warnings
+from tensorflow.keras.utils import Sequence
+
+
+class Ensemble:
+    def fit(self, generator, epochs=1, workers=1, use_multiprocessing=False):
+        if not isinstance(generator, Sequence):
+            raise ValueError("generator must be a Sequence")
+        for model in self.models:
+            model.fit(generator, epochs=epochs, workers=workers,
+                      use_multiprocessing=use_multiprocessing)
+
+    def fit_generator(self, *args, **kwargs):
+        warnings.warn("use fit", DeprecationWarning)
+        return self.fit(*args, **kwargs)
+
+    def predict(self, generator, data, workers=1, use_multiprocessing=False):
+        flow = generator.flow(data)
+        return [m.predict(flow, workers=workers, use_multiprocessing=use_multiprocessing)
+                for m in self.models]
+
+
+class Bagging(Ensemble):
+    def fit(self, generator, data, workers=1, use_multiprocessing=False):
+        for model in self.models:
+            model.fit(generator.flow(data), workers=workers,
+                      use_multiprocessing=use_multiprocessing)
+"""
+
+
+def test_ec517_reads_library_worker_parameters_at_their_default(tmp_path: Path) -> None:
+    result = script_results(tmp_path, ENSEMBLE, "ensemble.py")["EC517"]
+    assert lines(result) == [11, 20, 27]
+
+
+def test_ec517_worker_parameter_raised_by_a_caller_is_not_flagged(tmp_path: Path) -> None:
+    source = ENSEMBLE + "\nBagging().fit(gen, data, workers=8)\nEnsemble().fit(gen, workers=8)\n"
+    source += "Ensemble().predict(gen, data, workers=8)\n"
+    result = script_results(tmp_path, source, "ensemble.py")["EC517"]
+    assert lines(result) == []

@@ -17,6 +17,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.index import FileIndex, code_at, keyword_arg
+from envcheck.scripts.parameters import handed_value
 from envcheck.scripts.values import keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -130,13 +131,26 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
         or (attr in ("predict", "evaluate") and worker_settings and uses_tensorflow(walker))
     ):
         values, opaque = keyword_values(node, walker.scope())
+        function = walker.functions[-1] if walker.functions else None
+        for arg in FIT_ARGS:
+            # `workers=workers` in `def fit(self, ..., workers=1)`: its callers' value, or default
+            written = keyword_arg(node, arg)
+            if arg in values and not values[arg].known and written is not None:
+                handed = handed_value(walker, function, written)
+                if handed is not None:
+                    values[arg] = handed
         first = node.args[0] if node.args else keyword_arg(node, "generator")
         if first is None and attr in ("fit", "predict", "evaluate"):
             first = keyword_arg(node, "x")
         kind, definition = _input(walker, first)
-        if kind is None and attr == "fit" and any(k.arg in FIT_ARGS for k in node.keywords):
-            # Keras 2 uses workers / use_multiprocessing "for generator or
-            # keras.utils.Sequence input only": passing them says what the input is
+        if (
+            kind is None
+            and attr != "fit_generator"
+            and any(k.arg in FIT_ARGS for k in node.keywords)
+        ):
+            # Keras 2's fit/evaluate/predict use workers / use_multiprocessing "for
+            # generator or keras.utils.Sequence input only": passing them says what the
+            # input is
             kind = "generator or Sequence"
         observation = _observation(
             walker,
