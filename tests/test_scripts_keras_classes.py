@@ -104,3 +104,34 @@ def test_ec517_worker_parameter_raised_by_a_caller_is_not_flagged(tmp_path: Path
     source += "Ensemble().predict(gen, data, workers=8)\n"
     result = script_results(tmp_path, source, "ensemble.py")["EC517"]
     assert lines(result) == []
+
+
+RAW_OPS = """
+import tensorflow as tf
+
+w1 = tf.Variable(tf.random.normal([5, 5, 1, 32]))
+w2 = tf.Variable(tf.random.normal([14 * 14 * 32, 10]))
+optimizer = tf.optimizers.Adam(0.001)
+for x, y in train_data.take(2000):
+    with tf.GradientTape() as tape:
+        h = tf.nn.relu(tf.nn.conv2d(tf.reshape(x, [-1, 28, 28, 1]), w1, 1, "SAME"))
+        h = tf.nn.max_pool2d(h, 2, 2, "SAME")
+        logits = tf.matmul(tf.reshape(h, [-1, 14 * 14 * 32]), w2)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+    grads = tape.gradient(loss, [w1, w2])
+    optimizer.apply_gradients(zip(grads, [w1, w2]))
+"""
+
+
+def test_ec522_leaves_raw_tensorflow_ops_alone(tmp_path: Path) -> None:
+    """tf.nn.conv2d on the script's own tf.Variables: a Keras policy casts nothing here."""
+    result = script_results(tmp_path, RAW_OPS, "raw.py")["EC522"]
+    assert not result.findings
+
+
+def test_ec522_still_flags_a_custom_loop_over_keras_layers(tmp_path: Path) -> None:
+    source = RAW_OPS.replace(
+        "w1 = tf.Variable", "model = tf.keras.layers.Conv2D(64, 3)\nw1 = tf.Variable"
+    )
+    result = script_results(tmp_path, source, "raw.py")["EC522"]
+    assert len(result.findings) == 1

@@ -420,10 +420,12 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
 
     A toy model, whose only compute layers are `Dense` of at most 32 units (the Iris
     classifier's `Dense(10)` -> `Dense(3)`), gives the tensor cores nothing to do and is
-    not flagged. A policy the source sets to a value it does not show makes the rule
-    unknown for that file. Mixed precision counts when set with `mixed_precision.set_global_policy`
-    (or the older `experimental.set_policy`, or Keras 3's
-    `keras.config.set_dtype_policy`), a layer's `dtype="mixed_float16"`, or TF 1.x's
+    not flagged; nor is a custom loop over raw TensorFlow ops (`tf.nn.conv2d`,
+    `tf.matmul` on the script's own `tf.Variable`s), which a Keras policy, casting only
+    Keras layers, leaves in float32. A policy the source sets to a value it does not
+    show makes the rule unknown for that file. Mixed precision counts when set with
+    `mixed_precision.set_global_policy` (or the older `experimental.set_policy`, or Keras
+    3's `keras.config.set_dtype_policy`), a layer's `dtype="mixed_float16"`, or TF 1.x's
     `enable_mixed_precision_graph_rewrite`.
 
     **Best practice.** `keras.mixed_precision.set_global_policy("mixed_float16")` before
