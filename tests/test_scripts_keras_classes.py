@@ -135,3 +135,37 @@ def test_ec522_still_flags_a_custom_loop_over_keras_layers(tmp_path: Path) -> No
     )
     result = script_results(tmp_path, source, "raw.py")["EC522"]
     assert len(result.findings) == 1
+
+
+COUNTER = """
+import tensorflow as tf
+
+ckpt = tf.train.Checkpoint(step=tf.Variable(0), model=model, optimizer=optimizer)
+steps = tf.Variable(0, dtype=tf.int64)
+
+
+@tf.function
+def train_step(lr, hr):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.abs(hr - model(lr, training=True)))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+for lr, hr in train_dataset.take(300000):
+    ckpt.step.assign_add(1)
+    step = ckpt.step.numpy()
+    steps.assign_add(1)
+    total = steps.numpy()
+    loss = train_step(lr, hr)
+    if step % 1000 == 0:
+        print(step, loss.numpy())
+"""
+
+
+def test_ec509_leaves_an_int32_step_counter_alone(tmp_path: Path) -> None:
+    """An int32 tf.Variable lives in host memory: reading it waits for no GPU work; an
+    int64 one lives on the GPU and is still reported."""
+    result = script_results(tmp_path, COUNTER, "train.py")["EC509"]
+    assert lines(result) == [21]

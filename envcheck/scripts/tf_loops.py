@@ -11,7 +11,9 @@ the body of the loop itself. `finish` records:
   with `"framework": "tensorflow"`) for what an *eager* step does every step that waits
   for the GPU: `.numpy()`, `float(t)`/`int(t)` of a tensor, `%`/f-string/`.format`
   formatting of a tensor (a Keras metric's `.result()` included). `tf.print` is not one
-  (it runs as an op, asynchronously).
+  (it runs as an op, asynchronously), nor is reading an int32 step counter
+  (`ckpt.step.numpy()` of a `tf.Variable(0)`: kept in host memory, it waits for no GPU
+  work).
   The functions and methods of the file the step calls are read too, two calls deep
   (`grad_clipping(grads)`, `self.model.training_step(batch)` -> `self.plot("loss", l)`,
   resolved by `step_helpers`), with the parameters the step hands tensors to; a helper
@@ -33,7 +35,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.index import code_at, function_owners, module_nodes, own_nodes
+from envcheck.scripts.index import code_at, function_owners, keyword_arg, module_nodes, own_nodes
 from envcheck.scripts.keras import uses_tensorflow
 from envcheck.scripts.step_helpers import StepHelpers
 from envcheck.scripts.torch_loops import once_test, periodic_test
@@ -231,6 +233,7 @@ class _Step:
         self.depth = 0
         self.chain: tuple[int, ...] = ()
         self.metrics = _keras_metrics(walker)
+        self.counters = _host_counters(walker)
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.step.body)
@@ -354,7 +357,12 @@ class _Step:
             lambda_name = self.helpers.host_read(node) if self.helpers is not None else None
             if lambda_name is not None and self._tensor(node.args[0]):
                 return _short(node), f"copies an eager tensor to the host ({lambda_name})"
-            if isinstance(func, ast.Attribute) and func.attr == "numpy" and not node.args:
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "numpy"
+                and not node.args
+                and ast.unparse(func.value) not in self.counters
+            ):
                 return f"{_short(func.value, 30)}.numpy()", "copies an eager tensor to the host"
             if (
                 isinstance(func, ast.Name)
@@ -425,6 +433,39 @@ def _keras_metrics(walker: Walker) -> set[str]:
             if name.startswith(("tensorflow.keras.metrics.", "keras.metrics.")):
                 found.update(ast.unparse(t) for t in node.targets)
     return found
+
+
+def _host_counters(walker: Walker) -> set[str]:
+    """Step counters kept in host memory: names (`step`, `self.step`) the file binds to an
+    int32 `tf.Variable(0)`, or passes as one by keyword (`ckpt =
+    tf.train.Checkpoint(step=tf.Variable(0))` gives `ckpt.step`). TensorFlow keeps int32
+    tensors of a GPU device in host memory, so reading such a counter (`ckpt.step.numpy()`)
+    does not wait for the GPU's queued work."""
+    found: set[str] = set()
+    for node in module_nodes(walker.module):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        targets = [ast.unparse(t) for t in node.targets]
+        if _int32_variable(walker, node.value):
+            found.update(targets)
+        for keyword in node.value.keywords:
+            if keyword.arg is not None and _int32_variable(walker, keyword.value):
+                found.update(f"{t}.{keyword.arg}" for t in targets)
+    return found
+
+
+def _int32_variable(walker: Walker, node: ast.expr) -> bool:
+    """`tf.Variable(0)` (an int constant: int32) or `tf.Variable(0, dtype=tf.int32)`."""
+    if not (isinstance(node, ast.Call) and walker.qualname(node.func) == "tensorflow.Variable"):
+        return False
+    value = node.args[0] if node.args else keyword_arg(node, "initial_value")
+    dtype = keyword_arg(node, "dtype")
+    integer = (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, int)
+        and not isinstance(value.value, bool)
+    )
+    return integer and (dtype is None or walker.qualname(dtype) == "tensorflow.int32")
 
 
 def _graph_results(body: list[ast.AST], graphs: set[str]) -> set[str]:
