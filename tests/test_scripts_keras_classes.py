@@ -169,3 +169,13 @@ def test_ec509_leaves_an_int32_step_counter_alone(tmp_path: Path) -> None:
     int64 one lives on the GPU and is still reported."""
     result = script_results(tmp_path, COUNTER, "train.py")["EC509"]
     assert lines(result) == [21]
+
+
+def test_ec509_still_reports_a_counter_the_step_advances(tmp_path: Path) -> None:
+    source = COUNTER.replace(
+        "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n",
+        "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+        "    ckpt.step.assign_add(1)\n",
+    ).replace("    ckpt.step.assign_add(1)\n    step =", "    step =")
+    result = script_results(tmp_path, source, "train.py")["EC509"]
+    assert lines(result) == [19, 21]

@@ -12,8 +12,8 @@ the body of the loop itself. `finish` records:
   for the GPU: `.numpy()`, `float(t)`/`int(t)` of a tensor, `%`/f-string/`.format`
   formatting of a tensor (a Keras metric's `.result()` included). `tf.print` is not one
   (it runs as an op, asynchronously), nor is reading an int32 step counter
-  (`ckpt.step.numpy()` of a `tf.Variable(0)`: kept in host memory, it waits for no GPU
-  work).
+  (`ckpt.step.numpy()` of a `tf.Variable(0)` the loop advances: kept in host memory,
+  it waits for no GPU work; one the step function advances is still read after the step).
   The functions and methods of the file the step calls are read too, two calls deep
   (`grad_clipping(grads)`, `self.model.training_step(batch)` -> `self.plot("loss", l)`,
   resolved by `step_helpers`), with the parameters the step hands tensors to; a helper
@@ -440,7 +440,7 @@ def _host_counters(walker: Walker) -> set[str]:
     int32 `tf.Variable(0)`, or passes as one by keyword (`ckpt =
     tf.train.Checkpoint(step=tf.Variable(0))` gives `ckpt.step`). TensorFlow keeps int32
     tensors of a GPU device in host memory, so reading such a counter (`ckpt.step.numpy()`)
-    does not wait for the GPU's queued work."""
+    does not wait for the GPU's queued work; one the training step advances is left out."""
     found: set[str] = set()
     for node in module_nodes(walker.module):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
@@ -451,6 +451,18 @@ def _host_counters(walker: Walker) -> set[str]:
         for keyword in node.value.keywords:
             if keyword.arg is not None and _int32_variable(walker, keyword.value):
                 found.update(f"{t}.{keyword.arg}" for t in targets)
+    # a counter the training step itself advances (`self._global_step.assign_add(1)` in
+    # the compiled step) is read after that step has run: not a host-only counter
+    for function in walker.index().function_nodes:
+        if not _applies_gradients(list(own_nodes(function))):
+            continue
+        for node in own_nodes(function):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.startswith("assign")
+            ):
+                found.discard(ast.unparse(node.func.value))
     return found
 
 
