@@ -171,6 +171,106 @@ def test_ec509_leaves_an_int32_step_counter_alone(tmp_path: Path) -> None:
     assert lines(result) == [21]
 
 
+def run_results(tmp_path: Path, sources: dict[str, str]) -> dict[str, Any]:
+    """EC5xx results for several files audited in one run (same node as script_results)."""
+    from conftest import snapshot_from
+
+    from envcheck import interpreter
+    from envcheck.collectors import scripts
+    from envcheck.collectors.base import CollectContext
+    from envcheck.engine.evaluate import evaluate
+    from envcheck.rulebook import builtin_registry
+    from envcheck.snapshot import Facts
+
+    paths = []
+    for name, source in sources.items():
+        (tmp_path / name).write_text(source)
+        paths.append(tmp_path / name)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=tuple(paths))
+    snapshot = snapshot_from(
+        {
+            "collectors": {"scripts": {"status": "ok", "reason": None}},
+            "scripts": scripts.collect(ctx)["scripts"],
+            "cpu": {"usable": 2, "logical": 2},
+            "platform": {"system": "Linux"},
+            "gpu": {
+                "status": "ok",
+                "devices": [
+                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
+                    for i in range(8)
+                ],
+            },
+        }
+    )
+    return {r.id: r for r in evaluate(builtin_registry(), Facts(snapshot)) if r.id == "EC522"}
+
+
+NETS = """
+from tensorflow import keras
+
+class Generator(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.fc = keras.layers.Dense(7 * 7 * 128)
+        self.up = keras.layers.Conv2DTranspose(64, 5, strides=2, padding="same")
+
+    def call(self, x, training=False):
+        return self.up(keras.layers.Reshape((7, 7, 128))(self.fc(x)))
+"""
+MAIN = """
+import tensorflow as tf
+from nets import Generator
+
+generator = Generator()
+optimizer = tf.keras.optimizers.Adam(2e-4)
+for step in range(100000):
+    z = tf.random.normal([128, 100])
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(generator(z, training=True))
+    grads = tape.gradient(loss, generator.trainable_variables)
+    optimizer.apply_gradients(zip(grads, generator.trainable_variables))
+"""
+TRAIN = """
+import tensorflow as tf
+from absl import flags
+import train_lib
+flags.DEFINE_string("precision", "mixed_float16", "float32, mixed_float16 or mixed_bfloat16")
+FLAGS = flags.FLAGS
+
+def main(_):
+    tf.keras.mixed_precision.set_global_policy(FLAGS.precision)
+    train_lib.run()
+"""
+TRAIN_LIB = """
+import tensorflow as tf
+
+def run():
+    model = tf.keras.Sequential([tf.keras.layers.Conv2D(64, 3), tf.keras.layers.Dense(10)])
+    optimizer = tf.keras.optimizers.SGD(0.1)
+    for images, labels in tf.data.Dataset.range(10):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(images))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+"""
+
+
+def test_ec522_model_built_in_an_imported_file_of_the_run(tmp_path: Path) -> None:
+    result = run_results(tmp_path, {"nets.py": NETS, "main.py": MAIN})["EC522"]
+    assert [f.location.path.rsplit("/", 1)[-1] for f in result.findings] == ["main.py"]
+
+
+def test_ec522_policy_set_by_the_file_that_imports_the_trainer(tmp_path: Path) -> None:
+    result = run_results(tmp_path, {"train.py": TRAIN, "train_lib.py": TRAIN_LIB})["EC522"]
+    assert not result.findings
+
+
+def test_ec522_unrelated_files_of_a_run_do_not_share_a_policy(tmp_path: Path) -> None:
+    other = TRAIN.replace("import train_lib\n", "").replace("    train_lib.run()\n", "")
+    result = run_results(tmp_path, {"other.py": other, "train_lib.py": TRAIN_LIB})["EC522"]
+    assert len(result.findings) == 1
+
+
 def test_ec509_still_reports_a_counter_the_step_advances(tmp_path: Path) -> None:
     source = COUNTER.replace(
         "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n",

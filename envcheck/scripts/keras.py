@@ -5,8 +5,9 @@
 `predict`/`evaluate` given worker settings; not `fit` on a scikit-learn estimator or an
 `ImageDataGenerator`, which train no model; `ImageDataGenerator`, the `flow_from_*`
 loaders) and file facts: the mixed-precision policy (True, False, or None when set to a
-value the source hides), the first `fit` call (`keras_fit`) and whether the file builds
-Keras convolution/dense layers (`keras_layers`). `finish` adds NumPy calls inside custom
+value the source hides), the first `fit` call (`keras_fit`), whether the file builds
+Keras convolution/dense layers (`keras_layers`) and the modules it imports
+(`imported_modules`). `finish` adds NumPy calls inside custom
 layers' `call`. Every observation is a plain JSON dict with `path`, `line`, `column`,
 `code` and `function`; nothing here judges.
 """
@@ -87,6 +88,11 @@ class KerasObserver:
         walker.facts.setdefault("keras_fit", None)
         walker.facts.setdefault("keras_layers", False)
         walker.facts.setdefault("keras_toy", False)
+        # the modules the file imports, by their first name (`import train_lib`, `from
+        # nets import Generator`): EC522 links a file to the files of the run it imports
+        walker.facts["imported_modules"] = sorted(
+            {v.split(".")[0] for v in walker.aliases.values() if v and not v.startswith(".")}
+        )
         walker.report.keras_calls.extend(_layer_numpy(walker, walker.index()))
 
 
