@@ -368,6 +368,25 @@ def _unless(gate: Any) -> str:
 TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"
 
 
+def _stem(file_facts: dict[str, Any]) -> str:
+    name = str(file_facts.get("path") or "").replace("\\", "/").rsplit("/", 1)[-1]
+    return name[: -len(".py")] if name.endswith(".py") else name
+
+
+def _linked(file_facts: dict[str, Any], run: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The other files of the run linked to this one by an import, either way (by module
+    name: `import train_lib` links `train.py` and `train_lib.py`)."""
+    own = _stem(file_facts)
+    imported = set(file_facts.get("imported_modules") or [])
+    return [
+        g
+        for g in run
+        if g is not file_facts
+        and g.get("path") != file_facts.get("path")
+        and (_stem(g) in imported or own in set(g.get("imported_modules") or []))
+    ]
+
+
 def _keras_training(file_facts: dict[str, Any]) -> bool:
     """Keras `fit` on a model with real compute: Keras layers in sight, or a model of the
     project whose name says its architecture (`YoloV3(...)`, `create_yolov3_model()`)."""
@@ -420,10 +439,16 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
 
     A toy model, whose only compute layers are `Dense` of at most 32 units (the Iris
     classifier's `Dense(10)` -> `Dense(3)`), gives the tensor cores nothing to do and is
-    not flagged. A policy the source sets to a value it does not show makes the rule
-    unknown for that file. Mixed precision counts when set with `mixed_precision.set_global_policy`
-    (or the older `experimental.set_policy`, or Keras 3's
-    `keras.config.set_dtype_policy`), a layer's `dtype="mixed_float16"`, or TF 1.x's
+    not flagged; nor is a custom loop over raw TensorFlow ops (`tf.nn.conv2d`,
+    `tf.matmul` on the script's own `tf.Variable`s), which a Keras policy, casting only
+    Keras layers, leaves in float32. A policy the source sets to a value it does not
+    show makes the rule unknown for that file. Files of one run linked by an import
+    (`train.py` sets the policy and calls `train_lib.run()`; `main.py` trains
+    `from nets import Generator`) share it: a policy set in one counts for the other,
+    and a model whose layers are built in the imported file counts as built in sight.
+    Mixed precision counts when set with
+    `mixed_precision.set_global_policy` (or the older `experimental.set_policy`, or Keras
+    3's `keras.config.set_dtype_policy`), a layer's `dtype="mixed_float16"`, or TF 1.x's
     `enable_mixed_precision_graph_rewrite`.
 
     **Best practice.** `keras.mixed_precision.set_global_policy("mixed_float16")` before
@@ -431,8 +456,21 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     activation in float32 (`layers.Activation("softmax", dtype="float32")`); `fit`
     applies loss scaling itself.
     """
+    section = scripts_section(facts)
+    run = (section.get("file_facts") or []) if not isinstance(section, Outcome) else []
+
+    def training(file_facts: dict[str, Any]) -> bool:
+        if _keras_training(file_facts):
+            return True
+        # the model class comes from a file of the run it imports (`from nets import
+        # Generator`), which builds the Keras layers
+        trains = file_facts.get("keras_fit") or file_facts.get("tf_custom_loop")
+        return bool(trains) and any(
+            g.get("keras_layers") and not g.get("keras_toy") for g in _linked(file_facts, run)
+        )
+
     found = _files_on_capable_gpus(
-        facts, (7, 0), "tensor cores", _keras_training, "no Keras training script"
+        facts, (7, 0), "tensor cores", training, "no Keras training script"
     )
     if isinstance(found, Outcome):
         return found
@@ -441,6 +479,11 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     unknown: list[str] = []
     for f in files:
         mixed = f.get("mixed_precision")
+        if mixed is False:
+            # the policy set by a file of the run that imports this one, or that it imports
+            # (`train.py` sets it from a flag, then calls `train_lib.run()`)
+            linked = [g.get("mixed_precision") for g in _linked(f, run)]
+            mixed = True if True in linked else (None if None in linked else False)
         if mixed is None:
             unknown.append(f"{f.get('path')}: the dtype policy is set to a value the source hides")
         elif not mixed:

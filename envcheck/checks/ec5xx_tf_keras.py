@@ -591,7 +591,7 @@ def _keras2_files(calls: list[dict[str, Any]]) -> set[str]:
     category="scripts",
     summary="A Keras generator or Sequence is loaded by one worker (workers left at 1)",
     message="{where}: `{code}` feeds {input} to {method} with workers={workers}: batches are "
-    "produced by a single thread, in turn with training",
+    "produced by a single thread, in turn with the model's steps",
     fix="use a keras.utils.Sequence and {method}(..., workers=8, use_multiprocessing=True, "
     "max_queue_size=32), or build a tf.data pipeline with map(num_parallel_calls=AUTOTUNE)",
     evidence=(KERAS_WORKERS, KERAS_THREADSAFE, KERAS_PYDATASET),
@@ -605,15 +605,22 @@ def keras_generator_default_workers(facts: Facts) -> Outcome:
     `Sequence` is. Keras 3's `fit` takes no `workers` (they moved to `PyDataset`), so for
     Keras 3 the rule answers unknown.
 
+    `evaluate` and `predict` given worker settings (Keras 2 reads them "for generator or
+    keras.utils.Sequence input only") count too, as test loaders do for PyTorch: an
+    evaluation loop over a Sequence waits on one loader thread the same way. A worker
+    count written as a parameter of the enclosing function or method (`workers=workers`
+    in library code's `def fit(self, generator, workers=1, ...)`) is read at the value
+    the file's calls pass, or at its default.
+
     **Best practice.** Wrap loading in a `keras.utils.Sequence` and pass `workers=N,
     use_multiprocessing=True`, or move to `tf.data` with parallel `map` and `prefetch`.
     """
-    items = _keras(facts, ("fit", "fit_generator"))
+    items = _keras(facts, ("fit", "fit_generator", "evaluate", "predict"))
     if isinstance(items, Outcome):
         return items
     fed = [i for i in items if i.get("input") or i.get("kind") == "fit_generator"]
     if not fed:
-        return Outcome.passed("no Keras fit fed by a Python generator or Sequence")
+        return Outcome.passed("no Keras fit/evaluate/predict fed by a Python generator or Sequence")
     major = _keras_major(facts)
     if isinstance(major, Outcome):
         # the training machine's Keras is not known here: a script that only runs on

@@ -2,10 +2,12 @@
 
 `KerasObserver.call` sees every call in a file; it records Keras calls (`fit_generator`,
 `fit` with its worker settings and, for a generator of the file, its decorators;
-`predict`/`evaluate` given worker settings; `ImageDataGenerator`, the `flow_from_*`
+`predict`/`evaluate` given worker settings; not `fit` on a scikit-learn estimator or an
+`ImageDataGenerator`, which train no model; `ImageDataGenerator`, the `flow_from_*`
 loaders) and file facts: the mixed-precision policy (True, False, or None when set to a
-value the source hides), the first `fit` call (`keras_fit`) and whether the file builds
-Keras convolution/dense layers (`keras_layers`). `finish` adds NumPy calls inside custom
+value the source hides), the first `fit` call (`keras_fit`), whether the file builds
+Keras convolution/dense layers (`keras_layers`) and the modules it imports
+(`imported_modules`). `finish` adds NumPy calls inside custom
 layers' `call`. Every observation is a plain JSON dict with `path`, `line`, `column`,
 `code` and `function`; nothing here judges.
 """
@@ -16,6 +18,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.index import FileIndex, code_at, keyword_arg
+from envcheck.scripts.parameters import handed_value
 from envcheck.scripts.values import keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -85,6 +88,11 @@ class KerasObserver:
         walker.facts.setdefault("keras_fit", None)
         walker.facts.setdefault("keras_layers", False)
         walker.facts.setdefault("keras_toy", False)
+        # the modules the file imports, by their first name (`import train_lib`, `from
+        # nets import Generator`): EC522 links a file to the files of the run it imports
+        walker.facts["imported_modules"] = sorted(
+            {v.split(".")[0] for v in walker.aliases.values() if v and not v.startswith(".")}
+        )
         walker.report.keras_calls.extend(_layer_numpy(walker, walker.index()))
 
 
@@ -121,19 +129,34 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
     worker_settings = any(k.arg in (*FIT_ARGS, None) for k in node.keywords)
     if attr in (*GENERATOR_METHODS, "fit") and own_method(walker, func):
         return  # self.fit_generator(), self.fit() of a class of this file: not Keras's
+    if attr == "fit" and _not_a_model(walker, func):
+        return  # scaler.fit(X), datagen.fit(x): statistics, not training
     if (
         attr in GENERATOR_METHODS
         or (attr == "fit" and uses_tensorflow(walker))
         or (attr in ("predict", "evaluate") and worker_settings and uses_tensorflow(walker))
     ):
         values, opaque = keyword_values(node, walker.scope())
+        function = walker.functions[-1] if walker.functions else None
+        for arg in FIT_ARGS:
+            # `workers=workers` in `def fit(self, ..., workers=1)`: its callers' value, or default
+            written = keyword_arg(node, arg)
+            if arg in values and not values[arg].known and written is not None:
+                handed = handed_value(walker, function, written)
+                if handed is not None:
+                    values[arg] = handed
         first = node.args[0] if node.args else keyword_arg(node, "generator")
         if first is None and attr in ("fit", "predict", "evaluate"):
             first = keyword_arg(node, "x")
         kind, definition = _input(walker, first)
-        if kind is None and attr == "fit" and any(k.arg in FIT_ARGS for k in node.keywords):
-            # Keras 2 uses workers / use_multiprocessing "for generator or
-            # keras.utils.Sequence input only": passing them says what the input is
+        if (
+            kind is None
+            and attr != "fit_generator"
+            and any(k.arg in FIT_ARGS for k in node.keywords)
+        ):
+            # Keras 2's fit/evaluate/predict use workers / use_multiprocessing "for
+            # generator or keras.utils.Sequence input only": passing them says what the
+            # input is
             kind = "generator or Sequence"
         observation = _observation(
             walker,
@@ -178,6 +201,25 @@ def _bound_method(walker: Walker, func: ast.expr) -> Optional[ast.Attribute]:
             return assigned
         return None
     return func if isinstance(func, ast.Attribute) else None
+
+
+# `fit` on objects built by these trains no Keras model: scikit-learn and gradient
+# boosting estimators, and Keras's own ImageDataGenerator (whose `fit` computes the
+# featurewise mean and std of a sample).
+NOT_MODEL_ROOTS = ("sklearn.", "xgboost.", "lightgbm.", "catboost.", "statsmodels.")
+NOT_MODEL_NAMES = (".ImageDataGenerator",)
+
+
+def _not_a_model(walker: Walker, func: ast.Attribute) -> bool:
+    """Whether `x.fit` is called on a name the file builds with a known non-Keras
+    constructor (`scaler = StandardScaler()`, `datagen = ImageDataGenerator(...)`)."""
+    if not isinstance(func.value, ast.Name):
+        return False
+    built = walker.scope().lookup(func.value.id)
+    if not isinstance(built, ast.Call):
+        return False
+    name = walker.qualname(built.func) or ""
+    return name.startswith(NOT_MODEL_ROOTS) or (_is_keras(name) and name.endswith(NOT_MODEL_NAMES))
 
 
 def own_method(walker: Walker, func: ast.Attribute) -> bool:

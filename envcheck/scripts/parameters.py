@@ -28,10 +28,17 @@ MAX_DEPTH = 4  # callers followed up the chain of parameters handed on
 
 
 def parameter_value(
-    walker: Walker, function: Optional[ast.AST], name: str, depth: int = 0
+    walker: Walker,
+    function: Optional[ast.AST],
+    name: str,
+    depth: int = 0,
+    chain: tuple[int, ...] = (),
 ) -> Optional[Value]:
     """The value of parameter `name` of `function` over the file's calls to it; None when
-    `name` is not a parameter of `function`."""
+    `name` is not a parameter of `function`. `chain` holds the functions whose parameter
+    is being handed on: a call from one of them passing its own parameter back (a
+    method `fit` calling `model.fit(workers=workers)`, two wrappers of the same name)
+    brings no value of its own and is not counted."""
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
@@ -43,11 +50,14 @@ def parameter_value(
         return Value(False, None, name, "passed through too many callers")
     method = bool(positional) and positional[0] in ("self", "cls")
     found: list[Value] = []
+    chain = (*chain, id(function))
     for caller, call in _calls(walker, _called_as(walker, function), method):
         given: Optional[ast.expr] = None
         if any(k.arg is None for k in call.keywords) or any(
             isinstance(a, ast.Starred) for a in call.args
         ):
+            if _uncalled_alias(walker, caller, call):
+                continue  # `def fit_generator(self, *args, **kwargs): return self.fit(...)`
             return Value(False, None, name, f"{function.name}() is called with *args/**kwargs")
         if name in positional:
             index = positional.index(name) - (1 if method else 0)
@@ -61,7 +71,9 @@ def parameter_value(
             continue
         value = resolve(given, walker.scope_of(caller))
         if not value.known and isinstance(given, ast.Name):
-            handed = parameter_value(walker, caller, given.id, depth + 1)
+            if id(caller) in chain and _is_parameter(caller, given.id):
+                continue  # its own parameter handed back round the chain
+            handed = parameter_value(walker, caller, given.id, depth + 1, chain)
             value = handed if handed is not None else value
         found.append(value)
     if not found:
@@ -74,6 +86,35 @@ def parameter_value(
     if unknown is not None:
         return Value(False, None, name, unknown.source)
     return Value(False, None, name, f"the calls to {function.name}() pass different values")
+
+
+def _is_parameter(function: Optional[ast.AST], name: str) -> bool:
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    args = function.args
+    return name in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+
+
+def _uncalled_alias(walker: Walker, caller: Optional[ast.AST], call: ast.Call) -> bool:
+    """A deprecated alias that only forwards its own `*args, **kwargs` (`return
+    self.fit(*args, **kwargs)`) and that nothing in the file calls: it passes no value,
+    and library code is judged at its defaults."""
+    if not isinstance(caller, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    star = caller.args.vararg.arg if caller.args.vararg else None
+    double = caller.args.kwarg.arg if caller.args.kwarg else None
+    forwards = all(
+        isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) and a.value.id == star
+        for a in call.args
+        if isinstance(a, ast.Starred)
+    ) and all(
+        isinstance(k.value, ast.Name) and k.value.id == double
+        for k in call.keywords
+        if k.arg is None
+    )
+    positional = [a.arg for a in [*caller.args.posonlyargs, *caller.args.args]]
+    method = bool(positional) and positional[0] in ("self", "cls")
+    return forwards and not _calls(walker, _called_as(walker, caller), method)
 
 
 def handed_value(walker: Walker, function: Optional[ast.AST], expr: ast.expr) -> Optional[Value]:

@@ -24,7 +24,8 @@
   model of the project built out of sight whose name says it (`ResNet18()`, `SSD300()`,
   `modeling.__dict__["deeplabv3plus_mobilenet"]`, a factory picked into a variable, a
   model class imported from a module named after it: `models.yolo.Model`), or a model
-  put in the channels-last layout that only convolutions use;
+  put in the channels-last layout that only convolutions use; TensorFlow's raw ops
+  (`tf.nn.conv2d`, `tf.matmul` on the script's own variables) are no such model;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, `RNNModel()`, `TransformerModel()`), with
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size
@@ -71,6 +72,16 @@ PROJECT_KEYWORDS = ("precision", "fp16", "bf16", "use_fp16", "use_bf16", "amp", 
 CALLER_DECIDES = re.compile(r"self\.\w+ = [A-Za-z_]\w* in __init__")
 # Libraries whose `precision=`-like arguments mean something else (print precision, a
 # metric), and the calls read above with their own meaning.
+# TensorFlow's raw ops (`tf.nn.conv2d(x, w1, ...)` on the script's own `tf.Variable`s):
+# named for what they compute, they are no model of the project, and a Keras
+# mixed-precision policy, which casts only Keras layers, leaves them in float32.
+RAW_TF_OPS = (
+    "tensorflow.nn.",
+    "tensorflow.raw_ops.",
+    "tensorflow.compat.v1.nn.",
+    "tensorflow.matmul",
+    "tensorflow.linalg.",
+)
 LIBRARIES = ("torch.", "numpy.", "torchmetrics.", "sklearn.", "tensorflow.", "keras.")
 HANDLED = ("Accelerator", "Trainer", "Fabric", "TrainingArguments", "Seq2SeqTrainingArguments")
 # Accelerator(**kwargs), or a flag defaulting to None: `accelerate launch` or its config
@@ -510,7 +521,7 @@ class _Reader:
             self.matmul.append(name.split(".")[-2])
             self.linear_weights = None
         elif (
-            not name.startswith(("torch.", "torchvision.", "timm."))
+            not name.startswith(("torch.", "torchvision.", "timm.", *RAW_TF_OPS))
             and not self._lambda_call(node, scope)
         ) and (
             _architecture(_callee(node) or "") == "matmul"
@@ -561,7 +572,7 @@ class _Reader:
             # a model class or factory of the project, out of sight: `ResNet18()`, or an
             # op of a project module named for convolutions (`conv2d_gradfix.f()`)
             callee = None if self._lambda_call(node, scope) else _callee(node)
-            project = not name.startswith(("torch.", "torchvision."))
+            project = not name.startswith(("torch.", "torchvision.", *RAW_TF_OPS))
             modules = [_architecture(p) for p in name.split(".")[:-1] if p.startswith("conv")]
             return project and (
                 (callee is not None and _architecture(callee) == "conv")

@@ -11,7 +11,9 @@ the body of the loop itself. `finish` records:
   with `"framework": "tensorflow"`) for what an *eager* step does every step that waits
   for the GPU: `.numpy()`, `float(t)`/`int(t)` of a tensor, `%`/f-string/`.format`
   formatting of a tensor (a Keras metric's `.result()` included). `tf.print` is not one
-  (it runs as an op, asynchronously).
+  (it runs as an op, asynchronously), nor is reading an int32 step counter
+  (`ckpt.step.numpy()` of a `tf.Variable(0)` the loop advances: kept in host memory,
+  it waits for no GPU work; one the step function advances is still read after the step).
   The functions and methods of the file the step calls are read too, two calls deep
   (`grad_clipping(grads)`, `self.model.training_step(batch)` -> `self.plot("loss", l)`,
   resolved by `step_helpers`), with the parameters the step hands tensors to; a helper
@@ -21,7 +23,8 @@ A step function compiled with `@tf.function` (or wrapped, `step = tf.function(st
 runs as a graph: there `.numpy()` is not even available and formatting sees symbolic
 tensors, so nothing in it is a per-step sync and it is not read; what it returns to the
 eager loop (`loss = train_step(x, y)`) is an EagerTensor, and reading that on the host
-in the loop (`print(f"{loss}")`, `loss.numpy()`) is. Code under a periodic
+in the loop (`print(f"{loss}")`, `loss.numpy()`) is, as it is for what an eager step
+returns (`batch_loss = self.train_step(x, y)` then `batch_loss.numpy()`). Code under a periodic
 or once-only branch (`if step % 100 == 0:`, `if step == 0:`) is left out, as for
 PyTorch loops. Nothing here judges.
 """
@@ -32,7 +35,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.index import code_at, function_owners, module_nodes, own_nodes
+from envcheck.scripts.index import code_at, function_owners, keyword_arg, module_nodes, own_nodes
 from envcheck.scripts.keras import uses_tensorflow
 from envcheck.scripts.step_helpers import StepHelpers
 from envcheck.scripts.torch_loops import once_test, periodic_test
@@ -96,12 +99,12 @@ class TfLoopObserver:
             stepped: list[Union[Function, Loop]] = [f for f in steps if f.name in called]
             if _applies_gradients(body):
                 stepped.append(loop)  # the step is the loop's own body
-            graphs = {f.name for f in stepped if isinstance(f, FUNCTIONS) and f.name in compiled}
-            if graphs and loop not in stepped:
-                # `loss = train_step(x, y)` compiled, then `print(f"{loss}")` in the eager
-                # loop: what the graph returns is an EagerTensor, read on the host here
+            named = {f.name for f in stepped if isinstance(f, FUNCTIONS)}
+            if named and loop not in stepped:
+                # `loss = train_step(x, y)`, then `print(f"{loss}")` in the eager loop: what
+                # the step returns, compiled or eager, is an EagerTensor read on the host here
                 reader = _Step(walker, loop, loop, seen)
-                reader.tensors = _graph_results(body, graphs)
+                reader.tensors = _graph_results(body, named)
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
             for step in stepped:
                 if isinstance(step, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
@@ -230,6 +233,7 @@ class _Step:
         self.depth = 0
         self.chain: tuple[int, ...] = ()
         self.metrics = _keras_metrics(walker)
+        self.counters = _host_counters(walker)
 
     def read(self) -> list[dict[str, Any]]:
         self._block(self.step.body)
@@ -353,7 +357,12 @@ class _Step:
             lambda_name = self.helpers.host_read(node) if self.helpers is not None else None
             if lambda_name is not None and self._tensor(node.args[0]):
                 return _short(node), f"copies an eager tensor to the host ({lambda_name})"
-            if isinstance(func, ast.Attribute) and func.attr == "numpy" and not node.args:
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "numpy"
+                and not node.args
+                and ast.unparse(func.value) not in self.counters
+            ):
                 return f"{_short(func.value, 30)}.numpy()", "copies an eager tensor to the host"
             if (
                 isinstance(func, ast.Name)
@@ -424,6 +433,51 @@ def _keras_metrics(walker: Walker) -> set[str]:
             if name.startswith(("tensorflow.keras.metrics.", "keras.metrics.")):
                 found.update(ast.unparse(t) for t in node.targets)
     return found
+
+
+def _host_counters(walker: Walker) -> set[str]:
+    """Step counters kept in host memory: names (`step`, `self.step`) the file binds to an
+    int32 `tf.Variable(0)`, or passes as one by keyword (`ckpt =
+    tf.train.Checkpoint(step=tf.Variable(0))` gives `ckpt.step`). TensorFlow keeps int32
+    tensors of a GPU device in host memory, so reading such a counter (`ckpt.step.numpy()`)
+    does not wait for the GPU's queued work; one the training step advances is left out."""
+    found: set[str] = set()
+    for node in module_nodes(walker.module):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        targets = [ast.unparse(t) for t in node.targets]
+        if _int32_variable(walker, node.value):
+            found.update(targets)
+        for keyword in node.value.keywords:
+            if keyword.arg is not None and _int32_variable(walker, keyword.value):
+                found.update(f"{t}.{keyword.arg}" for t in targets)
+    # a counter the training step itself advances (`self._global_step.assign_add(1)` in
+    # the compiled step) is read after that step has run: not a host-only counter
+    for function in walker.index().function_nodes:
+        if not _applies_gradients(list(own_nodes(function))):
+            continue
+        for node in own_nodes(function):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.startswith("assign")
+            ):
+                found.discard(ast.unparse(node.func.value))
+    return found
+
+
+def _int32_variable(walker: Walker, node: ast.expr) -> bool:
+    """`tf.Variable(0)` (an int constant: int32) or `tf.Variable(0, dtype=tf.int32)`."""
+    if not (isinstance(node, ast.Call) and walker.qualname(node.func) == "tensorflow.Variable"):
+        return False
+    value = node.args[0] if node.args else keyword_arg(node, "initial_value")
+    dtype = keyword_arg(node, "dtype")
+    integer = (
+        isinstance(value, ast.Constant)
+        and isinstance(value.value, int)
+        and not isinstance(value.value, bool)
+    )
+    return integer and (dtype is None or walker.qualname(dtype) == "tensorflow.int32")
 
 
 def _graph_results(body: list[ast.AST], graphs: set[str]) -> set[str]:
