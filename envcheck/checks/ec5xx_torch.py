@@ -240,9 +240,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     of the file that builds the loader is judged with what the file's one call of it
     passes (`_create_data_loader(path, 64, args.n_cpu)`); a `**data_loader_kwargs`
     parameter defaulting to `{}` is the caller's slot for options, not their value. In a
-    file that trains, a loader stored on the object that nothing in the file reads
-    (`self.valid_dl = cycle(DataLoader(...))`, never used) is not judged by EC501-EC504:
-    no worker starts for it. A
+    file that trains, a loader stored on the object or in a plain name that nothing in
+    the file reads (`self.valid_dl = cycle(DataLoader(...))`, `test_loader =
+    DataLoader(...)`, never used) is not judged by EC501-EC504: no worker starts for it. A
     training loop over a loader another module builds (`self.train_loader =
     make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
     out of sight.

@@ -323,8 +323,12 @@ def _breaks_at(loop: ast.For) -> Optional[int]:
 
 def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     """`unused`: in a file that trains, a loader stored on the object (`self.valid_dl =
-    cycle(DataLoader(...))`) that nothing in the file ever reads: no worker starts for it,
-    no batch is pinned (dalle2's VQGAN trainer validates on its train loader)."""
+    cycle(DataLoader(...))`) or in a plain name (`test_loader = DataLoader(...)`) that
+    nothing in the file ever reads: no worker starts for it, no batch is pinned (dalle2's
+    VQGAN trainer validates on its train loader; a notebook builds a test loader it never
+    iterates). A plain name counts as read wherever the file loads that name, in any
+    scope; it holds the loader itself, not a call's result (`trainer = fit(DataLoader(
+    ...))` hands the loader on)."""
     if not loaders or not any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
         for n in module_nodes(module)
@@ -335,6 +339,10 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     for node in module_nodes(module):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             read.add(ast.unparse(node))
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            read.add(node.id)
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            read.update(node.names)  # written for another scope: its reads are not sure
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             own = (
@@ -342,7 +350,10 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
                 and isinstance(target.value, ast.Name)
                 and target.value.id == "self"
             )
-            if own:
+            if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+                place = (node.value.lineno, node.value.col_offset + 1)
+                stored[place] = target.id
+            elif own:
                 for inner in ast.walk(node.value):
                     if isinstance(inner, ast.Call):
                         stored[(inner.lineno, inner.col_offset + 1)] = ast.unparse(target)
