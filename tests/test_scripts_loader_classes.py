@@ -57,3 +57,39 @@ def test_a_loader_handed_on_by_a_call_is_not_unused(tmp_path: Path) -> None:
     reads `trainer`."""
     found = results(tmp_path, UNUSED + "result = fit(model, DataLoader(test_data, batch_size=8))\n")
     assert lines(found["EC501"]) == [16]  # line 11 is still never read
+
+
+ONCE = """
+def get_inference_loader(workers=2):
+    return DataLoader(data, batch_size=64, num_workers=workers, pin_memory=True)
+
+
+def inference(loader, model):
+    with torch.no_grad():
+        for x, _ in loader:
+            model(x.cuda())
+
+
+for epoch in range(90):
+    for x, y in train_loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_loader_built_by_a_helper_and_iterated_once_keeps_no_workers(tmp_path: Path) -> None:
+    """`inference(get_inference_loader(), model)` once, after training: the loader makes
+    one pass, so persistent workers would serve nothing (no EC503)."""
+    found = results(tmp_path, ONCE + "inference(get_inference_loader(), model)\n")
+    assert found["EC503"].status.value == "pass"
+    held = ONCE + "loader = get_inference_loader()\nfor x, _ in loader:\n    model(x.cuda())\n"
+    assert results(tmp_path, held)["EC503"].status.value == "pass"
+
+
+def test_a_loader_built_by_a_helper_called_twice_is_judged(tmp_path: Path) -> None:
+    """Called twice, the helper's loaders make more than one pass between them."""
+    twice = (
+        ONCE
+        + "inference(get_inference_loader(), model)\ninference(get_inference_loader(), model)\n"
+    )
+    assert lines(results(tmp_path, twice)["EC503"]) == [10]

@@ -414,7 +414,9 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     hook, which `trainer.test()` / `trainer.predict()` read once, nor a local loader
     whose only use is one loop inside no other loop (dataset statistics in one pass), or
     one call, in no loop, to a function of the file that reads it in one such loop
-    (`validation(model, loader)` from a one-off `test()`). A call of the file's
+    (`validation(model, loader)` from a one-off `test()`), nor one a function of the
+    file builds and returns, called once in no loop, whose result is read in one such
+    loop (`inference(get_inference_loader(), model)`). A call of the file's
     `def train(...)` is a call by that name: `model.train()` in a loop is not one.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.

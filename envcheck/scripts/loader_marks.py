@@ -19,6 +19,7 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     _mark_one_batch(module, loaders)
     _mark_once(loaders)
     _mark_one_local_loop(module, loaders)
+    _mark_built_once(module, loaders)
     _mark_unused(module, loaders)
 
 
@@ -184,6 +185,99 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
 
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _mark_built_once(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """A loader a function of the module builds and returns (`def get_test_loader():
+    return DataLoader(...)`), that function called once in the file, in no loop, its
+    result read once: handed straight to a function of the module that iterates it in one
+    loop that does not train (`inference(get_test_loader(), model)`), or held in a name
+    iterated so (`loader = get_test_loader()`, one `for` over it). The loader makes one
+    pass: `read_once`, as for a loader built in place."""
+    if not loaders:
+        return
+    defined = {n.name: n for n in module.body if isinstance(n, FUNCTIONS)}
+    scopes = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
+    for loader in loaders:
+        builder = defined.get(loader.get("function") or "")
+        if builder is None or loader.get("read_once") or loader.get("rebuilt"):
+            continue
+        if not _returns(builder, (loader["line"], loader["column"])):
+            continue
+        uses = [
+            (scope, nodes, call)
+            for scope in scopes
+            for nodes in [_own(scope)]
+            for call in nodes
+            if isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == builder.name
+        ]
+        mentions = [
+            n
+            for n in module_nodes(module)
+            if isinstance(n, ast.Name) and n.id == builder.name and isinstance(n.ctx, ast.Load)
+        ]
+        if len(uses) != 1 or len(mentions) != 1:
+            continue  # called again, or handed on as a value: any number of passes
+        scope, nodes, call = uses[0]
+        looping = (ast.For, ast.AsyncFor, ast.While)
+        if any(isinstance(n, looping) and any(i is call for i in ast.walk(n)) for n in nodes):
+            continue
+        reason = _one_pass_of_call(module, scope, nodes, call)
+        if reason is not None:
+            loader["read_once"] = f"it is built by {builder.name}(), called once: {reason}"
+
+
+def _returns(function: ast.AST, place: tuple[int, int]) -> bool:
+    """Whether the function returns the call at `place` itself (`return DataLoader(...)`)."""
+    return any(
+        isinstance(n, ast.Return)
+        and isinstance(n.value, ast.Call)
+        and (n.value.lineno, n.value.col_offset + 1) == place
+        for n in _own(function)
+    )
+
+
+def _one_pass_of_call(
+    module: ast.Module, scope: ast.AST, nodes: list[ast.AST], call: ast.Call
+) -> Optional[str]:
+    """Why the loader that `call` returns is iterated once, or None: the call is an
+    argument of a function of the module that loops over it once without training, or is
+    held in a name only looped over once, without training."""
+    for outer in nodes:
+        if not (isinstance(outer, ast.Call) and isinstance(outer.func, ast.Name)):
+            continue
+        if not any(a is call for a in outer.args):
+            continue
+        function = next(
+            (n for n in module.body if isinstance(n, FUNCTIONS) and n.name == outer.func.id),
+            None,
+        )
+        if function is None or function is scope:
+            return None
+        position = next(i for i, a in enumerate(outer.args) if a is call)
+        parameters = [*function.args.posonlyargs, *function.args.args]
+        if position >= len(parameters):
+            return None
+        loop = _only_loop(list(_own(function)), parameters[position].arg)
+        if loop is None or _trains(loop):
+            return None
+        return f"handed to {function.name}(), which iterates it in one loop (line {loop.lineno})"
+    for statement in nodes:
+        if (
+            isinstance(statement, ast.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            if scope is module and _read_in_functions(module, statement.targets[0].id):
+                return None
+            loop = _only_loop(nodes, statement.targets[0].id)
+            if loop is None or _trains(loop):
+                return None
+            return f"iterated by one loop (line {loop.lineno})"
+    return None
 
 
 def _own(scope: ast.AST) -> list[ast.AST]:
