@@ -1,13 +1,14 @@
 """Classes of DataLoader verdicts found wrong on public code (issue 11): a loader built
-and never read, one iterated a single time through a builder function. Snippets go
-through the real analyser and rules against an 8-GPU, 2-CPU Linux node."""
+and never read, one iterated a single time through a builder function, a worker count
+read from a yacs defaults module audited in the same run. Snippets go through the real
+analyser and rules against an 8-GPU, 2-CPU Linux node."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from conftest import script_results
+from conftest import script_results, snapshot_from
 
 HEAD = """
 import torch, torchvision
@@ -93,3 +94,85 @@ def test_a_loader_built_by_a_helper_called_twice_is_judged(tmp_path: Path) -> No
         + "inference(get_inference_loader(), model)\ninference(get_inference_loader(), model)\n"
     )
     assert lines(results(tmp_path, twice)["EC503"]) == [10]
+
+
+def run_results(tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
+    """script_results() for several files audited in one run (the first is the entry)."""
+    from envcheck import interpreter
+    from envcheck.collectors import scripts
+    from envcheck.collectors.base import CollectContext
+    from envcheck.engine.evaluate import evaluate
+    from envcheck.rulebook import builtin_registry
+    from envcheck.snapshot import Facts
+
+    paths = []
+    for name, source in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(source)
+        paths.append(tmp_path / name)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=tuple(paths))
+    snapshot = snapshot_from(
+        {
+            "collectors": {"scripts": {"status": "ok", "reason": None}},
+            "scripts": scripts.collect(ctx)["scripts"],
+            "cpu": {"usable": 2, "logical": 2},
+            "platform": {"system": "Linux"},
+            "gpu": {
+                "status": "ok",
+                "devices": [
+                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
+                    for i in range(8)
+                ],
+            },
+        }
+    )
+    found = evaluate(builtin_registry(), Facts(snapshot))
+    return {r.id: r for r in found if r.id.startswith("EC5")}
+
+
+YACS_TRAIN = """
+import argparse
+import torch
+from proj.config import cfg
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--cfg", default="config/ade20k.yaml")
+args = parser.parse_args()
+cfg.merge_from_file(args.cfg)
+loader = torch.utils.data.DataLoader(data, batch_size=cfg.TRAIN.batch_size,
+                                     num_workers=cfg.TRAIN.workers, pin_memory=True,
+                                     persistent_workers=True)
+model = torch.nn.Linear(8, 8).cuda()
+for epoch in range(10):
+    for x, y in loader:
+        model(x.cuda()).sum().backward()
+"""
+
+YACS_DEFAULTS = """
+from yacs.config import CfgNode as CN
+
+_C = CN()
+_C.TRAIN = CN()
+_C.TRAIN.batch_size = 32
+_C.TRAIN.workers = 16
+_C.VAL = CN()
+_C.VAL.workers = 1
+"""
+
+
+def test_a_worker_count_from_a_yacs_defaults_module_of_the_run(tmp_path: Path) -> None:
+    """`cfg.TRAIN.workers` with the run's defaults module setting `_C.TRAIN.workers = 16`
+    is judged at 16 (on 2 CPUs: EC504), even though the entry script has its own parser;
+    `_C.VAL.workers` is another path."""
+    found = run_results(
+        tmp_path,
+        {
+            "train.py": YACS_TRAIN,
+            "proj/config/defaults.py": YACS_DEFAULTS,
+            "proj/config/__init__.py": "from .defaults import _C as cfg\n",
+        },
+    )
+    assert found["EC504"].status.value == "fail"
+    assert "_C.TRAIN.workers = 16" in found["EC504"].findings[0].message
+    alone = run_results(tmp_path / "alone", {"train.py": YACS_TRAIN, "other.py": "x = 1\n"})
+    assert alone["EC504"].status.value == "unknown"

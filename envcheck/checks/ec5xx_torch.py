@@ -256,7 +256,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     option is. An option the file reads but does not define (`args.workers` in a data
     module) takes the default of the parser of another file audited in the same run, the
     nearest by path (`--workers defaults to 4 in params.py`); unknown when the nearest
-    parsers disagree.
+    parsers disagree. A config tree a module of the same run builds at its top level
+    (yacs's `_C = CN()`, `_C.TRAIN.workers = 16` in config/defaults.py) gives
+    `cfg.TRAIN.workers` its default in every file of the run, the YAML a run may merge
+    over it being out of sight, as a command line is.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -485,8 +488,10 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     `create_loader(..., num_workers=...)`) is judged on that count; its other settings
     are the callee's, so EC502 and EC503 are unknown there.
     A worker count read from an option defined in another file of the same run
-    (`args.workers` in data.py, `--workers` in params.py) is judged at that file's
-    default, and the finding names the file.
+    (`args.workers` in data.py, `--workers` in params.py), or from a config tree a
+    module of the run builds (`cfg.TRAIN.workers` with `_C.TRAIN.workers = 16` in a
+    yacs defaults module), is judged at that file's default, and the finding names the
+    file.
 
     **Best practice.** Size workers from the usable CPUs:
     `len(os.sched_getaffinity(0))` minus one, divided among the processes on the node.

@@ -105,6 +105,8 @@ def analyze_file(
         if run is not None and not walker.module_scope.argparse:
             # a file with no parser of its own reads the options of the run's other files
             walker.module_scope.foreign = functools.partial(run.lookup, shown)
+        if run is not None:  # config trees hold whether or not the file parses options
+            walker.module_scope.configs = functools.partial(run.config, shown)
         walker.run()
     except RecursionError:  # `a + b + ...` over hundreds of terms: one file, not the run
         failed = FileReport(shown)
