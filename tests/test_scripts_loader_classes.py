@@ -176,3 +176,48 @@ def test_a_worker_count_from_a_yacs_defaults_module_of_the_run(tmp_path: Path) -
     assert "_C.TRAIN.workers = 16" in found["EC504"].findings[0].message
     alone = run_results(tmp_path / "alone", {"train.py": YACS_TRAIN, "other.py": "x = 1\n"})
     assert alone["EC504"].status.value == "unknown"
+
+
+CPU_COUNT_DDP = """
+import os
+import torch.distributed as dist
+
+dist.init_process_group("nccl")
+loader = DataLoader(data, batch_size=64, num_workers=os.cpu_count(), pin_memory=True,
+                    persistent_workers=True)
+for epoch in range(90):
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_cpu_count_workers_in_each_of_several_processes(tmp_path: Path) -> None:
+    """`num_workers=os.cpu_count()` under torchrun: every one of the 8 processes asks for
+    all 2 CPUs, 16 workers in all (EC504), though one process alone would be fine."""
+    found = results(tmp_path, CPU_COUNT_DDP)
+    assert lines(found["EC504"]) == [13]
+    assert "8 processes per node" in found["EC504"].findings[0].message
+    alone = results(tmp_path, CPU_COUNT_DDP.replace('dist.init_process_group("nccl")', ""))
+    assert alone["EC504"].status.value == "pass"
+
+
+LIGHTNING = """
+import pytorch_lightning as pl
+
+loader = DataLoader(ds, batch_size=32, num_workers=2, pin_memory=True, persistent_workers=True)
+trainer = pl.Trainer(gpus=GPUS, max_epochs=10)
+trainer.fit(model, loader)
+"""
+
+
+def test_lightning_gpus_argument_says_the_processes(tmp_path: Path) -> None:
+    """Lightning 1.x `Trainer(gpus=2)`: 2 processes of 2 workers on 2 CPUs (EC504, not
+    the 8 processes of devices="auto"); `gpus=1` is one process."""
+    two = results(tmp_path, LIGHTNING.replace("GPUS", "2"))
+    assert lines(two["EC504"]) == [11]
+    assert "2 processes per node (Trainer(gpus=2))" in two["EC504"].findings[0].message
+    listed = results(tmp_path, LIGHTNING.replace("GPUS", '"0,1"'))
+    assert "2 processes per node" in listed["EC504"].findings[0].message
+    one = results(tmp_path, LIGHTNING.replace("GPUS", "1"))
+    assert one["EC504"].status.value == "pass"

@@ -480,9 +480,11 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     `num_workers` is per process: a data-parallel script (torchrun and
     `init_process_group`, `mp.spawn(nprocs=...)`, a Lightning Trainer on several devices,
     `LOCAL_WORLD_SIZE` read from the environment) starts that many workers in each of its
-    processes on the node, one per GPU unless the source says how many. The rule judges
+    processes on the node, one per GPU unless the source says how many (a Lightning 1.x
+    `Trainer(gpus=2)` is 2). The rule judges
     workers x processes per node against the training machine's usable CPUs; when the
     processes are one per GPU and the machine's GPUs are not known, it is unknown.
+    `num_workers=os.cpu_count()` in such a script asks for every CPU in each process.
     A loader built out of sight by a callable imported from another module and given a
     `num_workers=` keyword (`CIFAR10DataModule(num_workers=args.num_workers)`,
     `create_loader(..., num_workers=...)`) is judged on that count; its other settings
@@ -522,10 +524,16 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
         if not isinstance(usable, int):
             return f"{how}; the training machine's CPUs are not known ({cpus_unknown})"
         if value == CPU_COUNT:
-            if not (isinstance(logical, int) and logical > usable):
+            # one process: too many only where cpu_count() sees more CPUs than are usable;
+            # several: each asks for all of them
+            if count == 1 and not (isinstance(logical, int) and logical > usable):
                 return None
-            how += f" = {logical} logical CPUs"
-            value = logical
+            if isinstance(logical, int):
+                how += f" = {logical} logical CPUs"
+                value = logical
+            else:
+                how += f" = at least the {usable} usable CPUs"
+                value = usable
         if count > 1:
             total = value * count
             if total <= usable:
