@@ -221,3 +221,33 @@ def test_lightning_gpus_argument_says_the_processes(tmp_path: Path) -> None:
     assert "2 processes per node" in listed["EC504"].findings[0].message
     one = results(tmp_path, LIGHTNING.replace("GPUS", "1"))
     assert one["EC504"].status.value == "pass"
+
+
+CONFIGURABLE = """
+from detectron2.config import configurable
+
+
+def _test_loader_from_config(cfg, dataset_name):
+    return {"dataset": get_dataset(dataset_name), "num_workers": cfg.DATALOADER.NUM_WORKERS}
+
+
+@configurable(from_config=_test_loader_from_config)
+def build_test_loader(dataset, *, num_workers: int = 0):
+    return DataLoader(dataset, batch_size=1, num_workers=num_workers, pin_memory=True)
+
+
+def do_test(cfg, model):
+    with torch.no_grad():
+        for inputs in build_test_loader(cfg, "coco_2017_val"):
+            model(inputs)
+"""
+
+
+def test_a_configurable_builder_default_is_not_the_run_value(tmp_path: Path) -> None:
+    """`@configurable(from_config=...)` fills num_workers from the caller's cfg: the
+    signature's `num_workers=0` says nothing (EC501 unknown, not a high finding)."""
+    found = results(tmp_path, CONFIGURABLE)
+    assert found["EC501"].status.value == "unknown"
+    assert "@configurable" in str(found["EC501"].reason)
+    plain = results(tmp_path, CONFIGURABLE.replace("@configurable", "@functools.lru_cache"))
+    assert plain["EC501"].status.value == "fail"

@@ -238,7 +238,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A worker count that defaults to None (a config field filled from YAML) is a
     placeholder, since DataLoader rejects None: the rules are unknown for it. A helper
     of the file that builds the loader is judged with what the file's one call of it
-    passes (`_create_data_loader(path, 64, args.n_cpu)`); a `**data_loader_kwargs`
+    passes (`_create_data_loader(path, 64, args.n_cpu)`), unless a decorator fills its
+    parameters from a config (detectron2's `@configurable(from_config=...)`: unknown,
+    its signature's `num_workers=0` is not the run's); a `**data_loader_kwargs`
     parameter defaulting to `{}` is the caller's slot for options, not their value. In a
     file that trains, a loader stored on the object or in a plain name that nothing in
     the file reads (`self.valid_dl = cycle(DataLoader(...))`, `test_loader =
