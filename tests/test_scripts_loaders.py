@@ -195,6 +195,7 @@ b = DataLoader(Images(), batch_size=512)
 c = DataLoader(Mapped("train.bin"), batch_size=512)
 for batch in a:
     model(batch[0].to("cuda")).sum().backward()
+evaluate(model, b, c)  # read: a loader nothing reads is not judged
 """
 
 

@@ -238,11 +238,13 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A worker count that defaults to None (a config field filled from YAML) is a
     placeholder, since DataLoader rejects None: the rules are unknown for it. A helper
     of the file that builds the loader is judged with what the file's one call of it
-    passes (`_create_data_loader(path, 64, args.n_cpu)`); a `**data_loader_kwargs`
+    passes (`_create_data_loader(path, 64, args.n_cpu)`), unless a decorator fills its
+    parameters from a config (detectron2's `@configurable(from_config=...)`: unknown,
+    its signature's `num_workers=0` is not the run's); a `**data_loader_kwargs`
     parameter defaulting to `{}` is the caller's slot for options, not their value. In a
-    file that trains, a loader stored on the object that nothing in the file reads
-    (`self.valid_dl = cycle(DataLoader(...))`, never used) is not judged by EC501-EC504:
-    no worker starts for it. A
+    file that trains, a loader stored on the object or in a plain name that nothing in
+    the file reads (`self.valid_dl = cycle(DataLoader(...))`, `test_loader =
+    DataLoader(...)`, never used) is not judged by EC501-EC504: no worker starts for it. A
     training loop over a loader another module builds (`self.train_loader =
     make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
     out of sight.
@@ -256,7 +258,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     option is. An option the file reads but does not define (`args.workers` in a data
     module) takes the default of the parser of another file audited in the same run, the
     nearest by path (`--workers defaults to 4 in params.py`); unknown when the nearest
-    parsers disagree.
+    parsers disagree. A config tree a module of the same run builds at its top level
+    (yacs's `_C = CN()`, `_C.TRAIN.workers = 16` in config/defaults.py) gives
+    `cfg.TRAIN.workers` its default in every file of the run, the YAML a run may merge
+    over it being out of sight, as a command line is.
 
     **Best practice.** `num_workers` a little below the CPUs available to the process
     (the fix suggests this machine's usable CPUs minus one), with `pin_memory=True` and
@@ -414,7 +419,9 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     hook, which `trainer.test()` / `trainer.predict()` read once, nor a local loader
     whose only use is one loop inside no other loop (dataset statistics in one pass), or
     one call, in no loop, to a function of the file that reads it in one such loop
-    (`validation(model, loader)` from a one-off `test()`). A call of the file's
+    (`validation(model, loader)` from a one-off `test()`), nor one a function of the
+    file builds and returns, called once in no loop, whose result is read in one such
+    loop (`inference(get_inference_loader(), model)`). A call of the file's
     `def train(...)` is a call by that name: `model.train()` in a loop is not one.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
@@ -475,16 +482,20 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     `num_workers` is per process: a data-parallel script (torchrun and
     `init_process_group`, `mp.spawn(nprocs=...)`, a Lightning Trainer on several devices,
     `LOCAL_WORLD_SIZE` read from the environment) starts that many workers in each of its
-    processes on the node, one per GPU unless the source says how many. The rule judges
+    processes on the node, one per GPU unless the source says how many (a Lightning 1.x
+    `Trainer(gpus=2)` is 2). The rule judges
     workers x processes per node against the training machine's usable CPUs; when the
     processes are one per GPU and the machine's GPUs are not known, it is unknown.
+    `num_workers=os.cpu_count()` in such a script asks for every CPU in each process.
     A loader built out of sight by a callable imported from another module and given a
     `num_workers=` keyword (`CIFAR10DataModule(num_workers=args.num_workers)`,
     `create_loader(..., num_workers=...)`) is judged on that count; its other settings
     are the callee's, so EC502 and EC503 are unknown there.
     A worker count read from an option defined in another file of the same run
-    (`args.workers` in data.py, `--workers` in params.py) is judged at that file's
-    default, and the finding names the file.
+    (`args.workers` in data.py, `--workers` in params.py), or from a config tree a
+    module of the run builds (`cfg.TRAIN.workers` with `_C.TRAIN.workers = 16` in a
+    yacs defaults module), is judged at that file's default, and the finding names the
+    file.
 
     **Best practice.** Size workers from the usable CPUs:
     `len(os.sched_getaffinity(0))` minus one, divided among the processes on the node.
@@ -515,10 +526,16 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
         if not isinstance(usable, int):
             return f"{how}; the training machine's CPUs are not known ({cpus_unknown})"
         if value == CPU_COUNT:
-            if not (isinstance(logical, int) and logical > usable):
+            # one process: too many only where cpu_count() sees more CPUs than are usable;
+            # several: each asks for all of them
+            if count == 1 and not (isinstance(logical, int) and logical > usable):
                 return None
-            how += f" = {logical} logical CPUs"
-            value = logical
+            if isinstance(logical, int):
+                how += f" = {logical} logical CPUs"
+                value = logical
+            else:
+                how += f" = at least the {usable} usable CPUs"
+                value = usable
         if count > 1:
             total = value * count
             if total <= usable:

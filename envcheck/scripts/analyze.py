@@ -24,7 +24,7 @@ from typing import Any, Optional, Union
 from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
-from envcheck.scripts.index import FileIndex, module_nodes
+from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes
 from envcheck.scripts.inherited import (
     inherited_attributes,
     init_attributes,
@@ -105,6 +105,8 @@ def analyze_file(
         if run is not None and not walker.module_scope.argparse:
             # a file with no parser of its own reads the options of the run's other files
             walker.module_scope.foreign = functools.partial(run.lookup, shown)
+        if run is not None:  # config trees hold whether or not the file parses options
+            walker.module_scope.configs = functools.partial(run.config, shown)
         walker.run()
     except RecursionError:  # `a + b + ...` over hundreds of terms: one file, not the run
         failed = FileReport(shown)
@@ -335,7 +337,12 @@ class Walker(ast.NodeVisitor):
             inherited = self._inherited(function)
             if inherited:
                 scope.attributes = {**inherited, **scope.attributes}
-            if isinstance(function, ast.FunctionDef) and not self._is_method(function):
+            filled = filled_by_decorator(function) is not None  # defaults say nothing
+            if (
+                isinstance(function, ast.FunctionDef)
+                and not self._is_method(function)
+                and not filled
+            ):
                 # a function's parameters stand for their defaults unless the file passes them
                 calls = self._calls_by_name().get(function.name, [])
                 scope.defaults = parameter_defaults(function, calls, skip=0)

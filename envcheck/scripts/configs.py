@@ -145,3 +145,49 @@ def option_defaults(module: ast.Module) -> dict[str, tuple[str, ast.expr]]:
             dest = (longs[0] if longs else options[0]).lstrip("-").replace("-", "_")
         found[dest] = (max(options, key=len), default)
     return found
+
+
+# Calls whose result is a parsed command line, not a tree of defaults: `args.workers = 8`
+# after them overrides an option (run_options.py reads options from the parser itself).
+PARSED_COMMAND_LINE = ("parse_args", "parse_known_args", "parse_args_into_dataclasses")
+
+
+def module_config_tree(module: ast.Module) -> dict[tuple[str, ...], tuple[str, ast.expr]]:
+    """path -> (where, value) for the defaults a config module sets at its top level on
+    an object it builds there: yacs's `_C = CN()`, `_C.TRAIN = CN()`, `_C.TRAIN.workers =
+    16` gives ("TRAIN", "workers") -> ("_C.TRAIN.workers", 16); an EasyDict's the same.
+    A path set twice is left out (which one a run ends with is not in sight)."""
+    built = {
+        target.id
+        for statement in module.body
+        if isinstance(statement, ast.Assign)
+        and isinstance(statement.value, ast.Call)
+        and not ast.unparse(statement.value.func).endswith(PARSED_COMMAND_LINE)
+        for target in statement.targets
+        if isinstance(target, ast.Name)
+    }
+    found: dict[tuple[str, ...], tuple[str, ast.expr]] = {}
+    twice: set[tuple[str, ...]] = set()
+    for statement in module.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        path = attribute_path(statement.targets[0])
+        if path is None or len(path) < 2 or path[0] not in built:
+            continue
+        if path[1:] in found:
+            twice.add(path[1:])
+        found[path[1:]] = (".".join(path), statement.value)
+    return {k: v for k, v in found.items() if k not in twice}
+
+
+def attribute_path(node: ast.expr) -> Optional[tuple[str, ...]]:
+    """`cfg.TRAIN.workers` -> ("cfg", "TRAIN", "workers"); None for anything but names
+    and attributes."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return tuple(reversed(parts))

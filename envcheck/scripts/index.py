@@ -157,6 +157,19 @@ def parameter_defaults(function: Optional[ast.AST]) -> list[tuple[ast.arg, Optio
     ]
 
 
+def filled_by_decorator(function: Optional[ast.AST]) -> Optional[str]:
+    """The decorator that fills the function's parameters from a config its callers pass
+    (detectron2's `@configurable(from_config=...)`: `build_loader(cfg, name)` runs with
+    `num_workers=cfg.DATALOADER.NUM_WORKERS`, whatever the signature's default), or None.
+    The signature's defaults then say nothing about a run."""
+    for decorator in getattr(function, "decorator_list", []):
+        called = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = ast.unparse(called)
+        if name.rsplit(".", 1)[-1] == "configurable":
+            return f"@{ast.unparse(decorator)}"
+    return None
+
+
 def none_parameters(function: Optional[ast.AST]) -> set[str]:
     """Parameters of `function` that default to None."""
     return {

@@ -19,6 +19,7 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     _mark_one_batch(module, loaders)
     _mark_once(loaders)
     _mark_one_local_loop(module, loaders)
+    _mark_built_once(module, loaders)
     _mark_unused(module, loaders)
 
 
@@ -186,6 +187,99 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def _mark_built_once(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """A loader a function of the module builds and returns (`def get_test_loader():
+    return DataLoader(...)`), that function called once in the file, in no loop, its
+    result read once: handed straight to a function of the module that iterates it in one
+    loop that does not train (`inference(get_test_loader(), model)`), or held in a name
+    iterated so (`loader = get_test_loader()`, one `for` over it). The loader makes one
+    pass: `read_once`, as for a loader built in place."""
+    if not loaders:
+        return
+    defined = {n.name: n for n in module.body if isinstance(n, FUNCTIONS)}
+    scopes = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
+    for loader in loaders:
+        builder = defined.get(loader.get("function") or "")
+        if builder is None or loader.get("read_once") or loader.get("rebuilt"):
+            continue
+        if not _returns(builder, (loader["line"], loader["column"])):
+            continue
+        uses = [
+            (scope, nodes, call)
+            for scope in scopes
+            for nodes in [_own(scope)]
+            for call in nodes
+            if isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == builder.name
+        ]
+        mentions = [
+            n
+            for n in module_nodes(module)
+            if isinstance(n, ast.Name) and n.id == builder.name and isinstance(n.ctx, ast.Load)
+        ]
+        if len(uses) != 1 or len(mentions) != 1:
+            continue  # called again, or handed on as a value: any number of passes
+        scope, nodes, call = uses[0]
+        looping = (ast.For, ast.AsyncFor, ast.While)
+        if any(isinstance(n, looping) and any(i is call for i in ast.walk(n)) for n in nodes):
+            continue
+        reason = _one_pass_of_call(module, scope, nodes, call)
+        if reason is not None:
+            loader["read_once"] = f"it is built by {builder.name}(), called once: {reason}"
+
+
+def _returns(function: ast.AST, place: tuple[int, int]) -> bool:
+    """Whether the function returns the call at `place` itself (`return DataLoader(...)`)."""
+    return any(
+        isinstance(n, ast.Return)
+        and isinstance(n.value, ast.Call)
+        and (n.value.lineno, n.value.col_offset + 1) == place
+        for n in _own(function)
+    )
+
+
+def _one_pass_of_call(
+    module: ast.Module, scope: ast.AST, nodes: list[ast.AST], call: ast.Call
+) -> Optional[str]:
+    """Why the loader that `call` returns is iterated once, or None: the call is an
+    argument of a function of the module that loops over it once without training, or is
+    held in a name only looped over once, without training."""
+    for outer in nodes:
+        if not (isinstance(outer, ast.Call) and isinstance(outer.func, ast.Name)):
+            continue
+        if not any(a is call for a in outer.args):
+            continue
+        function = next(
+            (n for n in module.body if isinstance(n, FUNCTIONS) and n.name == outer.func.id),
+            None,
+        )
+        if function is None or function is scope:
+            return None
+        position = next(i for i, a in enumerate(outer.args) if a is call)
+        parameters = [*function.args.posonlyargs, *function.args.args]
+        if position >= len(parameters):
+            return None
+        loop = _only_loop(list(_own(function)), parameters[position].arg)
+        if loop is None or _trains(loop):
+            return None
+        return f"handed to {function.name}(), which iterates it in one loop (line {loop.lineno})"
+    for statement in nodes:
+        if (
+            isinstance(statement, ast.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            if scope is module and _read_in_functions(module, statement.targets[0].id):
+                return None
+            loop = _only_loop(nodes, statement.targets[0].id)
+            if loop is None or _trains(loop):
+                return None
+            return f"iterated by one loop (line {loop.lineno})"
+    return None
+
+
 def _own(scope: ast.AST) -> list[ast.AST]:
     """Nodes of a function (or the module) outside nested functions and classes."""
     found: list[ast.AST] = []
@@ -323,8 +417,12 @@ def _breaks_at(loop: ast.For) -> Optional[int]:
 
 def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     """`unused`: in a file that trains, a loader stored on the object (`self.valid_dl =
-    cycle(DataLoader(...))`) that nothing in the file ever reads: no worker starts for it,
-    no batch is pinned (dalle2's VQGAN trainer validates on its train loader)."""
+    cycle(DataLoader(...))`) or in a plain name (`test_loader = DataLoader(...)`) that
+    nothing in the file ever reads: no worker starts for it, no batch is pinned (dalle2's
+    VQGAN trainer validates on its train loader; a notebook builds a test loader it never
+    iterates). A plain name counts as read wherever the file loads that name, in any
+    scope; it holds the loader itself, not a call's result (`trainer = fit(DataLoader(
+    ...))` hands the loader on)."""
     if not loaders or not any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "backward"
         for n in module_nodes(module)
@@ -335,6 +433,10 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     for node in module_nodes(module):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             read.add(ast.unparse(node))
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            read.add(node.id)
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            read.update(node.names)  # written for another scope: its reads are not sure
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             own = (
@@ -342,7 +444,10 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
                 and isinstance(target.value, ast.Name)
                 and target.value.id == "self"
             )
-            if own:
+            if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+                place = (node.value.lineno, node.value.col_offset + 1)
+                stored[place] = target.id
+            elif own:
                 for inner in ast.walk(node.value):
                     if isinstance(inner, ast.Call):
                         stored[(inner.lineno, inner.col_offset + 1)] = ast.unparse(target)

@@ -6,7 +6,8 @@ default where a call leaves it out (or where nothing in the file calls the funct
 library code is judged at its defaults, as argparse defaults are). A parameter handed
 on from a caller's own parameter (`f(x, num_threads=num_threads)`) is followed into
 that caller. When the calls disagree, pass `*args`/`**kwargs`, or the parameter has no
-default and no caller, the value is unknown, with the reason.
+default and no caller, the value is unknown, with the reason; so it is for a function
+whose decorator fills its parameters from a config (detectron2's `@configurable`).
 
 `parameter_default` is the plain default alone, for the GPU answer (device.py) and the
 precision reader (precision.py): a trainer's `fit(self, ..., use_amp=False)` runs at it
@@ -18,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from envcheck.scripts.index import Function, function_owners, module_nodes
+from envcheck.scripts.index import Function, filled_by_decorator, function_owners, module_nodes
 from envcheck.scripts.values import Scope, Value, resolve
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ def parameter_value(
     keyword_only = [a.arg for a in function.args.kwonlyargs]
     if name not in positional and name not in keyword_only:
         return None
+    filled = filled_by_decorator(function)
+    if filled is not None:
+        return Value(False, None, name, f"{function.name}() takes {name} from {filled}")
     default = _default(function, name)
     if depth > MAX_DEPTH:
         return Value(False, None, name, "passed through too many callers")

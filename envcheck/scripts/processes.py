@@ -14,7 +14,10 @@ single process, else `{"count", "per_gpu", "how", "line"}`:
   `hvd.init()`, or a helper named `setup_dist` (guided-diffusion's `dist_util`, which
   reads the MPI rank): one rank per GPU, as with torchrun;
 - a Lightning `Trainer`/`Fabric` with `devices` above 1 (that many), or -1 / "auto"
-  with a GPU or automatic accelerator (one per GPU: Lightning's default on a GPU node).
+  with a GPU or automatic accelerator (one per GPU: Lightning's default on a GPU node);
+  Lightning 1.x's `gpus=N` without `devices` says the same (`gpus=2`: 2 processes,
+  `gpus=-1`: one per GPU, `gpus=[0, 1]` or `"0,1"`: one per GPU listed, `gpus=0`/`1`:
+  none started).
 
 Only what a default run does counts: a call under a condition the source settles as
 false (`if args.multiprocessing_distributed:`, off by default) or does not settle at all
@@ -149,6 +152,9 @@ def _lightning(node: ast.Call, short: str, scope: Scope) -> Optional[dict[str, A
     if any(k.arg is None for k in node.keywords):
         return None  # Trainer(**settings): devices not known from the source
     devices = keyword_arg(node, "devices")
+    gpus = keyword_arg(node, "gpus")
+    if devices is None and gpus is not None:
+        return _lightning_gpus(node, short, gpus, scope)
     accelerator = keyword_arg(node, "accelerator")
     kind = resolve(accelerator, scope) if accelerator is not None else None
     if kind is not None and (not kind.known or str(kind.value).lower() == "cpu"):
@@ -159,4 +165,30 @@ def _lightning(node: ast.Call, short: str, scope: Scope) -> Optional[dict[str, A
         return _entry(None, f"{short}(devices={text}): {PER_GPU}", node)
     if value.known and isinstance(value.value, int) and value.value > 1:
         return _entry(value.value, f"{short}(devices={text})", node)
+    return None
+
+
+def _lightning_gpus(
+    node: ast.Call, short: str, gpus: ast.expr, scope: Scope
+) -> Optional[dict[str, Any]]:
+    """Lightning 1.x's `Trainer(gpus=...)`: the GPUs it trains on, one process each (the
+    default strategy on several GPUs is a data-parallel one); None for one GPU, the CPU,
+    or a value the source does not settle."""
+    text = f"{short}(gpus={ast.unparse(gpus)})"
+    if isinstance(gpus, (ast.List, ast.Tuple)):
+        count: Any = len(gpus.elts)
+    else:
+        value = resolve(gpus, scope)
+        if not value.known:
+            return None
+        count = value.value
+        if isinstance(count, str):
+            if count.strip() == "-1":
+                return _entry(None, f"{text}: {PER_GPU}", node)
+            ids = [x for x in count.split(",") if x.strip()]
+            count = len(ids) if "," in count else (int(count) if count.isdigit() else None)
+    if count == -1:
+        return _entry(None, f"{text}: {PER_GPU}", node)
+    if isinstance(count, int) and not isinstance(count, bool) and count > 1:
+        return _entry(count, text, node)
     return None

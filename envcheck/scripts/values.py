@@ -110,6 +110,9 @@ class Scope:
         # (option dest, text) -> the value other files of the run give it (run_options.py),
         # set only for a file with no parser of its own
         self.foreign: Optional[Callable[[str, str], Optional[Value]]] = None
+        # `cfg.TRAIN.workers` -> the default a config tree of the run gives it
+        # (run_options.py), set for every file of a run of several
+        self.configs: Optional[Callable[[ast.expr], Optional[Value]]] = None
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
@@ -135,6 +138,7 @@ class Scope:
         )
         scope.returns = self.returns
         scope.foreign = self.foreign
+        scope.configs = self.configs
         return scope
 
     def lookup(self, name: str) -> Optional[ast.expr]:
@@ -249,6 +253,8 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
             # `config.num_workers`; not `self.device`, an attribute of the object itself
             return _config_default(node, scope, depth)
         shared = _foreign(node, scope) if node.value.id != "self" else None
+        if shared is None and node.value.id != "self":
+            shared = _run_config(node, scope)
         if shared is not None:
             return shared
         return Value(False, None, text, f"{text} is not an argparse option with a default")
@@ -259,7 +265,7 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
     ):  # self.config.num_workers, cfg.data.workers
         return _config_default(node, scope, depth)
     if isinstance(node, ast.Attribute) and _attribute_chain(node.value):
-        shared = _foreign(node, scope)  # self.args.workers
+        shared = _foreign(node, scope) or _run_config(node, scope)  # self.args.workers
         if shared is not None:
             return shared
     if isinstance(node, ast.BinOp):
@@ -294,6 +300,12 @@ def _foreign(node: ast.Attribute, scope: Scope) -> Optional[Value]:
     return scope.foreign(node.attr, ast.unparse(node))
 
 
+def _run_config(node: ast.Attribute, scope: Scope) -> Optional[Value]:
+    """`cfg.TRAIN.workers`: the default a config tree of the run (a yacs defaults module
+    audited with it) gives that path, or None when none sets it (run_options.py)."""
+    return None if scope.configs is None else scope.configs(node)
+
+
 def _config_default(node: ast.Attribute, scope: Scope, depth: int) -> Value:
     """`config.num_workers` judged at the default of the file's config objects, as an
     argparse option is at its default; unknown when they disagree."""
@@ -319,6 +331,7 @@ def _returned(node: ast.Call, scope: Scope, depth: int) -> Value:
     )
     module.returns = scope.returns
     module.foreign = scope.foreign
+    module.configs = scope.configs
     found = resolve(scope.returns[name], module, depth + 1)
     source = f"{name}() returns {ast.unparse(scope.returns[name])}"
     if found.source not in ("literal", ""):
