@@ -205,12 +205,17 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     are a map whose function only returns datasets (`range_ds.map(lambda i:
     ds.shard(n, i))`: they are read by the `interleave` or `flat_map` that follows) and
     the maps of the choice dataset given to `choose_from_datasets`, which yields one index
-    per element, not data. A map followed by `cache()` runs in the first epoch only (the
-    guide's advice: cache after an expensive map): it is flagged only when its function
-    calls Python (the guide's py_function example, slow enough to matter even once);
-    random augmentation before a cache is EC514's finding. A `num_parallel_calls` taken
-    from a parameter of the function is what the file's calls pass, or the parameter's
-    default (library code is judged at its defaults).
+    per element, not data. Nor is a map whose function visibly does only structural work
+    (`lambda r: (r, 0)`, `lambda features, _: features`, a synthetic input returning
+    `tf.zeros(...)`, a function that only stacks, casts, reshapes or compares, followed
+    into the file's own functions): it costs next to nothing per element; a function that
+    calls anything else, or is out of sight, stays judged. A map followed by `cache()`
+    runs in the first epoch only (the guide's advice: cache after an expensive map): it
+    is flagged only when its function calls Python (the guide's py_function example,
+    slow enough to matter even once); random augmentation before a cache is EC514's
+    finding. A `num_parallel_calls` taken from a parameter of the function is what the
+    file's calls pass, or the parameter's default (library code is judged at its
+    defaults).
 
     Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
     default (`map_parallelization`); the rewrite does not apply to a function with random
@@ -240,6 +245,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
             if op.get("op") in ("map", "interleave")
             and not op.get("vectorised")
             and not op.get("makes_datasets")
+            and not (op.get("op") == "map" and op.get("structural"))
             and not (op.get("cached_after") and not op.get("host_calls"))
             and not op.get("opaque_kwargs")
             and _serial(op.get("num_parallel_calls"))

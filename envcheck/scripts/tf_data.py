@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from envcheck.scripts.index import FileIndex, code_at, header_nodes, keyword_arg, own_nodes
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
 from envcheck.scripts.parameters import parameter_value
+from envcheck.scripts.structural_maps import structural_only
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -511,6 +512,7 @@ class _Pipelines:
             func = call.args[0] if call.args else keyword_arg(call, "map_func")
             op["map_function"] = ast.unparse(func) if func is not None else None
             op["makes_datasets"] = self._makes_datasets(func)
+            op["structural"] = structural_only(self.walker, self.files, func)
             op.update(self._function_calls(func))
         return op
 

@@ -1,0 +1,104 @@
+"""tf.data pipelines misjudged on public code never seen before (issue 11, the TensorFlow
+sweep and the fourth blind corpus). Each class is a snippet through the real analyser and
+rules against an 8-GPU, 2-CPU Linux node, TensorFlow version unknown (so a serial map is
+judged whatever its function does)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import script_results
+
+HEAD = """
+import tensorflow as tf
+from tensorflow import keras
+"""
+
+
+def lines(tmp_path: Path, source: str, rule: str) -> list[int]:
+    result = script_results(tmp_path, HEAD + source, "train.py")[rule]
+    return sorted(f.location.line for f in result.findings)
+
+
+# Class 1: a map whose function visibly does only structural work is not worth EC511.
+
+LABELS = """
+neg = tf.data.TextLineDataset(["neg.txt"]).map(lambda review: (review, 0))
+pos = tf.data.TextLineDataset(["pos.txt"]).map(lambda review: (review, 1))
+train = pos.concatenate(neg).shuffle(25000).batch(32).prefetch(1)
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(train, epochs=5)
+"""
+
+
+def test_label_attaching_lambda_is_not_a_serial_map(tmp_path: Path) -> None:
+    assert lines(tmp_path, LABELS, "EC511") == []
+
+
+NULL_INPUT = """
+class ImageNetInput:
+    def _get_null_input(self, data):
+        del data
+        return tf.zeros([224, 224, 3], tf.float32), tf.constant(0)
+
+    def make_dataset(self):
+        return tf.data.Dataset.range(1).repeat().map(self._get_null_input)
+
+ds = ImageNetInput().make_dataset().batch(256).prefetch(tf.data.AUTOTUNE)
+model = keras.applications.ResNet50(weights=None)
+model.fit(ds, steps_per_epoch=100)
+"""
+
+
+def test_synthetic_null_input_method_is_not_a_serial_map(tmp_path: Path) -> None:
+    assert lines(tmp_path, NULL_INPUT, "EC511") == []
+
+
+STACKED = """
+def check_integrity_and_batch(*frames):
+    not_broken = tf.equal(frames[-1]["n"] - frames[0]["n"], 2)
+    features = {}
+    for key in frames[0].keys():
+        features[key] = tf.stack([f[key] for f in frames])
+    return features, not_broken
+
+files = tf.data.TFRecordDataset(["a.tfrecord"])
+ds = tf.data.Dataset.zip(tuple(files.skip(i) for i in range(3)))
+ds = ds.map(check_integrity_and_batch)
+ds = ds.map(lambda features, _: features).batch(8).prefetch(1)
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(ds)
+"""
+
+
+def test_stacking_and_comparing_function_is_not_a_serial_map(tmp_path: Path) -> None:
+    assert lines(tmp_path, STACKED, "EC511") == []
+
+
+DECODING = """
+def decode(record):
+    return tf.image.resize(tf.io.decode_jpeg(record), [224, 224])
+
+ds = tf.data.TFRecordDataset(["a.tfrecord"]).map(decode)
+ds = ds.map(lambda x: helper(x)).batch(8).prefetch(1)
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(ds)
+"""
+
+
+def test_decoding_or_out_of_sight_functions_stay_judged(tmp_path: Path) -> None:
+    assert lines(tmp_path, DECODING, "EC511") == [8, 9]
+
+
+SCALAR_ARITHMETIC = """
+def increment(x):
+    return x + 1
+
+ds = tf.data.Dataset.range(1000).map(increment).batch(256).prefetch(1)
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(ds)
+"""
+
+
+def test_arithmetic_on_the_element_stays_judged(tmp_path: Path) -> None:
+    assert lines(tmp_path, SCALAR_ARITHMETIC, "EC511") == [8]
