@@ -102,3 +102,25 @@ model.fit(ds)
 
 def test_arithmetic_on_the_element_stays_judged(tmp_path: Path) -> None:
     assert lines(tmp_path, SCALAR_ARITHMETIC, "EC511") == [8]
+
+
+# Class 2: a pipeline built in a serving/export input function is not training input.
+
+SERVING = """
+class Problem:
+    def decode_example(self, serialized):
+        return tf.io.parse_single_example(serialized, {"x": tf.io.FixedLenFeature([], tf.string)})
+
+    def serving_input_fn(self, hparams):
+        serialized_example = tf.compat.v1.placeholder(dtype=tf.string, shape=[None])
+        dataset = tf.data.Dataset.from_tensor_slices(serialized_example)
+        dataset = dataset.map(self.decode_example)
+        dataset = dataset.map(lambda ex: preprocess(ex, hparams))
+        features = tf.compat.v1.data.make_one_shot_iterator(dataset.batch(8)).get_next()
+        return tf.estimator.export.ServingInputReceiver(features, serialized_example)
+"""
+
+
+def test_serving_input_fn_pipelines_are_not_judged(tmp_path: Path) -> None:
+    assert lines(tmp_path, SERVING, "EC511") == []
+    assert lines(tmp_path, SERVING, "EC512") == []

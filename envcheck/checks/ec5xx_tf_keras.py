@@ -163,6 +163,13 @@ def _demonstration(pipeline: dict[str, Any]) -> bool:
     return bool(pipeline.get("demonstration"))
 
 
+def _not_training(pipeline: dict[str, Any]) -> bool:
+    """A demonstration, or a pipeline built in a serving/export input function
+    (`serving_input_fn`: one request's serialized examples at export time): neither
+    feeds training, which is all EC511-EC513 judge."""
+    return _demonstration(pipeline) or bool(pipeline.get("serving"))
+
+
 def _parallel_text(value: Optional[dict[str, Any]]) -> str:
     """How the map is left serial: no num_parallel_calls, or one that comes to 1/None."""
     if value is None:
@@ -215,7 +222,8 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     slow enough to matter even once); random augmentation before a cache is EC514's
     finding. A `num_parallel_calls` taken from a parameter of the function is what the
     file's calls pass, or the parameter's default (library code is judged at its
-    defaults).
+    defaults). Pipelines built in a serving/export input function (`serving_input_fn`)
+    are not training input and are not judged.
 
     Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
     default (`map_parallelization`); the rewrite does not apply to a function with random
@@ -229,7 +237,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     rewrites = release is not None and release >= MAP_PARALLELIZATION_SINCE
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if _demonstration(pipeline) or pipeline.get("selector"):
+        if _not_training(pipeline) or pipeline.get("selector"):
             return []
         return [
             _hit(
@@ -284,6 +292,9 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     shuffled and batched (`from_tensor_slices((x, y)).shuffle(n).batch(32)`, no map, no
     file read) pass as well: assembling such a batch is a copy of a few KB to MB, with
     nothing to decode for a prefetch to overlap (as EC501 treats in-memory tensors).
+    Pipelines built in a serving/export input function (`serving_input_fn`,
+    `serving_input_receiver_fn`: one request's serialized examples parsed at export
+    time) are not training input and are not judged, here nor by EC511/EC513.
 
     **Best practice.** End every input pipeline with `.batch(...).prefetch(tf.data.AUTOTUNE)`.
     """
@@ -297,7 +308,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     in_memory: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if not pipeline.get("operations") or _demonstration(pipeline):
+        if not pipeline.get("operations") or _not_training(pipeline):
             return []
         built = pipeline.get("built_by")
         built_text = f" (built by {built})" if built else ""
@@ -414,7 +425,7 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         found: list[Hit] = []
-        if _demonstration(pipeline):
+        if _not_training(pipeline):
             return found
         for op in pipeline.get("operations") or []:
             host = op.get("host_calls") or []

@@ -792,6 +792,9 @@ class _Pipelines:
                 or record.get("passed_to")
             )
             and (record["variable"] is None or record["variable"] in self.inspected),
+            # built in an export/serving input function (`serving_input_fn`): the graph
+            # that parses one request's serialized examples, not a training input pipeline
+            "serving": _serving(function),
             "finished_elsewhere": finished_elsewhere,
             "prefetch_before_batch": prefetch_before_batch,
             "built_by": record.get("built_by"),
@@ -802,6 +805,12 @@ class _Pipelines:
             # tensors in memory, only sliced, shuffled and batched: no map, no file read
             "in_memory": record["source"] in IN_MEMORY_SOURCES and set(names) <= IN_MEMORY_OPS,
         }
+
+
+def _serving(function: Optional[str]) -> bool:
+    """`serving_input_fn`, `serving_input_receiver_fn`, `export_serving_fn`: the Estimator
+    and SavedModel convention for the function that builds the serving signature."""
+    return function is not None and "serving" in function.lower()
 
 
 def _iterator_ops(ops: list[ast.Call]) -> Optional[str]:
