@@ -124,3 +124,34 @@ class Problem:
 def test_serving_input_fn_pipelines_are_not_judged(tmp_path: Path) -> None:
     assert lines(tmp_path, SERVING, "EC511") == []
     assert lines(tmp_path, SERVING, "EC512") == []
+
+
+# Class 6: a loop over `enumerate(ds)` (or `tqdm(ds)`, `zip(a, b)`) consumes `ds`.
+
+ENUMERATED = """
+def decode(path):
+    return tf.image.resize(tf.io.decode_jpeg(tf.io.read_file(path)), (224, 224))
+
+train = tf.data.Dataset.list_files("data/*.jpg").map(decode, num_parallel_calls=8).batch(64)
+model = keras.applications.ResNet50(weights=None)
+for epoch in range(90):
+    for step, images in enumerate(train):
+        loss = tf.reduce_mean(model(images, training=True))
+"""
+
+
+def test_loop_over_enumerate_consumes_the_pipeline(tmp_path: Path) -> None:
+    assert lines(tmp_path, ENUMERATED, "EC512") == [8]
+
+
+LOOKED_AT = """
+dataset = tf.data.Dataset.list_files("data/*.jpg").map(tf.io.read_file)
+for i, element in enumerate(dataset):
+    print(element.shape)
+    if i >= 2:
+        break
+"""
+
+
+def test_loop_over_enumerate_that_only_prints_is_a_look(tmp_path: Path) -> None:
+    assert lines(tmp_path, LOOKED_AT, "EC512") == []

@@ -623,13 +623,17 @@ class _Pipelines:
     def _uses(self, statement: ast.stmt) -> None:
         """`model.fit(ds)`, `for batch in ds`, `return ds`, and datasets handed to a
         function of this file (which may finish the pipeline)."""
-        if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Name):
-            self._mark(statement.iter.id, "for loop")
-        if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Call):
-            for record in self._built_by(statement.iter):
-                # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
-                if not (record["ops"] and record["ops"][-1]["op"] == "take"):
-                    record["used_by"] = record["used_by"] or "for loop"
+        loop = statement if isinstance(statement, ast.For) else None
+        for iterable in _looped(loop.iter) if loop is not None else []:
+            if loop is not None and iterable is not loop.iter and _only_looks(loop.body):
+                continue  # `for i, x in enumerate(ds): print(x.shape); if i >= 2: break`
+            if isinstance(iterable, ast.Name):
+                self._mark(iterable.id, "for loop")
+            elif isinstance(iterable, ast.Call):
+                for record in self._built_by(iterable):
+                    # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
+                    if not (record["ops"] and record["ops"][-1]["op"] == "take"):
+                        record["used_by"] = record["used_by"] or "for loop"
         if (
             isinstance(statement, ast.Return)
             and isinstance(statement.value, ast.Name)
@@ -805,6 +809,36 @@ class _Pipelines:
             # tensors in memory, only sliced, shuffled and batched: no map, no file read
             "in_memory": record["source"] in IN_MEMORY_SOURCES and set(names) <= IN_MEMORY_OPS,
         }
+
+
+def _looped(iterable: ast.expr) -> list[ast.expr]:
+    """What a `for` loop reads: `ds` in `for i, x in enumerate(ds)`, `tqdm(ds)`, every
+    argument of `zip(a, b)`; the iterable itself otherwise."""
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id in LOOP_WRAPPERS
+        and iterable.args
+    ):
+        read = iterable.args if iterable.func.id == "zip" else iterable.args[:1]
+        return [e for a in read for e in _looped(a)]
+    return [iterable]
+
+
+def _only_looks(body: list[ast.stmt]) -> bool:
+    """A loop body that only prints or measures what it reads (a tutorial showing a few
+    elements), no training step: the loop looks at the pipeline, not consumes it."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in LOOKS:
+                continue
+            if isinstance(func, ast.Attribute) and func.attr in ("numpy", "format"):
+                continue
+            return False
+    return True
 
 
 def _serving(function: Optional[str]) -> bool:
