@@ -155,3 +155,19 @@ for i, element in enumerate(dataset):
 
 def test_loop_over_enumerate_that_only_prints_is_a_look(tmp_path: Path) -> None:
     assert lines(tmp_path, LOOKED_AT, "EC512") == []
+
+
+# Class 7: `ds.prefetch(n)` as a statement of its own leaves `ds` without a prefetch.
+
+DISCARDED = """
+class Trainer:
+    def __init__(self, training_dataset, batch_size=32, prefetch_size=None):
+        training_dataset = training_dataset.shard(num_shards=8, index=0).batch(batch_size)
+        training_dataset.prefetch(buffer_size=prefetch_size)
+        iterator = training_dataset.make_one_shot_iterator()
+        self.features = iterator.get_next()
+"""
+
+
+def test_discarded_prefetch_is_found_where_it_is_thrown_away(tmp_path: Path) -> None:
+    assert lines(tmp_path, DISCARDED, "EC512") == [8]

@@ -292,6 +292,8 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     shuffled and batched (`from_tensor_slices((x, y)).shuffle(n).batch(32)`, no map, no
     file read) pass as well: assembling such a batch is a copy of a few KB to MB, with
     nothing to decode for a prefetch to overlap (as EC501 treats in-memory tensors).
+    A Dataset method called as a statement of its own (`ds.prefetch(n)`, its result
+    thrown away) leaves `ds` as it was: the finding points at the discarded prefetch.
     Pipelines built in a serving/export input function (`serving_input_fn`,
     `serving_input_receiver_fn`: one request's serialized examples parsed at export
     time) are not training input and are not judged, here nor by EC511/EC513.
@@ -308,7 +310,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     in_memory: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if not pipeline.get("operations") or _not_training(pipeline):
+        if not (pipeline.get("operations") or pipeline.get("discarded")) or _not_training(pipeline):
             return []
         built = pipeline.get("built_by")
         built_text = f" (built by {built})" if built else ""
@@ -348,6 +350,23 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             )
             return []
         last = pipeline.get("last_operation") or "batch"
+        thrown = [op for op in pipeline.get("discarded") or [] if op.get("op") == "prefetch"]
+        if thrown:  # `ds.prefetch(n)` as a statement: the consumed `ds` has no prefetch
+            return [
+                _hit(
+                    pipeline,
+                    line=thrown[0].get("line"),
+                    code=thrown[0].get("code"),
+                    column=thrown[0].get("column"),
+                    built=built_text,
+                    problem="is a statement of its own, its result discarded (Dataset "
+                    f"methods return a new dataset): the pipeline consumed ends with .{last}() "
+                    "and never "
+                    "prefetches, so the next batch is prepared only after the training step "
+                    "that consumes this one",
+                    fix="assign it: ds = ds.prefetch(tf.data.AUTOTUNE)",
+                )
+            ]
         hit = _hit(
             pipeline,
             built=built_text,

@@ -263,7 +263,8 @@ class _Pipelines:
             assigned = (
                 target if (isinstance(statement, ast.Assign) and call is statement.value) else None
             )
-            base = self._chain(call, assigned, returned.get(id(call)))
+            discarded = isinstance(statement, ast.Expr) and call is statement.value
+            base = self._chain(call, assigned, returned.get(id(call)), discarded)
             if assigned is not None and base is not None:
                 bindings[assigned] = base
             if assigned is not None and assigned not in self.live and assigned not in bindings:
@@ -302,10 +303,16 @@ class _Pipelines:
                 self.unpacked.add(element.id)
 
     def _chain(
-        self, call: ast.Call, target: Optional[str], returned: Optional[str]
+        self,
+        call: ast.Call,
+        target: Optional[str],
+        returned: Optional[str],
+        discarded: bool = False,
     ) -> Optional[dict[str, Any]]:
         """The pipeline `call` builds or extends, if any; `returned` is "value" for
-        `return <call>` and "container" for a call in a returned list or tuple."""
+        `return <call>` and "container" for a call in a returned list or tuple.
+        `discarded`: the call is a statement of its own, its result thrown away
+        (`ds.prefetch(n)`: Dataset methods return a new dataset, `ds` is unchanged)."""
         ops: list[ast.Call] = []
         node: ast.expr = call
         base: Optional[dict[str, Any]] = None
@@ -334,6 +341,20 @@ class _Pipelines:
                 self._mark(node.id, consumer)  # `ds.make_one_shot_iterator()`
             if isinstance(node, ast.Name) and node.id not in self.live and ops:
                 self._out_of_sight(node.id, ops)
+            names = {op.func.attr for op in ops if isinstance(op.func, ast.Attribute)}
+            if (
+                discarded
+                and isinstance(node, ast.Name)
+                and node.id in self.live
+                and ops
+                and consumer is None
+                and names <= DATASET_OPS
+            ):
+                # `ds.prefetch(n)` alone: `ds` stays the pipeline it was, without it
+                self.live[node.id].setdefault("discarded", []).extend(
+                    self._op(op) for op in reversed(ops)
+                )
+                return None
             if isinstance(node, ast.Name) and node.id in self.live and ops:
                 previous = self.live[node.id]
                 previous["derived"] = True
@@ -800,6 +821,8 @@ class _Pipelines:
             # that parses one request's serialized examples, not a training input pipeline
             "serving": _serving(function),
             "finished_elsewhere": finished_elsewhere,
+            # operations called as statements of their own, their new dataset thrown away
+            "discarded": record.get("discarded") or [],
             "prefetch_before_batch": prefetch_before_batch,
             "built_by": record.get("built_by"),
             "many_files_without_interleave": many_files,
