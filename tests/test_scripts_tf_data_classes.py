@@ -171,3 +171,23 @@ class Trainer:
 
 def test_discarded_prefetch_is_found_where_it_is_thrown_away(tmp_path: Path) -> None:
     assert lines(tmp_path, DISCARDED, "EC512") == [8]
+
+
+# Class 3: a pipeline only printed by a loop (`for x in ds: print(x)`, `ds.take(5)`) is a
+# demonstration, not training input.
+
+DEMO = """
+dataset = tf.data.TFRecordDataset(["my_contacts.tfrecord"]).batch(10)
+for serialized_examples in dataset:
+    print(serialized_examples)
+
+ds2 = tf.data.Dataset.list_files("data/*.csv").interleave(
+    lambda f: tf.data.TextLineDataset(f).skip(1), cycle_length=5)
+for line in ds2.take(5):
+    print(line.numpy())
+"""
+
+
+def test_pipelines_only_printed_by_a_loop_are_demonstrations(tmp_path: Path) -> None:
+    assert lines(tmp_path, DEMO, "EC511") == []
+    assert lines(tmp_path, DEMO, "EC512") == []

@@ -158,7 +158,8 @@ def _visibly_stateful(op: dict[str, Any]) -> bool:
 
 
 def _demonstration(pipeline: dict[str, Any]) -> bool:
-    """A pipeline only looked at (`next(iter(ds))`, `for x in ds.take(1)`) and never
+    """A pipeline only looked at (`next(iter(ds))`, `for x in ds.take(1)`, a loop whose
+    body only prints what it reads: `for x in ds: print(x)`) and never
     consumed, returned nor handed on: a tutorial's demonstration, not training input."""
     return bool(pipeline.get("demonstration"))
 

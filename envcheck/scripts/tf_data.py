@@ -646,8 +646,13 @@ class _Pipelines:
         function of this file (which may finish the pipeline)."""
         loop = statement if isinstance(statement, ast.For) else None
         for iterable in _looped(loop.iter) if loop is not None else []:
-            if loop is not None and iterable is not loop.iter and _only_looks(loop.body):
-                continue  # `for i, x in enumerate(ds): print(x.shape); if i >= 2: break`
+            if loop is not None and _only_looks(loop.body):
+                # `for x in ds: print(x)`, `for i, x in enumerate(ds): ...; break`: a look
+                looked = iterable if isinstance(iterable, ast.Name) else None
+                name = looked.id if looked is not None else _chain_base(iterable)
+                if name is not None:
+                    self.inspected.add(name)
+                continue
             if isinstance(iterable, ast.Name):
                 self._mark(iterable.id, "for loop")
             elif isinstance(iterable, ast.Call):
@@ -850,18 +855,21 @@ def _looped(iterable: ast.expr) -> list[ast.expr]:
 
 def _only_looks(body: list[ast.stmt]) -> bool:
     """A loop body that only prints or measures what it reads (a tutorial showing a few
-    elements), no training step: the loop looks at the pipeline, not consumes it."""
+    elements), no training step: the loop looks at the pipeline, not consumes it. A body
+    with no call at all (`pass`) stands for the work and is not a look."""
+    looked = False
     for statement in body:
         for node in ast.walk(statement):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
             if isinstance(func, ast.Name) and func.id in LOOKS:
+                looked = True
                 continue
             if isinstance(func, ast.Attribute) and func.attr in ("numpy", "format"):
                 continue
             return False
-    return True
+    return looked
 
 
 def _serving(function: Optional[str]) -> bool:
