@@ -191,3 +191,24 @@ for line in ds2.take(5):
 def test_pipelines_only_printed_by_a_loop_are_demonstrations(tmp_path: Path) -> None:
     assert lines(tmp_path, DEMO, "EC511") == []
     assert lines(tmp_path, DEMO, "EC512") == []
+
+
+# Class 5: `tfds.load(...)` returns a tf.data pipeline: a lone `ds = ds.map(f)` on it counts.
+
+TFDS = """
+import tensorflow_datasets as tfds
+
+def augment(image, label):
+    image = tf.image.resize(image, (224, 224))
+    return tf.image.random_flip_left_right(image), label
+
+train_ds = tfds.load("tf_flowers", split="train", as_supervised=True)
+train_ds = train_ds.map(augment)
+train_ds = train_ds.batch(32).prefetch(tf.data.AUTOTUNE)
+model = keras.applications.ResNet50(weights=None, classes=5)
+model.fit(train_ds, epochs=10)
+"""
+
+
+def test_map_alone_on_tfds_load_is_judged(tmp_path: Path) -> None:
+    assert lines(tmp_path, TFDS, "EC511") == [12]

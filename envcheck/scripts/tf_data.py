@@ -117,6 +117,9 @@ DATASET_OPS = {
     "unbatch",
     "with_options",
 }
+# Loaders out of sight known to return tf.data pipelines (TensorFlow Datasets: `tfds.load`,
+# `tfds.builder(...).as_dataset` read through its module): `ds.map(f)` alone on one is one.
+TF_DATASET_LOADERS = ("tensorflow_datasets.",)
 DISTINCTIVE_OPS = {"batch", "cache", "interleave", "padded_batch", "prefetch", "shuffle", "unbatch"}
 # Operations that group elements into batches.
 BATCHING = {"batch", "padded_batch", "ragged_batch", "bucket_by_sequence_length"}
@@ -402,8 +405,9 @@ class _Pipelines:
             return
         if call is None:
             return
-        if not names & DISTINCTIVE_OPS:  # not `df.map(f)` on a pandas Series
-            return
+        loader = self.walker.qualname(call.func) or ""
+        if not names & DISTINCTIVE_OPS and not loader.startswith(TF_DATASET_LOADERS):
+            return  # not `df.map(f)` on a pandas Series; `tfds.load(...)` is a pipeline
         # one source unpacked into several pipelines: each starts where it is extended
         node = ops[-1] if variable in self.unpacked else call
         record = self._new(node, ast.unparse(call.func))
