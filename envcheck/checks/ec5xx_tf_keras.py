@@ -158,9 +158,17 @@ def _visibly_stateful(op: dict[str, Any]) -> bool:
 
 
 def _demonstration(pipeline: dict[str, Any]) -> bool:
-    """A pipeline only looked at (`next(iter(ds))`, `for x in ds.take(1)`) and never
+    """A pipeline only looked at (`next(iter(ds))`, `for x in ds.take(1)`, a loop whose
+    body only prints what it reads: `for x in ds: print(x)`) and never
     consumed, returned nor handed on: a tutorial's demonstration, not training input."""
     return bool(pipeline.get("demonstration"))
+
+
+def _not_training(pipeline: dict[str, Any]) -> bool:
+    """A demonstration, or a pipeline built in a serving/export input function
+    (`serving_input_fn`: one request's serialized examples at export time): neither
+    feeds training, which is all EC511-EC513 judge."""
+    return _demonstration(pipeline) or bool(pipeline.get("serving"))
 
 
 def _parallel_text(value: Optional[dict[str, Any]]) -> str:
@@ -205,12 +213,18 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     are a map whose function only returns datasets (`range_ds.map(lambda i:
     ds.shard(n, i))`: they are read by the `interleave` or `flat_map` that follows) and
     the maps of the choice dataset given to `choose_from_datasets`, which yields one index
-    per element, not data. A map followed by `cache()` runs in the first epoch only (the
-    guide's advice: cache after an expensive map): it is flagged only when its function
-    calls Python (the guide's py_function example, slow enough to matter even once);
-    random augmentation before a cache is EC514's finding. A `num_parallel_calls` taken
-    from a parameter of the function is what the file's calls pass, or the parameter's
-    default (library code is judged at its defaults).
+    per element, not data. Nor is a map whose function visibly does only structural work
+    (`lambda r: (r, 0)`, `lambda features, _: features`, a synthetic input returning
+    `tf.zeros(...)`, a function that only stacks, casts, reshapes or compares, followed
+    into the file's own functions): it costs next to nothing per element; a function that
+    calls anything else, or is out of sight, stays judged. A map followed by `cache()`
+    runs in the first epoch only (the guide's advice: cache after an expensive map): it
+    is flagged only when its function calls Python (the guide's py_function example,
+    slow enough to matter even once); random augmentation before a cache is EC514's
+    finding. A `num_parallel_calls` taken from a parameter of the function is what the
+    file's calls pass, or the parameter's default (library code is judged at its
+    defaults). Pipelines built in a serving/export input function (`serving_input_fn`)
+    are not training input and are not judged.
 
     Since TensorFlow 2.7 tf.data rewrites a *stateless* serial map to a parallel one by
     default (`map_parallelization`); the rewrite does not apply to a function with random
@@ -224,7 +238,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     rewrites = release is not None and release >= MAP_PARALLELIZATION_SINCE
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if _demonstration(pipeline) or pipeline.get("selector"):
+        if _not_training(pipeline) or pipeline.get("selector"):
             return []
         return [
             _hit(
@@ -240,6 +254,7 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
             if op.get("op") in ("map", "interleave")
             and not op.get("vectorised")
             and not op.get("makes_datasets")
+            and not (op.get("op") == "map" and op.get("structural"))
             and not (op.get("cached_after") and not op.get("host_calls"))
             and not op.get("opaque_kwargs")
             and _serial(op.get("num_parallel_calls"))
@@ -278,6 +293,11 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     shuffled and batched (`from_tensor_slices((x, y)).shuffle(n).batch(32)`, no map, no
     file read) pass as well: assembling such a batch is a copy of a few KB to MB, with
     nothing to decode for a prefetch to overlap (as EC501 treats in-memory tensors).
+    A Dataset method called as a statement of its own (`ds.prefetch(n)`, its result
+    thrown away) leaves `ds` as it was: the finding points at the discarded prefetch.
+    Pipelines built in a serving/export input function (`serving_input_fn`,
+    `serving_input_receiver_fn`: one request's serialized examples parsed at export
+    time) are not training input and are not judged, here nor by EC511/EC513.
 
     **Best practice.** End every input pipeline with `.batch(...).prefetch(tf.data.AUTOTUNE)`.
     """
@@ -291,7 +311,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     in_memory: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
-        if not pipeline.get("operations") or _demonstration(pipeline):
+        if not (pipeline.get("operations") or pipeline.get("discarded")) or _not_training(pipeline):
             return []
         built = pipeline.get("built_by")
         built_text = f" (built by {built})" if built else ""
@@ -331,6 +351,23 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             )
             return []
         last = pipeline.get("last_operation") or "batch"
+        thrown = [op for op in pipeline.get("discarded") or [] if op.get("op") == "prefetch"]
+        if thrown:  # `ds.prefetch(n)` as a statement: the consumed `ds` has no prefetch
+            return [
+                _hit(
+                    pipeline,
+                    line=thrown[0].get("line"),
+                    code=thrown[0].get("code"),
+                    column=thrown[0].get("column"),
+                    built=built_text,
+                    problem="is a statement of its own, its result discarded (Dataset "
+                    f"methods return a new dataset): the pipeline consumed ends with .{last}() "
+                    "and never "
+                    "prefetches, so the next batch is prepared only after the training step "
+                    "that consumes this one",
+                    fix="assign it: ds = ds.prefetch(tf.data.AUTOTUNE)",
+                )
+            ]
         hit = _hit(
             pipeline,
             built=built_text,
@@ -408,7 +445,7 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         found: list[Hit] = []
-        if _demonstration(pipeline):
+        if _not_training(pipeline):
             return found
         for op in pipeline.get("operations") or []:
             host = op.get("host_calls") or []

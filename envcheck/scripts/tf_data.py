@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from envcheck.scripts.index import FileIndex, code_at, header_nodes, keyword_arg, own_nodes
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
 from envcheck.scripts.parameters import parameter_value
+from envcheck.scripts.structural_maps import structural_only
 from envcheck.scripts.values import Scope, keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -116,6 +117,9 @@ DATASET_OPS = {
     "unbatch",
     "with_options",
 }
+# Loaders out of sight known to return tf.data pipelines (TensorFlow Datasets: `tfds.load`,
+# `tfds.builder(...).as_dataset` read through its module): `ds.map(f)` alone on one is one.
+TF_DATASET_LOADERS = ("tensorflow_datasets.",)
 DISTINCTIVE_OPS = {"batch", "cache", "interleave", "padded_batch", "prefetch", "shuffle", "unbatch"}
 # Operations that group elements into batches.
 BATCHING = {"batch", "padded_batch", "ragged_batch", "bucket_by_sequence_length"}
@@ -262,7 +266,8 @@ class _Pipelines:
             assigned = (
                 target if (isinstance(statement, ast.Assign) and call is statement.value) else None
             )
-            base = self._chain(call, assigned, returned.get(id(call)))
+            discarded = isinstance(statement, ast.Expr) and call is statement.value
+            base = self._chain(call, assigned, returned.get(id(call)), discarded)
             if assigned is not None and base is not None:
                 bindings[assigned] = base
             if assigned is not None and assigned not in self.live and assigned not in bindings:
@@ -301,10 +306,16 @@ class _Pipelines:
                 self.unpacked.add(element.id)
 
     def _chain(
-        self, call: ast.Call, target: Optional[str], returned: Optional[str]
+        self,
+        call: ast.Call,
+        target: Optional[str],
+        returned: Optional[str],
+        discarded: bool = False,
     ) -> Optional[dict[str, Any]]:
         """The pipeline `call` builds or extends, if any; `returned` is "value" for
-        `return <call>` and "container" for a call in a returned list or tuple."""
+        `return <call>` and "container" for a call in a returned list or tuple.
+        `discarded`: the call is a statement of its own, its result thrown away
+        (`ds.prefetch(n)`: Dataset methods return a new dataset, `ds` is unchanged)."""
         ops: list[ast.Call] = []
         node: ast.expr = call
         base: Optional[dict[str, Any]] = None
@@ -333,6 +344,20 @@ class _Pipelines:
                 self._mark(node.id, consumer)  # `ds.make_one_shot_iterator()`
             if isinstance(node, ast.Name) and node.id not in self.live and ops:
                 self._out_of_sight(node.id, ops)
+            names = {op.func.attr for op in ops if isinstance(op.func, ast.Attribute)}
+            if (
+                discarded
+                and isinstance(node, ast.Name)
+                and node.id in self.live
+                and ops
+                and consumer is None
+                and names <= DATASET_OPS
+            ):
+                # `ds.prefetch(n)` alone: `ds` stays the pipeline it was, without it
+                self.live[node.id].setdefault("discarded", []).extend(
+                    self._op(op) for op in reversed(ops)
+                )
+                return None
             if isinstance(node, ast.Name) and node.id in self.live and ops:
                 previous = self.live[node.id]
                 previous["derived"] = True
@@ -380,8 +405,9 @@ class _Pipelines:
             return
         if call is None:
             return
-        if not names & DISTINCTIVE_OPS:  # not `df.map(f)` on a pandas Series
-            return
+        loader = self.walker.qualname(call.func) or ""
+        if not names & DISTINCTIVE_OPS and not loader.startswith(TF_DATASET_LOADERS):
+            return  # not `df.map(f)` on a pandas Series; `tfds.load(...)` is a pipeline
         # one source unpacked into several pipelines: each starts where it is extended
         node = ops[-1] if variable in self.unpacked else call
         record = self._new(node, ast.unparse(call.func))
@@ -511,6 +537,7 @@ class _Pipelines:
             func = call.args[0] if call.args else keyword_arg(call, "map_func")
             op["map_function"] = ast.unparse(func) if func is not None else None
             op["makes_datasets"] = self._makes_datasets(func)
+            op["structural"] = structural_only(self.walker, self.files, func)
             op.update(self._function_calls(func))
         return op
 
@@ -621,13 +648,22 @@ class _Pipelines:
     def _uses(self, statement: ast.stmt) -> None:
         """`model.fit(ds)`, `for batch in ds`, `return ds`, and datasets handed to a
         function of this file (which may finish the pipeline)."""
-        if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Name):
-            self._mark(statement.iter.id, "for loop")
-        if isinstance(statement, ast.For) and isinstance(statement.iter, ast.Call):
-            for record in self._built_by(statement.iter):
-                # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
-                if not (record["ops"] and record["ops"][-1]["op"] == "take"):
-                    record["used_by"] = record["used_by"] or "for loop"
+        loop = statement if isinstance(statement, ast.For) else None
+        for iterable in _looped(loop.iter) if loop is not None else []:
+            if loop is not None and _only_looks(loop.body):
+                # `for x in ds: print(x)`, `for i, x in enumerate(ds): ...; break`: a look
+                looked = iterable if isinstance(iterable, ast.Name) else None
+                name = looked.id if looked is not None else _chain_base(iterable)
+                if name is not None:
+                    self.inspected.add(name)
+                continue
+            if isinstance(iterable, ast.Name):
+                self._mark(iterable.id, "for loop")
+            elif isinstance(iterable, ast.Call):
+                for record in self._built_by(iterable):
+                    # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
+                    if not (record["ops"] and record["ops"][-1]["op"] == "take"):
+                        record["used_by"] = record["used_by"] or "for loop"
         if (
             isinstance(statement, ast.Return)
             and isinstance(statement.value, ast.Name)
@@ -790,7 +826,12 @@ class _Pipelines:
                 or record.get("passed_to")
             )
             and (record["variable"] is None or record["variable"] in self.inspected),
+            # built in an export/serving input function (`serving_input_fn`): the graph
+            # that parses one request's serialized examples, not a training input pipeline
+            "serving": _serving(function),
             "finished_elsewhere": finished_elsewhere,
+            # operations called as statements of their own, their new dataset thrown away
+            "discarded": record.get("discarded") or [],
             "prefetch_before_batch": prefetch_before_batch,
             "built_by": record.get("built_by"),
             "many_files_without_interleave": many_files,
@@ -800,6 +841,45 @@ class _Pipelines:
             # tensors in memory, only sliced, shuffled and batched: no map, no file read
             "in_memory": record["source"] in IN_MEMORY_SOURCES and set(names) <= IN_MEMORY_OPS,
         }
+
+
+def _looped(iterable: ast.expr) -> list[ast.expr]:
+    """What a `for` loop reads: `ds` in `for i, x in enumerate(ds)`, `tqdm(ds)`, every
+    argument of `zip(a, b)`; the iterable itself otherwise."""
+    if (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id in LOOP_WRAPPERS
+        and iterable.args
+    ):
+        read = iterable.args if iterable.func.id == "zip" else iterable.args[:1]
+        return [e for a in read for e in _looped(a)]
+    return [iterable]
+
+
+def _only_looks(body: list[ast.stmt]) -> bool:
+    """A loop body that only prints or measures what it reads (a tutorial showing a few
+    elements), no training step: the loop looks at the pipeline, not consumes it. A body
+    with no call at all (`pass`) stands for the work and is not a look."""
+    looked = False
+    for statement in body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in LOOKS:
+                looked = True
+                continue
+            if isinstance(func, ast.Attribute) and func.attr in ("numpy", "format"):
+                continue
+            return False
+    return looked
+
+
+def _serving(function: Optional[str]) -> bool:
+    """`serving_input_fn`, `serving_input_receiver_fn`, `export_serving_fn`: the Estimator
+    and SavedModel convention for the function that builds the serving signature."""
+    return function is not None and "serving" in function.lower()
 
 
 def _iterator_ops(ops: list[ast.Call]) -> Optional[str]:
