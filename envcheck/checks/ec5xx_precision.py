@@ -215,7 +215,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     from a dict the source does not show, `accelerate launch`), the rule is unknown
     for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
     trains nothing. A framework left at its default precision trains in float32:
-    `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`,
+    `Accelerator()` without `mixed_precision` (or `Accelerator(**kwargs)` with a dict
+    the source spells out that holds none), as `Fabric()` and a Lightning `Trainer`,
     and `TrainingArguments(...)` without `fp16`/`bf16` (a script that trains with
     transformers' `Trainer` is a PyTorch script even when it never imports torch). A
     Keras model trained with `fit` (Keras 3 on the torch backend included) takes its

@@ -16,9 +16,9 @@
   LightningModule defined elsewhere, `accelerate launch`): `{"text", "option",
   "default"}` — the flag and its default, e.g. option "--amp", default False: AMP is off
   unless --amp is passed; default None: not known; `"outside": True` for a setting made
-  outside the source. `Accelerator()` without
-  mixed_precision is Accelerate's float32 default (`"framework_default": True`), as
-  Fabric() and a Lightning Trainer's precision are;
+  outside the source. `Accelerator()` without mixed_precision (or given `**kwargs`, a
+  dict the source spells out without it) is Accelerate's float32 default
+  (`"framework_default": True`), as Fabric() and a Lightning Trainer's precision are;
 - `conv_layers`: the model has convolutions: `nn.Conv*`, `torchvision.models.*` (not the
   transformers among them), `timm.create_model` of a convolutional architecture, or a
   model of the project built out of sight whose name says it (`ResNet18()`, `SSD300()`,
@@ -303,9 +303,7 @@ class _Reader:
                     ):
                         self.gates.append((LIGHTNING_DEFAULT.format(short=short), scope))
                 if accelerate and key == "mixed_precision":
-                    # Accelerator(): Accelerate's default; Accelerator(**kwargs): not known
-                    spread = any(k.arg is None for k in node.keywords)
-                    self.gates.append((LAUNCH_CONFIG if spread else FRAMEWORK_DEFAULT, scope))
+                    self._accelerator_spread(node, gates, scope)
                 continue
             value = resolve(setting, scope)
             if value.known and str(value.value) in MIXED_VALUES:
@@ -357,6 +355,20 @@ class _Reader:
             self.conv = True
         self._matmul(node, name, scope)
         return False
+
+    def _accelerator_spread(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
+        """Accelerator() given no mixed_precision keyword: Accelerate's float32 default.
+        `Accelerator(**kwargs)` is read through the dict where the source spells it out
+        (`kwargs = {}; kwargs["log_with"] = ...`): a dict without mixed_precision is the
+        same default, one with it is that setting; a dict out of sight: not known."""
+        values, opaque = keyword_values(node, scope)
+        setting = values.get("mixed_precision")
+        if setting is None:
+            self.gates.append((LAUNCH_CONFIG if opaque else FRAMEWORK_DEFAULT, scope))
+        elif setting.known and str(setting.value) in MIXED_VALUES:
+            self._use(f"Accelerator(mixed_precision={setting.text})", gates, scope)
+        else:
+            self.gates.append((LAUNCH_CONFIG, scope))
 
     def _project_setting(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
         """A precision setting handed to the project's own code (`MixedPrecisionTrainer(

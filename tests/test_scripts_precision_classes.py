@@ -1,0 +1,63 @@
+"""Precision and cudnn.benchmark verdicts on shapes found in public PyTorch code
+(issue 11, blind corpora): each test is a snippet that once got a wrong EC506-EC508
+verdict. Snippets go through the real analyser and rules against an 8-GPU, 2-CPU Linux
+node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conftest import script_results
+
+
+def results(tmp_path: Path, source: str) -> dict[str, Any]:
+    return script_results(tmp_path, source, "train.py")
+
+
+def lines(result: Any) -> list[int]:
+    return sorted(f.location.line for f in result.findings)
+
+
+ACCELERATOR_KWARGS = """
+import torch
+from accelerate import Accelerator
+from transformers import AutoModelForSequenceClassification
+
+accelerator_log_kwargs = {}
+accelerator_log_kwargs["log_with"] = "tensorboard"
+accelerator = Accelerator(gradient_accumulation_steps=1, **accelerator_log_kwargs)
+model = AutoModelForSequenceClassification.from_pretrained("bert-base-cased")
+optimizer = torch.optim.AdamW(model.parameters())
+model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+for epoch in range(3):
+    for batch in loader:
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def test_accelerator_kwargs_without_mixed_precision_is_float32(tmp_path: Path) -> None:
+    """`Accelerator(**kwargs)` with a dict the source spells out and no mixed_precision in
+    it: Accelerate's float32 default, as a bare Accelerator() is."""
+    found = results(tmp_path, ACCELERATOR_KWARGS)
+    assert found["EC507"].status.value == "fail"
+    assert "Accelerate's default" in found["EC507"].findings[0].message
+
+
+def test_accelerator_kwargs_with_mixed_precision_is_mixed(tmp_path: Path) -> None:
+    source = ACCELERATOR_KWARGS.replace(
+        '"tensorboard"\n', '"tensorboard"\naccelerator_log_kwargs["mixed_precision"] = "bf16"\n'
+    )
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value == "pass"
+
+
+def test_accelerator_kwargs_out_of_sight_is_not_known(tmp_path: Path) -> None:
+    source = ACCELERATOR_KWARGS.replace(
+        "accelerator_log_kwargs = {}", "accelerator_log_kwargs = load_kwargs()"
+    )
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value != "fail"
