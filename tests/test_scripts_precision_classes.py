@@ -61,3 +61,42 @@ def test_accelerator_kwargs_out_of_sight_is_not_known(tmp_path: Path) -> None:
     )
     found = results(tmp_path, source)
     assert found["EC507"].status.value != "fail"
+
+
+BENCHMARK_TEST_ONLY = """
+import argparse
+import torch, torchvision
+
+
+def main(args):
+    torch.backends.cudnn.benchmark = True
+    model = torchvision.models.resnet50().cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if args.test_only:
+        torch.backends.cudnn.benchmark = False  # evaluation only, then return
+        return
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        loss.backward(); opt.step(); opt.zero_grad()
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--test-only", action="store_true")
+main(parser.parse_args())
+"""
+
+
+def test_benchmark_off_in_a_test_only_branch_keeps_the_training_setting(tmp_path: Path) -> None:
+    """torchvision's references: `if args.test_only: cudnn.benchmark = False; return`,
+    a branch the default run (--test-only off) does not take."""
+    found = results(tmp_path, BENCHMARK_TEST_ONLY)
+    assert found["EC506"].status.value == "pass"
+
+
+def test_benchmark_off_in_the_branch_the_run_takes_still_counts(tmp_path: Path) -> None:
+    source = BENCHMARK_TEST_ONLY.replace(
+        '"--test-only", action="store_true"', '"--test-only", default=True'
+    )
+    found = results(tmp_path, source)
+    assert found["EC506"].status.value == "fail"

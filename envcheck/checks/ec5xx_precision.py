@@ -138,7 +138,9 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
     Input shapes that change every step (variable image sizes, NLP sequences) would re-run
     the tuning each time; leave it off there. A model built out of sight whose kind
-    nothing names is unknown.
+    nothing names is unknown. A setting made only in a branch the default run does not
+    take (`if args.test_only: torch.backends.cudnn.benchmark = False; ...; return`) is
+    not the training run's.
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
