@@ -100,3 +100,35 @@ def test_benchmark_off_in_the_branch_the_run_takes_still_counts(tmp_path: Path) 
     )
     found = results(tmp_path, source)
     assert found["EC506"].status.value == "fail"
+
+
+CONVERT_IMAGE_DTYPE = """
+import torch
+from torchvision.transforms import ConvertImageDtype, Normalize
+from transformers import AutoModel
+
+device = "cuda"
+model = AutoModel.from_pretrained("openai/clip-vit-base-patch32").to(device)
+prep = torch.nn.Sequential(ConvertImageDtype(torch.float), Normalize([0.5], [0.5]))
+optimizer = torch.optim.AdamW(model.parameters())
+for batch in loader:
+    loss = model(pixel_values=prep(batch["pixel_values"]).to(device)).loss
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_convert_image_dtype_is_no_convolution(tmp_path: Path) -> None:
+    """`transforms.ConvertImageDtype` converts a dtype; the transformer it feeds has no
+    convolutions for cuDNN to tune."""
+    found = results(tmp_path, CONVERT_IMAGE_DTYPE)
+    assert found["EC506"].status.value == "pass"
+
+
+def test_a_conv_layer_is_still_a_convolution(tmp_path: Path) -> None:
+    source = CONVERT_IMAGE_DTYPE.replace(
+        "ConvertImageDtype(torch.float),",
+        "ConvertImageDtype(torch.float), torch.nn.Conv2d(3, 3, 3),",
+    )
+    found = results(tmp_path, source)
+    assert found["EC506"].status.value == "fail"

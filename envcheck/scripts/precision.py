@@ -186,6 +186,10 @@ CONV_WORDS = (
     "srresnet",
     "edsr",
 )
+# A convolution layer or block by its class name (`nn.Conv2d`, `ConvTranspose2d`, a
+# project's `common.Conv`, `ConvBNReLU`), not a word that only starts alike
+# (`transforms.ConvertImageDtype` converts a tensor's dtype).
+CONV_CLASS = re.compile(r"\.(Lazy)?Conv(?![a-z])|\.Convolution")
 # Parameters that hold the model a trainer trains (`model`, `student_model`, `net`).
 MODEL_PARAMETER = re.compile(r"^(\w+_)?(model|net|network)$")
 # The memory layouts PyTorch offers for convolutional models (channels-last tutorial).
@@ -548,7 +552,7 @@ class _Reader:
         return node.func.id in self.lambdas[id(function)]
 
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
-        if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
+        if CONV_CLASS.search(name) or name.startswith("torch.nn.functional.conv"):
             return True
         if _asserted_class(node) is not None:
             # `assert isinstance(vae, VQGanVAE)`: the trainer states its model's class
