@@ -132,3 +132,46 @@ def test_a_conv_layer_is_still_a_convolution(tmp_path: Path) -> None:
     )
     found = results(tmp_path, source)
     assert found["EC506"].status.value == "fail"
+
+
+DATACLASS_DTYPE = """
+from dataclasses import dataclass, field
+from typing import Optional
+import torch
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ModelArguments:
+    model_name_or_path: str = "gpt2"
+    torch_dtype: Optional[str] = field(default=None)
+
+
+parser = HfArgumentParser((ModelArguments, TrainingArguments))
+model_args, training_args = parser.parse_args_into_dataclasses()
+name = model_args.torch_dtype
+dtype = model_args.torch_dtype if name in ["auto", None] else getattr(torch, name)
+model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, torch_dtype=dtype)
+Trainer(model=model, args=training_args, train_dataset=train_dataset).train()
+"""
+
+
+def test_a_dataclass_dtype_defaulting_to_none_loads_float32(tmp_path: Path) -> None:
+    """run_clm's `torch_dtype` field defaults to None, and `x if x in ["auto", None] else
+    getattr(torch, x)` then picks None: the model loads in float32 (EC508)."""
+    found = results(tmp_path, DATACLASS_DTYPE)
+    assert found["EC508"].status.value == "fail"
+
+
+def test_a_dataclass_dtype_defaulting_to_bfloat16_is_half(tmp_path: Path) -> None:
+    source = DATACLASS_DTYPE.replace("field(default=None)", 'field(default="bfloat16")')
+    found = results(tmp_path, source)
+    assert found["EC508"].status.value != "fail"
+
+
+def test_accelerator_kwargs_in_a_script_reading_the_launch_precision(tmp_path: Path) -> None:
+    """A script that reads `accelerator.state.mixed_precision` expects `accelerate launch`
+    to set it: the dict without mixed_precision does not settle the run's precision."""
+    source = ACCELERATOR_KWARGS + 'if accelerator.state.mixed_precision == "no":\n    pass\n'
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value != "fail"

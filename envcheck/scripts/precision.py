@@ -364,11 +364,15 @@ class _Reader:
         """Accelerator() given no mixed_precision keyword: Accelerate's float32 default.
         `Accelerator(**kwargs)` is read through the dict where the source spells it out
         (`kwargs = {}; kwargs["log_with"] = ...`): a dict without mixed_precision is the
-        same default, one with it is that setting; a dict out of sight: not known."""
+        same default, one with it is that setting; a dict out of sight, or a script that
+        reads the precision the launcher gave (`accelerator.state.mixed_precision ==
+        "no"`): not known."""
+        spread = any(k.arg is None for k in node.keywords)
         values, opaque = keyword_values(node, scope)
         setting = values.get("mixed_precision")
         if setting is None:
-            self.gates.append((LAUNCH_CONFIG if opaque else FRAMEWORK_DEFAULT, scope))
+            launched = opaque or (spread and _reads_launch_precision(self.walker.module))
+            self.gates.append((LAUNCH_CONFIG if launched else FRAMEWORK_DEFAULT, scope))
         elif setting.known and str(setting.value) in MIXED_VALUES:
             self._use(f"Accelerator(mixed_precision={setting.text})", gates, scope)
         else:
@@ -783,3 +787,15 @@ def _tails(name: str) -> list[str]:
 
 def _as_list(node: Any) -> list[ast.AST]:
     return node if isinstance(node, list) else [node]
+
+
+def _reads_launch_precision(module: ast.Module) -> bool:
+    """The script reads the mixed precision its Accelerator got (`accelerator.state.
+    mixed_precision`, `accelerator.mixed_precision`): it expects `accelerate launch` or
+    its config to set it."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Attribute) and node.attr == "mixed_precision":
+            owner = ast.unparse(node.value).lower()
+            if owner.endswith("state") or "accelerator" in owner:
+                return True
+    return False
