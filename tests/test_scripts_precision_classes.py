@@ -175,3 +175,50 @@ def test_accelerator_kwargs_in_a_script_reading_the_launch_precision(tmp_path: P
     source = ACCELERATOR_KWARGS + 'if accelerator.state.mixed_precision == "no":\n    pass\n'
     found = results(tmp_path, source)
     assert found["EC507"].status.value != "fail"
+
+
+TOY_AGENT = """
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+env = gym.make("CartPole-v1")
+n_obs = np.array(env.observation_space.shape).prod()
+agent = nn.Sequential(
+    nn.Linear(n_obs, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2)
+).to("cuda")
+opt = torch.optim.Adam(agent.parameters(), lr=2.5e-4)
+for update in range(1000):
+    obs, ret = rollout(env, agent)
+    loss = (agent(obs.cuda()).logsumexp(-1) - ret.cuda()).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_small_mlp_with_its_input_width_from_the_environment_is_a_toy(tmp_path: Path) -> None:
+    """cleanrl's agents: hidden widths 64, the input width from the environment: nothing
+    for tensor cores (no EC507/EC508)."""
+    found = results(tmp_path, TOY_AGENT)
+    assert found["EC507"].status.value == "pass"
+    assert found["EC508"].status.value == "pass"
+
+
+def test_a_small_mlp_of_constant_widths_over_the_weight_bound_is_a_toy(tmp_path: Path) -> None:
+    source = TOY_AGENT.replace("n_obs, 64", "4, 120").replace("64, 64", "120, 84")
+    found = results(tmp_path, source.replace("(64, 2)", "(84, 2)"))
+    assert found["EC507"].status.value == "pass"
+
+
+def test_a_wide_mlp_is_still_judged(tmp_path: Path) -> None:
+    found = results(tmp_path, TOY_AGENT.replace("64", "1024"))
+    assert found["EC507"].status.value == "fail"
+
+
+def test_a_small_head_on_a_named_architecture_is_no_toy(tmp_path: Path) -> None:
+    source = TOY_AGENT.replace(
+        "agent = nn.Sequential(",
+        "import timm\nbody = timm.create_model('vit_base_patch16_224')\nagent = nn.Sequential(",
+    )
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value == "fail"

@@ -237,7 +237,7 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     behind_flags: list[str] = []
     for f in files:
         if f.get("autocast") or f.get("toy_model"):
-            continue  # a few small nn.Linear: nothing for tensor cores to speed up
+            continue  # a small MLP/RNN: nothing for tensor cores to speed up
         if f.get("keras_fit"):
             continue  # Keras fit on the torch backend: its mixed-precision policy is EC522's
         gate = f.get("amp_gate")
@@ -303,7 +303,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
     cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
     defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
-    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones;
+    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones
+    (a few small constant `nn.Linear`, or an MLP/RNN whose widths in sight are all at
+    most 128, as an RL agent's with its input width taken from the environment);
     a convolutional backbone feeding recurrent or transformer layers is judged by those.
     A model built out of sight whose kind nothing names is unknown. When mixed precision
     is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
@@ -323,7 +325,7 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
         if f.get("conv_layers") and not _matmul_bound(f):
             continue  # convolutions (with Linear heads): cuDNN already allows TF32
         if f.get("toy_model"):
-            continue  # a few small nn.Linear: TF32 buys nothing
+            continue  # a small MLP/RNN: TF32 buys nothing
         if _out_of_sight(f):
             unknown.append(f"{f.get('path')}: {OUT_OF_SIGHT}")
             continue

@@ -27,9 +27,11 @@
   put in the channels-last layout that only convolutions use;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, `RNNModel()`, `TransformerModel()`), with
-  `toy_model` True when the only ones are a few small `nn.Linear` of constant size
-  (nothing for tensor cores to speed up). Neither conv nor matmul: the model is built out
-  of sight and the rules that depend on its kind say unknown.
+  `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or
+  an MLP/RNN of two or more layers whose widths in sight are all small (`nn.Linear(n_obs,
+  64)`: the input width from the environment is not in sight; nothing convolutional, no
+  named architecture): nothing for tensor cores to speed up. Neither conv nor matmul:
+  the model is built out of sight and the rules that depend on its kind say unknown.
 
 Size: one reader, one walk. Each call is read once for the precision it switches on and
 the model it builds, under the conditions in force at that point (the gates) and the
@@ -214,6 +216,20 @@ MATMUL_WORDS = (
 # A model made only of nn.Linear layers with fewer weights than this is a toy: there is
 # nothing for tensor cores to speed up (nn.Linear(20, 1) of the DDP tutorial).
 TOY_WEIGHTS = 10_000
+# An MLP or small RNN whose layer widths in sight are all at most this wide (hidden sizes
+# 64, 120, 128 of RL agents and tutorials; the input width may come from the environment
+# or the data) is a toy too: its matmuls are too narrow to gain from tensor cores.
+TOY_WIDTH = 128
+# The matmul layers whose widths the toy test reads: their size keywords.
+SIZED_LAYERS = {
+    "Linear": ("in_features", "out_features"),
+    "RNN": ("input_size", "hidden_size"),
+    "GRU": ("input_size", "hidden_size"),
+    "LSTM": ("input_size", "hidden_size"),
+    "RNNCell": ("input_size", "hidden_size"),
+    "GRUCell": ("input_size", "hidden_size"),
+    "LSTMCell": ("input_size", "hidden_size"),
+}
 # Functions that build a model by architecture name.
 MODEL_FACTORIES = {"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"}
 
@@ -236,6 +252,9 @@ class _Reader:
         self.conv = False
         self.matmul: list[str] = []  # what shows matmul-bound layers
         self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
+        # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
+        # layer with no width in sight, or a layer too wide to be a toy's
+        self.small_widths: Optional[list[int]] = []
         self.lightning_module = False  # the file defines a LightningModule
         self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
         self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
@@ -357,6 +376,8 @@ class _Reader:
             self._use(f".{func.attr}()", gates, scope)
         if self._convolutional(node, name, scope):
             self.conv = True
+        if name in MODEL_FACTORIES or name.startswith("torchvision.models."):
+            self.small_widths = None  # a named architecture: no toy, whatever its head
         self._matmul(node, name, scope)
         return False
 
@@ -478,6 +499,7 @@ class _Reader:
             elif kind == "matmul":
                 self.matmul.append(name.rsplit(".", 1)[-1])
                 self.linear_weights = None
+                self.small_widths = None
 
     def _lightning_module(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -513,6 +535,7 @@ class _Reader:
         short = name.rsplit(".", 1)[-1]
         if name in MATMUL_LAYERS:
             self.matmul.append(short)
+            self._widths(node, short, scope)
             sizes = [resolve(a, scope) for a in node.args[:2]]
             if (
                 short == "Linear"
@@ -526,9 +549,11 @@ class _Reader:
         elif name.startswith("transformers.") and ("Model" in short or "For" in short):
             self.matmul.append(short)
             self.linear_weights = None
+            self.small_widths = None
         elif _pretrained_transformer(name):
             self.matmul.append(name.split(".")[-2])
             self.linear_weights = None
+            self.small_widths = None
         elif (
             not name.startswith(("torch.", "torchvision.", "timm."))
             and not self._lambda_call(node, scope)
@@ -538,6 +563,25 @@ class _Reader:
         ):
             self.matmul.append(_callee(node) or short)
             self.linear_weights = None
+            self.small_widths = None
+
+    def _widths(self, node: ast.Call, short: str, scope: Scope) -> None:
+        """The sizes of a small matmul layer the source shows: `nn.Linear(n_obs, 64)` (the
+        input width from the environment is not in sight, the hidden one is), `nn.RNN(57,
+        128)`. A layer with no size in sight, or any size above TOY_WIDTH, is no toy's."""
+        if self.small_widths is None:
+            return
+        if short not in SIZED_LAYERS:
+            self.small_widths = None
+            return
+        written = [*node.args[:2]]
+        written += [k.value for k in node.keywords if k.arg in SIZED_LAYERS[short]]
+        sizes = [resolve(a, scope) for a in written]
+        known = [int(v.value) for v in sizes if v.known and isinstance(v.value, int)]
+        if not known or max(known) > TOY_WIDTH:
+            self.small_widths = None
+        else:
+            self.small_widths.append(max(known))
 
     def _lambda_call(self, node: ast.Call, scope: Scope) -> bool:
         """`class_fcn(y)` where the function assigns `class_fcn = lambda x: ...`: a small
@@ -594,12 +638,15 @@ class _Reader:
         found: dict[str, Any] = {"autocast": self.ungated is not None, "amp_gate": None}
         found["conv_layers"] = self.conv
         found["matmul_layers"] = sorted(set(self.matmul))
-        found["toy_model"] = bool(
-            self.matmul
-            and set(self.matmul) == {"Linear"}
+        constant_toy = (
+            set(self.matmul) == {"Linear"}
             and self.linear_weights is not None
             and self.linear_weights < TOY_WEIGHTS
         )
+        # an MLP or RNN of small layers (two at least: one small layer is a head, and the
+        # body may be out of sight), nothing convolutional
+        small_net = self.small_widths is not None and len(self.small_widths) >= 2
+        found["toy_model"] = bool(self.matmul and (constant_toy or (small_net and not self.conv)))
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
