@@ -222,3 +222,38 @@ def test_a_small_head_on_a_named_architecture_is_no_toy(tmp_path: Path) -> None:
     )
     found = results(tmp_path, source)
     assert found["EC507"].status.value == "fail"
+
+
+GRADIENT_WRT_INPUT = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+device = "cuda"
+model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 10)).to(device)
+model.load_state_dict(torch.load("mlp.pth"))
+model.eval()
+for data, target in test_loader:
+    data, target = data.to(device), target.to(device)
+    data.requires_grad = True
+    loss = F.nll_loss(model(data), target)
+    model.zero_grad()
+    loss.backward()
+    perturbed = torch.clamp(data + 0.1 * data.grad.sign(), 0, 1)
+"""
+
+
+def test_a_backward_with_no_update_trains_nothing(tmp_path: Path) -> None:
+    """FGSM: the gradient with respect to the input, no optimizer, no update: the file
+    trains nothing, so the training-precision rules do not judge it."""
+    found = results(tmp_path, GRADIENT_WRT_INPUT)
+    assert found["EC507"].status.value != "fail"
+    assert found["EC508"].status.value != "fail"
+
+
+def test_a_backward_with_an_optimizer_step_still_trains(tmp_path: Path) -> None:
+    source = GRADIENT_WRT_INPUT.replace(
+        "model.eval()\n", "model.eval()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    ).replace("    loss.backward()\n", "    loss.backward()\n    opt.step()\n")
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value == "fail"

@@ -216,7 +216,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     a Trainer in the file that only predicts, a Lightning `Trainer(**settings)` built
     from a dict the source does not show, `accelerate launch`), the rule is unknown
     for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
-    trains nothing. A framework left at its default precision trains in float32:
+    trains nothing, nor does one whose `backward()` feeds no update (no optimizer, no
+    step: FGSM's gradient with respect to the input, a forward/backward timing table).
+    A framework left at its default precision trains in float32:
     `Accelerator()` without `mixed_precision` (or `Accelerator(**kwargs)` with a dict
     the source spells out that holds none), as `Fabric()` and a Lightning `Trainer`,
     and `TrainingArguments(...)` without `fp16`/`bf16` (a script that trains with
