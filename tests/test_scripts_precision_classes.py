@@ -257,3 +257,38 @@ def test_a_backward_with_an_optimizer_step_still_trains(tmp_path: Path) -> None:
     ).replace("    loss.backward()\n", "    loss.backward()\n    opt.step()\n")
     found = results(tmp_path, source)
     assert found["EC507"].status.value == "fail"
+
+
+AUTOCAST_DTYPE_FLAG = """
+import argparse
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dtype", type=str, default="float32")
+args = parser.parse_args()
+ptdtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
+ctx = torch.amp.autocast(device_type="cuda", dtype=ptdtype)
+device = "cuda"
+model = torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(768, 12), 12).to(device)
+optimizer = torch.optim.AdamW(model.parameters())
+for x in batches:
+    with ctx:
+        loss = model(x.to(device)).float().pow(2).mean()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_an_autocast_to_float32_by_default_is_no_mixed_precision(tmp_path: Path) -> None:
+    """llm.c: `--dtype` defaults to float32, so the autocast runs in float32: TF32 is
+    judged (EC508), mixed precision is an option of the run."""
+    found = results(tmp_path, AUTOCAST_DTYPE_FLAG)
+    assert found["EC508"].status.value == "fail"
+    assert "--dtype" in found["EC508"].findings[0].message
+
+
+def test_an_autocast_to_bfloat16_by_default_is_mixed_precision(tmp_path: Path) -> None:
+    found = results(
+        tmp_path, AUTOCAST_DTYPE_FLAG.replace('default="float32"', 'default="bfloat16"')
+    )
+    assert found["EC508"].status.value == "pass"

@@ -11,7 +11,8 @@
   (`get_autocast(args.precision)`), a model built or loaded in half precision
   (`set_default_dtype(torch.bfloat16)`, `from_pretrained(torch_dtype=torch.bfloat16)`);
 - `amp_gate`: when every use sits behind a condition (`if args.amp:`, `... if args.amp
-  else None`, `enabled=args.amp`, a parameter `use_amp=False`) or a setting the source
+  else None`, `enabled=args.amp`, a parameter `use_amp=False`, an autocast whose dtype is
+  float32 unless `--dtype` says otherwise) or a setting the source
   does not show (a recipe's `set_default_dtype(cfg_dtype)`, the Trainer of a
   LightningModule defined elsewhere, `accelerate launch`): `{"text", "option",
   "default"}` — the flag and its default, e.g. option "--amp", default False: AMP is off
@@ -308,6 +309,10 @@ class _Reader:
         enabled = keyword_arg(node, "enabled")
         if name in APEX_AMP:
             self._use(f"apex {ast.unparse(node.func)}", gates, scope)
+        full = self._full_autocast(node, scope) if name in AMP_NAMES else None
+        if full is not None:
+            self.gates.append((full, scope))  # autocast to float32 by default: no AMP
+            return True
         if name in AMP_NAMES and enabled is not None:
             value = resolve(enabled, scope)
             if not (value.known and value.value is True):
@@ -380,6 +385,29 @@ class _Reader:
             self.small_widths = None  # a named architecture: no toy, whatever its head
         self._matmul(node, name, scope)
         return False
+
+    def _full_autocast(self, node: ast.Call, scope: Scope) -> Optional[ast.expr]:
+        """The setting behind an autocast whose dtype is float32 by default (`dtype=
+        ptdtype`, `ptdtype = {"float32": torch.float32, ...}[args.dtype]` with --dtype
+        defaulting to float32): autocast to float32 is no mixed precision, so the flag is
+        a gate off by default. None for a half dtype, or one the source does not show."""
+        dtype = keyword_arg(node, "dtype")
+        if dtype is None:
+            return None
+        expr = scope.lookup(dtype.id) if isinstance(dtype, ast.Name) else None
+        expr = expr if expr is not None else dtype
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Dict):
+            key = resolve(expr.slice, scope)
+            for k, v in zip(expr.value.keys, expr.value.values, strict=True):
+                if (
+                    key.known
+                    and isinstance(k, ast.Constant)
+                    and k.value == key.value
+                    and self._dtype_kind(v, scope) == "full"
+                ):
+                    return expr.slice
+            return None
+        return dtype if self._dtype_kind(dtype, scope) == "full" else None
 
     def _accelerator_spread(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
         """Accelerator() given no mixed_precision keyword: Accelerate's float32 default.
