@@ -24,8 +24,10 @@ SCRIPT = (
     "    loader = DataLoader(ds, batch_size=64, num_workers=16, pin_memory=True,\n"
     "                        persistent_workers=True)\n"
     "    model = torch.nn.Linear(4096, 4096).to(device)\n"
+    "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
     "    for x, y in loader:\n"
     "        model(x.to(device)).sum().backward()\n"
+    "        opt.step()\n"
     "if __name__ == '__main__':\n"
     "    main()\n"
 )

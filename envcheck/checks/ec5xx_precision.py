@@ -138,7 +138,9 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
 
     Input shapes that change every step (variable image sizes, NLP sequences) would re-run
     the tuning each time; leave it off there. A model built out of sight whose kind
-    nothing names is unknown.
+    nothing names is unknown. A setting made only in a branch the default run does not
+    take (`if args.test_only: torch.backends.cudnn.benchmark = False; ...; return`) is
+    not the training run's.
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
@@ -214,8 +216,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     a Trainer in the file that only predicts, a Lightning `Trainer(**settings)` built
     from a dict the source does not show, `accelerate launch`), the rule is unknown
     for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
-    trains nothing. A framework left at its default precision trains in float32:
-    `Accelerator()` without `mixed_precision`, as `Fabric()` and a Lightning `Trainer`,
+    trains nothing, nor does one whose `backward()` feeds no update (no optimizer, no
+    step: FGSM's gradient with respect to the input, a forward/backward timing table).
+    A framework left at its default precision trains in float32:
+    `Accelerator()` without `mixed_precision` (or `Accelerator(**kwargs)` with a dict
+    the source spells out that holds none), as `Fabric()` and a Lightning `Trainer`,
     and `TrainingArguments(...)` without `fp16`/`bf16` (a script that trains with
     transformers' `Trainer` is a PyTorch script even when it never imports torch). A
     Keras model trained with `fit` (Keras 3 on the torch backend included) takes its
@@ -234,7 +239,7 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     behind_flags: list[str] = []
     for f in files:
         if f.get("autocast") or f.get("toy_model"):
-            continue  # a few small nn.Linear: nothing for tensor cores to speed up
+            continue  # a small MLP/RNN: nothing for tensor cores to speed up
         if f.get("keras_fit"):
             continue  # Keras fit on the torch backend: its mixed-precision policy is EC522's
         gate = f.get("amp_gate")
@@ -300,7 +305,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
     cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
     defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
-    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones;
+    (`nn.Linear`, RNNs, transformers, in sight or named: `RNNModel()`), not toy ones
+    (a few small constant `nn.Linear`, or an MLP/RNN whose widths in sight are all at
+    most 128, as an RL agent's with its input width taken from the environment);
     a convolutional backbone feeding recurrent or transformer layers is judged by those.
     A model built out of sight whose kind nothing names is unknown. When mixed precision
     is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
@@ -320,7 +327,7 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
         if f.get("conv_layers") and not _matmul_bound(f):
             continue  # convolutions (with Linear heads): cuDNN already allows TF32
         if f.get("toy_model"):
-            continue  # a few small nn.Linear: TF32 buys nothing
+            continue  # a small MLP/RNN: TF32 buys nothing
         if _out_of_sight(f):
             unknown.append(f"{f.get('path')}: {OUT_OF_SIGHT}")
             continue

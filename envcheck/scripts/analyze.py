@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
+from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes
 from envcheck.scripts.inherited import (
     inherited_attributes,
@@ -269,6 +270,8 @@ class Walker(ast.NodeVisitor):
                 continue
             value = resolve(node.value, self.scope())
             if name == "torch.backends.cudnn.benchmark" and value.known:
+                if off_by_default(self, node):
+                    continue  # `if args.test_only: ... = False; return`: not the run's
                 self.facts["cudnn_benchmark"] = bool(value.value)
             elif (
                 name in ("torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32")

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
 from envcheck.scripts.datasets import in_memory
+from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.index import function_owners, keyword_arg, module_nodes, own_calls
 from envcheck.scripts.loader_marks import mark_loaders
 from envcheck.scripts.parameters import handed_value
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.tokenised_maps import tokenised_by_callers, tokenised_map
-from envcheck.scripts.values import Value, keyword_expressions, keyword_values, resolve
+from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -73,7 +74,7 @@ def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:
 
 
 def _loader(walker: Walker, node: ast.Call, name: str) -> None:
-    if _off_by_default(walker, node):
+    if off_by_default(walker, node):
         return  # built only in a branch the default run does not take (`if use_targets:`)
     values, opaque = keyword_values(node, walker.scope())
     opaque = _from_makers_callers(walker, values, opaque)
@@ -180,7 +181,7 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     if id(node) in walker.index().discarded_calls and "loader" not in short.lower():
         return  # `show_config(num_workers=4)`: a result nobody reads is no loader
     written = keyword_expressions(node, walker.scope()).get("num_workers")
-    if written is None or _off_by_default(walker, node):
+    if written is None or off_by_default(walker, node):
         return
     line = node.lineno
     walker.report.loaders.append(
@@ -201,43 +202,6 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
             "opaque_kwargs": [],
         }
     )
-
-
-def _off_by_default(walker: Walker, node: ast.Call) -> bool:
-    """The call sits in a branch a default run does not take (`if args.naflex_loader:`,
-    a flag off by default, or its `else` when the test is settled true)."""
-    where: ast.AST = walker.functions[-1] if walker.functions else walker.module
-    for branch in ast.walk(where):
-        if not isinstance(branch, ast.If):
-            continue
-        in_body = any(_inside(node, s) for s in branch.body)
-        in_else = any(_inside(node, s) for s in branch.orelse)
-        if not (in_body or in_else):
-            continue
-        taken = _branch_test(walker, branch.test)
-        if taken.known and bool(taken.value) != in_body:
-            return True
-    return False
-
-
-def _branch_test(walker: Walker, test: ast.expr) -> Value:
-    """An `if` test's value in a default run: `if load_train_targets:` (or `if not ...`)
-    on a parameter of the enclosing function or method reads its callers' value or its
-    default."""
-    found = resolve(test, walker.scope())
-    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-    name = test.operand if negated else test  # type: ignore[attr-defined]
-    if found.known or not isinstance(name, ast.Name):
-        return found
-    handed = handed_value(walker, walker.functions[-1] if walker.functions else None, name)
-    if handed is None or not handed.known:
-        return found
-    return Value(True, (not handed.value) if negated else handed.value, found.text, handed.source)
-
-
-def _inside(node: ast.Call, statement: ast.stmt) -> bool:
-    end = statement.end_lineno or statement.lineno
-    return statement.lineno <= node.lineno <= end
 
 
 def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:

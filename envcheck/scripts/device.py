@@ -47,6 +47,7 @@ from envcheck.scripts.training_calls import (
     hidden_backward,
     outside_step,
     preprocessing_fit,
+    updates_parameters,
 )
 from envcheck.scripts.values import Scope, resolve
 
@@ -93,6 +94,7 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
     pass, optimizer step, `training_step` or `fit`), or None for a file of data or model
     definitions only: the file-level precision rules judge files that train."""
     found: list[ast.AST] = []
+    updates = updates_parameters(walker.module)
     for node in module_nodes(walker.module):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in (
             "training_step",
@@ -112,6 +114,10 @@ def trains(walker: Walker) -> Optional[dict[str, Any]]:
                 continue  # encoder.fit(column): a data transform learns its mapping
             if attr == "fit" and _scikit_learn(walker, node.func.value):
                 continue  # LogisticRegression().fit(z, y): a probe on the CPU, no GPU step
+            if attr in ("backward", "manual_backward") and not (updates or node.args):
+                # `loss.backward()` with no update anywhere: gradients for an attack or a
+                # timing table (a wrapper's `mp.backward(loss)` steps out of sight)
+                continue
             if attr in ("backward", "manual_backward", "fit", "fit_generator") or optimizer:
                 found.append(node)
         if isinstance(node, ast.Call) and (

@@ -11,14 +11,15 @@
   (`get_autocast(args.precision)`), a model built or loaded in half precision
   (`set_default_dtype(torch.bfloat16)`, `from_pretrained(torch_dtype=torch.bfloat16)`);
 - `amp_gate`: when every use sits behind a condition (`if args.amp:`, `... if args.amp
-  else None`, `enabled=args.amp`, a parameter `use_amp=False`) or a setting the source
+  else None`, `enabled=args.amp`, a parameter `use_amp=False`, an autocast whose dtype is
+  float32 unless `--dtype` says otherwise) or a setting the source
   does not show (a recipe's `set_default_dtype(cfg_dtype)`, the Trainer of a
   LightningModule defined elsewhere, `accelerate launch`): `{"text", "option",
   "default"}` — the flag and its default, e.g. option "--amp", default False: AMP is off
   unless --amp is passed; default None: not known; `"outside": True` for a setting made
-  outside the source. `Accelerator()` without
-  mixed_precision is Accelerate's float32 default (`"framework_default": True`), as
-  Fabric() and a Lightning Trainer's precision are;
+  outside the source. `Accelerator()` without mixed_precision (or given `**kwargs`, a
+  dict the source spells out without it) is Accelerate's float32 default
+  (`"framework_default": True`), as Fabric() and a Lightning Trainer's precision are;
 - `conv_layers`: the model has convolutions: `nn.Conv*`, `torchvision.models.*` (not the
   transformers among them), `timm.create_model` of a convolutional architecture, or a
   model of the project built out of sight whose name says it (`ResNet18()`, `SSD300()`,
@@ -28,9 +29,11 @@
   (`tf.nn.conv2d`, `tf.matmul` on the script's own variables) are no such model;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, `RNNModel()`, `TransformerModel()`), with
-  `toy_model` True when the only ones are a few small `nn.Linear` of constant size
-  (nothing for tensor cores to speed up). Neither conv nor matmul: the model is built out
-  of sight and the rules that depend on its kind say unknown.
+  `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or
+  an MLP/RNN of two or more layers whose widths in sight are all small (`nn.Linear(n_obs,
+  64)`: the input width from the environment is not in sight; nothing convolutional, no
+  named architecture): nothing for tensor cores to speed up. Neither conv nor matmul:
+  the model is built out of sight and the rules that depend on its kind say unknown.
 
 Size: one reader, one walk. Each call is read once for the precision it switches on and
 the model it builds, under the conditions in force at that point (the gates) and the
@@ -197,6 +200,10 @@ CONV_WORDS = (
     "srresnet",
     "edsr",
 )
+# A convolution layer or block by its class name (`nn.Conv2d`, `ConvTranspose2d`, a
+# project's `common.Conv`, `ConvBNReLU`), not a word that only starts alike
+# (`transforms.ConvertImageDtype` converts a tensor's dtype).
+CONV_CLASS = re.compile(r"\.(Lazy)?Conv(?![a-z])|\.Convolution")
 # Parameters that hold the model a trainer trains (`model`, `student_model`, `net`).
 MODEL_PARAMETER = re.compile(r"^(\w+_)?(model|net|network)$")
 # The memory layouts PyTorch offers for convolutional models (channels-last tutorial).
@@ -221,6 +228,20 @@ MATMUL_WORDS = (
 # A model made only of nn.Linear layers with fewer weights than this is a toy: there is
 # nothing for tensor cores to speed up (nn.Linear(20, 1) of the DDP tutorial).
 TOY_WEIGHTS = 10_000
+# An MLP or small RNN whose layer widths in sight are all at most this wide (hidden sizes
+# 64, 120, 128 of RL agents and tutorials; the input width may come from the environment
+# or the data) is a toy too: its matmuls are too narrow to gain from tensor cores.
+TOY_WIDTH = 128
+# The matmul layers whose widths the toy test reads: their size keywords.
+SIZED_LAYERS = {
+    "Linear": ("in_features", "out_features"),
+    "RNN": ("input_size", "hidden_size"),
+    "GRU": ("input_size", "hidden_size"),
+    "LSTM": ("input_size", "hidden_size"),
+    "RNNCell": ("input_size", "hidden_size"),
+    "GRUCell": ("input_size", "hidden_size"),
+    "LSTMCell": ("input_size", "hidden_size"),
+}
 # Functions that build a model by architecture name.
 MODEL_FACTORIES = {"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"}
 
@@ -243,6 +264,9 @@ class _Reader:
         self.conv = False
         self.matmul: list[str] = []  # what shows matmul-bound layers
         self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
+        # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
+        # layer with no width in sight, or a layer too wide to be a toy's
+        self.small_widths: Optional[list[int]] = []
         self.lightning_module = False  # the file defines a LightningModule
         self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
         self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
@@ -296,6 +320,10 @@ class _Reader:
         enabled = keyword_arg(node, "enabled")
         if name in APEX_AMP:
             self._use(f"apex {ast.unparse(node.func)}", gates, scope)
+        full = self._full_autocast(node, scope) if name in AMP_NAMES else None
+        if full is not None:
+            self.gates.append((full, scope))  # autocast to float32 by default: no AMP
+            return True
         if name in AMP_NAMES and enabled is not None:
             value = resolve(enabled, scope)
             if not (value.known and value.value is True):
@@ -314,9 +342,7 @@ class _Reader:
                     ):
                         self.gates.append((LIGHTNING_DEFAULT.format(short=short), scope))
                 if accelerate and key == "mixed_precision":
-                    # Accelerator(): Accelerate's default; Accelerator(**kwargs): not known
-                    spread = any(k.arg is None for k in node.keywords)
-                    self.gates.append((LAUNCH_CONFIG if spread else FRAMEWORK_DEFAULT, scope))
+                    self._accelerator_spread(node, gates, scope)
                 continue
             value = resolve(setting, scope)
             if value.known and str(value.value) in MIXED_VALUES:
@@ -366,8 +392,51 @@ class _Reader:
             self._use(f".{func.attr}()", gates, scope)
         if self._convolutional(node, name, scope):
             self.conv = True
+        if name in MODEL_FACTORIES or name.startswith("torchvision.models."):
+            self.small_widths = None  # a named architecture: no toy, whatever its head
         self._matmul(node, name, scope)
         return False
+
+    def _full_autocast(self, node: ast.Call, scope: Scope) -> Optional[ast.expr]:
+        """The setting behind an autocast whose dtype is float32 by default (`dtype=
+        ptdtype`, `ptdtype = {"float32": torch.float32, ...}[args.dtype]` with --dtype
+        defaulting to float32): autocast to float32 is no mixed precision, so the flag is
+        a gate off by default. None for a half dtype, or one the source does not show."""
+        dtype = keyword_arg(node, "dtype")
+        if dtype is None:
+            return None
+        expr = scope.lookup(dtype.id) if isinstance(dtype, ast.Name) else None
+        expr = expr if expr is not None else dtype
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Dict):
+            key = resolve(expr.slice, scope)
+            for k, v in zip(expr.value.keys, expr.value.values, strict=True):
+                if (
+                    key.known
+                    and isinstance(k, ast.Constant)
+                    and k.value == key.value
+                    and self._dtype_kind(v, scope) == "full"
+                ):
+                    return expr.slice
+            return None
+        return dtype if self._dtype_kind(dtype, scope) == "full" else None
+
+    def _accelerator_spread(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
+        """Accelerator() given no mixed_precision keyword: Accelerate's float32 default.
+        `Accelerator(**kwargs)` is read through the dict where the source spells it out
+        (`kwargs = {}; kwargs["log_with"] = ...`): a dict without mixed_precision is the
+        same default, one with it is that setting; a dict out of sight, or a script that
+        reads the precision the launcher gave (`accelerator.state.mixed_precision ==
+        "no"`): not known."""
+        spread = any(k.arg is None for k in node.keywords)
+        values, opaque = keyword_values(node, scope)
+        setting = values.get("mixed_precision")
+        if setting is None:
+            launched = opaque or (spread and _reads_launch_precision(self.walker.module))
+            self.gates.append((LAUNCH_CONFIG if launched else FRAMEWORK_DEFAULT, scope))
+        elif setting.known and str(setting.value) in MIXED_VALUES:
+            self._use(f"Accelerator(mixed_precision={setting.text})", gates, scope)
+        else:
+            self.gates.append((LAUNCH_CONFIG, scope))
 
     def _project_setting(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
         """A precision setting handed to the project's own code (`MixedPrecisionTrainer(
@@ -469,6 +538,7 @@ class _Reader:
             elif kind == "matmul":
                 self.matmul.append(name.rsplit(".", 1)[-1])
                 self.linear_weights = None
+                self.small_widths = None
 
     def _lightning_module(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -504,6 +574,7 @@ class _Reader:
         short = name.rsplit(".", 1)[-1]
         if name in MATMUL_LAYERS:
             self.matmul.append(short)
+            self._widths(node, short, scope)
             sizes = [resolve(a, scope) for a in node.args[:2]]
             if (
                 short == "Linear"
@@ -517,9 +588,11 @@ class _Reader:
         elif name.startswith("transformers.") and ("Model" in short or "For" in short):
             self.matmul.append(short)
             self.linear_weights = None
+            self.small_widths = None
         elif _pretrained_transformer(name):
             self.matmul.append(name.split(".")[-2])
             self.linear_weights = None
+            self.small_widths = None
         elif (
             not name.startswith(("torch.", "torchvision.", "timm.", *RAW_TF_OPS))
             and not self._lambda_call(node, scope)
@@ -529,6 +602,25 @@ class _Reader:
         ):
             self.matmul.append(_callee(node) or short)
             self.linear_weights = None
+            self.small_widths = None
+
+    def _widths(self, node: ast.Call, short: str, scope: Scope) -> None:
+        """The sizes of a small matmul layer the source shows: `nn.Linear(n_obs, 64)` (the
+        input width from the environment is not in sight, the hidden one is), `nn.RNN(57,
+        128)`. A layer with no size in sight, or any size above TOY_WIDTH, is no toy's."""
+        if self.small_widths is None:
+            return
+        if short not in SIZED_LAYERS:
+            self.small_widths = None
+            return
+        written = [*node.args[:2]]
+        written += [k.value for k in node.keywords if k.arg in SIZED_LAYERS[short]]
+        sizes = [resolve(a, scope) for a in written]
+        known = [int(v.value) for v in sizes if v.known and isinstance(v.value, int)]
+        if not known or max(known) > TOY_WIDTH:
+            self.small_widths = None
+        else:
+            self.small_widths.append(max(known))
 
     def _lambda_call(self, node: ast.Call, scope: Scope) -> bool:
         """`class_fcn(y)` where the function assigns `class_fcn = lambda x: ...`: a small
@@ -547,7 +639,7 @@ class _Reader:
         return node.func.id in self.lambdas[id(function)]
 
     def _convolutional(self, node: ast.Call, name: str, scope: Scope) -> bool:
-        if ".Conv" in name or name.startswith("torch.nn.functional.conv"):
+        if CONV_CLASS.search(name) or name.startswith("torch.nn.functional.conv"):
             return True
         if _asserted_class(node) is not None:
             # `assert isinstance(vae, VQGanVAE)`: the trainer states its model's class
@@ -585,12 +677,15 @@ class _Reader:
         found: dict[str, Any] = {"autocast": self.ungated is not None, "amp_gate": None}
         found["conv_layers"] = self.conv
         found["matmul_layers"] = sorted(set(self.matmul))
-        found["toy_model"] = bool(
-            self.matmul
-            and set(self.matmul) == {"Linear"}
+        constant_toy = (
+            set(self.matmul) == {"Linear"}
             and self.linear_weights is not None
             and self.linear_weights < TOY_WEIGHTS
         )
+        # an MLP or RNN of small layers (two at least: one small layer is a head, and the
+        # body may be out of sight), nothing convolutional
+        small_net = self.small_widths is not None and len(self.small_widths) >= 2
+        found["toy_model"] = bool(self.matmul and (constant_toy or (small_net and not self.conv)))
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
@@ -778,3 +873,15 @@ def _tails(name: str) -> list[str]:
 
 def _as_list(node: Any) -> list[ast.AST]:
     return node if isinstance(node, list) else [node]
+
+
+def _reads_launch_precision(module: ast.Module) -> bool:
+    """The script reads the mixed precision its Accelerator got (`accelerator.state.
+    mixed_precision`, `accelerator.mixed_precision`): it expects `accelerate launch` or
+    its config to set it."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Attribute) and node.attr == "mixed_precision":
+            owner = ast.unparse(node.value).lower()
+            if owner.endswith("state") or "accelerator" in owner:
+                return True
+    return False

@@ -3,7 +3,8 @@
 `preprocessing_fit` tells a data transform's `fit` (an encoder, a scaler) from a model's;
 `base_init` spots a class handing its constructor arguments on to its base class;
 `hidden_backward` spots a backward pass and optimizer step done by a wrapper the loss is
-handed to; `outside_step` a training step run by an object of another file. They read
+handed to; `outside_step` a training step run by an object of another file; `updates_parameters`
+whether a file's backward passes feed an update at all. They read
 one call node, never run anything; device.py and torch_loops.py use
 them to decide whether and where a file trains.
 """
@@ -94,3 +95,26 @@ def outside_step(index: FileIndex, node: ast.Call) -> bool:
             for item in cls.body
         )
     )
+
+
+def updates_parameters(module: ast.Module) -> bool:
+    """Whether the file updates parameters anywhere: an optimizer built or stepped
+    (`torch.optim.Adam(...)`, `opt.step()`, `scaler.step(opt)`), or a hand-written update
+    from the gradients (`p -= lr * p.grad`, `p.data.sub_(lr * p.grad)`). A `backward()`
+    in a file that does none of these computes gradients for something else: FGSM's
+    gradient with respect to the input, a profiler timing forward and backward."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            func = node.func
+            text = ast.unparse(func).lower()
+            if "optim" in text or "optimizer" in text:
+                return True
+            method = func.attr if isinstance(func, ast.Attribute) else ""
+            receiver = ast.unparse(func.value).lower() if isinstance(func, ast.Attribute) else ""
+            if method == "step" and "env" not in receiver:
+                return True  # an optimizer's or scaler's step, not an environment's
+            if method in ("sub_", "add_", "copy_") and "grad" in ast.unparse(node).lower():
+                return True
+        if isinstance(node, ast.AugAssign) and "grad" in ast.unparse(node.value).lower():
+            return True
+    return False

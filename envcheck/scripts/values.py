@@ -217,6 +217,13 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         # `4 if torch.cuda.is_available() else 0`: what a GPU run gets
         found = resolve(node.body, scope, depth + 1)
         return Value(found.known, found.value, text, f"{found.source}, on a GPU run")
+    if isinstance(node, ast.IfExp):
+        # `dtype if dtype in ["auto", None] else getattr(torch, dtype)`: the branch the
+        # settled test picks
+        chosen = resolve(node.test, scope, depth + 1)
+        if chosen.known:
+            found = resolve(node.body if chosen.value else node.orelse, scope, depth + 1)
+            return Value(found.known, found.value, text, found.source)
     if isinstance(node, ast.Name):
         if node.id in ("True", "False", "None"):
             return Value(
@@ -408,7 +415,7 @@ def _compare(node: ast.Compare, scope: Scope, depth: int) -> Value:
     """`FLAGS.mode == 'eager_tf'` with both sides known (a flag at its default)."""
     text = ast.unparse(node)
     left = resolve(node.left, scope, depth + 1)
-    right = resolve(node.comparators[0], scope, depth + 1)
+    right = _members(node.comparators[0], scope, depth + 1)
     operator = _COMPARISONS.get(type(node.ops[0]))
     if not (left.known and right.known) or operator is None:
         return Value(False, None, text, "computed at run time")
@@ -418,6 +425,17 @@ def _compare(node: ast.Compare, scope: Scope, depth: int) -> Value:
         return Value(False, None, text, "computed at run time")
     source = left.source if left.source != "literal" else right.source
     return Value(True, bool(result), text, source)
+
+
+def _members(node: ast.expr, scope: Scope, depth: int) -> Value:
+    """The right side of a comparison; a list or tuple written out (`x in ["auto",
+    None]`) is known when each member is."""
+    if not isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return resolve(node, scope, depth)
+    members = [resolve(e, scope, depth) for e in node.elts]
+    if not all(m.known for m in members):
+        return Value(False, None, ast.unparse(node), "computed at run time")
+    return Value(True, tuple(m.value for m in members), ast.unparse(node), "literal")
 
 
 def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:

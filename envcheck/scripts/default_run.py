@@ -1,0 +1,53 @@
+"""Whether a statement or call runs in a default run: the `if` branches around it read
+at the values a run without options gets (argparse defaults, a parameter's callers or
+its default). Shared by the loader reader (a DataLoader built only under `if
+args.naflex_loader:` is not the run's) and the file-level settings (`if args.test_only:
+torch.backends.cudnn.benchmark = False` does not undo the training run's True)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Union
+
+from envcheck.scripts.parameters import handed_value
+from envcheck.scripts.values import Value, resolve
+
+if TYPE_CHECKING:
+    from envcheck.scripts.analyze import Walker
+
+
+def off_by_default(walker: Walker, node: Union[ast.stmt, ast.expr]) -> bool:
+    """The statement or call sits in a branch a default run does not take (`if args.naflex_loader:`,
+    a flag off by default, or its `else` when the test is settled true)."""
+    where: ast.AST = walker.functions[-1] if walker.functions else walker.module
+    for branch in ast.walk(where):
+        if not isinstance(branch, ast.If):
+            continue
+        in_body = any(_inside(node, s) for s in branch.body)
+        in_else = any(_inside(node, s) for s in branch.orelse)
+        if not (in_body or in_else):
+            continue
+        taken = _branch_test(walker, branch.test)
+        if taken.known and bool(taken.value) != in_body:
+            return True
+    return False
+
+
+def _branch_test(walker: Walker, test: ast.expr) -> Value:
+    """An `if` test's value in a default run: `if load_train_targets:` (or `if not ...`)
+    on a parameter of the enclosing function or method reads its callers' value or its
+    default."""
+    found = resolve(test, walker.scope())
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    name = test.operand if negated else test  # type: ignore[attr-defined]
+    if found.known or not isinstance(name, ast.Name):
+        return found
+    handed = handed_value(walker, walker.functions[-1] if walker.functions else None, name)
+    if handed is None or not handed.known:
+        return found
+    return Value(True, (not handed.value) if negated else handed.value, found.text, handed.source)
+
+
+def _inside(node: Union[ast.stmt, ast.expr], statement: ast.stmt) -> bool:
+    end = statement.end_lineno or statement.lineno
+    return statement.lineno <= node.lineno <= end
