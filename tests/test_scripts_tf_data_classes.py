@@ -212,3 +212,39 @@ model.fit(train_ds, epochs=10)
 
 def test_map_alone_on_tfds_load_is_judged(tmp_path: Path) -> None:
     assert lines(tmp_path, TFDS, "EC511") == [12]
+
+
+def test_a_map_cached_after_shuffle_and_batch_runs_once(tmp_path: Path) -> None:
+    """`ds.map(f).shuffle(n).batch(b).cache()`: the cache holds the mapped batches, so f
+    runs in the first epoch only, as for `ds.map(f).cache()` (Sonnet's MNIST example)."""
+    source = """
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+def preprocess(images, labels):
+    return tf.image.resize(images, (32, 32)) / 255.0, labels
+
+dataset = tfds.load(name="mnist", split="train", as_supervised=True)
+dataset = dataset.map(preprocess)
+dataset = dataset.shuffle(buffer_size=4096)
+dataset = dataset.batch(100)
+dataset = dataset.cache()
+dataset = dataset.prefetch(tf.data.AUTOTUNE)
+model.fit(dataset, epochs=10)
+"""
+    assert script_results(tmp_path, source, "train.py")["EC511"].status.value == "pass"
+
+
+def test_a_map_before_repeat_then_cache_is_still_judged(tmp_path: Path) -> None:
+    """A cache after `repeat()` never completes: the map runs in every epoch."""
+    source = """
+import tensorflow as tf
+
+dataset = tf.data.TFRecordDataset(files)
+dataset = dataset.map(lambda r: tf.io.decode_jpeg(r))
+dataset = dataset.repeat()
+dataset = dataset.cache()
+dataset = dataset.batch(100).prefetch(tf.data.AUTOTUNE)
+model.fit(dataset, epochs=10, steps_per_epoch=100)
+"""
+    assert script_results(tmp_path, source, "train.py")["EC511"].status.value == "fail"

@@ -218,7 +218,8 @@ def tf_data_serial_map(facts: Facts) -> Outcome:
     `tf.zeros(...)`, a function that only stacks, casts, reshapes or compares, followed
     into the file's own functions): it costs next to nothing per element; a function that
     calls anything else, or is out of sight, stays judged. A map followed by `cache()`
-    runs in the first epoch only (the guide's advice: cache after an expensive map): it
+    (directly, or after shuffle/batch, but not past a `repeat()`, which never ends) runs
+    in the first epoch only (the guide's advice: cache after an expensive map): it
     is flagged only when its function calls Python (the guide's py_function example,
     slow enough to matter even once); random augmentation before a cache is EC514's
     finding. A `num_parallel_calls` taken from a parameter of the function is what the

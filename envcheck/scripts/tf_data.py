@@ -777,10 +777,12 @@ class _Pipelines:
             if op["op"] == "map" and any(n in BATCHING for n in names[:index]):
                 op["vectorised"] = True  # maps whole batches: the recommended order
             if op["op"] == "map":
-                # `ds.map(f).cache()`: f runs in the first epoch only, later ones read the cache
+                # `ds.map(f)...cache()`: f runs in the first epoch only, later ones read the
+                # cache, whatever shuffles or batches between; not past a `repeat()`, which
+                # never ends, so the cache is never complete
                 after = names[index + 1 :]
                 upto = after.index("cache") if "cache" in after else None
-                if upto is not None and all(n in ("map", "filter") for n in after[:upto]):
+                if upto is not None and "repeat" not in after[:upto]:
                     op["cached_after"] = True
         cache_after_random = None
         random_seen: Optional[dict[str, Any]] = None
