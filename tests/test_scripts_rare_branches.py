@@ -253,3 +253,26 @@ def test_the_multi_process_stop_protocol_off_by_default_is_not_per_step(
 def test_the_stop_protocol_on_by_default_reads_the_flag_every_step(tmp_path: Path) -> None:
     source = STOP_PROTOCOL.replace("distributed=False", "distributed=True")
     assert lines(ec509(tmp_path, source)) == [14]
+
+
+def test_the_else_of_a_branch_on_by_default_is_the_opt_out_path(tmp_path: Path) -> None:
+    """`if not opt.disable_dp: ... else: ...` with `--disable-dp` off by default: the
+    default run takes the first branch, so only its sync is the step's (opacus' DCGAN)."""
+    result = ec509(
+        tmp_path,
+        """
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--disable-dp", action="store_true", default=False)
+        opt = parser.parse_args()
+        for x, y in loader:
+            loss = model(x.to(device), y.to(device))
+            loss.backward()
+            optimizer.step()
+            if not opt.disable_dp:
+                bar.set_description(f"loss {loss.item()} private")
+            else:
+                bar.set_description(f"loss {loss.item()}")
+        """,
+    )
+    assert lines(result) == [18]  # the first branch only, not 20

@@ -751,7 +751,8 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     syncs are flagged (not when the step also updates the weights outside it: a lazy
     regulariser's occasional extra step stays periodic). An opt-in branch that is off by
     default is skipped, except the mixed-precision path (autocast, a GradScaler) that
-    EC507 advises turning on. Nor are the bodies of branches that rarely run: one that
+    EC507 advises turning on, and so is the `else` of a test on by default (`if not
+    args.disable_dp: ... else: ...`). Nor are the bodies of branches that rarely run: one that
     ends the step loop (`... break`), one that ends the run (`raise`, `sys.exit()`) and one
     taken on a non-finite value (`if not torch.isfinite(norm): logging.warning(...)`; the
     test itself is a per-step read and is flagged). A helper only the step calls (twice:

@@ -790,7 +790,9 @@ class _StepLoop:
             rare = _leaves(statement.body) or _nonfinite_guard(statement.test)
             rare = rare or (id(statement) in self.loop_ifs and _breaks(statement.body))
             self._block(statement.body, inner, seldom or rare)
-            self._block(statement.orelse, inner, periodic)
+            if not (statement.orelse and self._on_by_default(statement.test)):
+                # the `else` of `if not args.disable_dp:` is the opt-out path: not run
+                self._block(statement.orelse, inner, periodic)
             return
         if isinstance(statement, (ast.For, ast.AsyncFor)):
             self._expression(statement.iter, inner, periodic)
