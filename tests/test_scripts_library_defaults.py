@@ -98,3 +98,32 @@ def make_loader(dataset, workers=16):
 """
     found = results(tmp_path, source)
     assert found["EC504"].status.value == "unknown"
+
+
+CLASS_DEFAULTS = """
+class Configs:
+    batch_size = 1
+    data_loader_workers = 8
+
+    def init(self):
+        self.dataloader = DataLoader(
+            ImageDataset(self.path), batch_size=self.batch_size, shuffle=True,
+            num_workers=self.data_loader_workers,
+        )
+"""
+
+
+def test_a_class_level_default_read_through_self(tmp_path: Path) -> None:
+    """`data_loader_workers = 8` in the class body, read as `self.data_loader_workers`
+    in a method (a config class without an __init__, labml's trainers): 8 workers."""
+    found = results(tmp_path, CLASS_DEFAULTS)
+    assert found["EC504"].status.value == "fail"
+    assert "8" in found["EC504"].findings[0].message
+
+
+def test_a_class_default_a_method_reassigns_is_not_taken(tmp_path: Path) -> None:
+    """A method setting `self.data_loader_workers = ...` makes the class value one of
+    several: not the value every run reads."""
+    source = CLASS_DEFAULTS + "\n    def tune(self):\n        self.data_loader_workers = 1\n"
+    found = results(tmp_path, source)
+    assert found["EC504"].status.value == "unknown"

@@ -27,6 +27,7 @@ from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes
 from envcheck.scripts.inherited import (
+    class_attributes,
     inherited_attributes,
     init_attributes,
     parameter_defaults,
@@ -340,6 +341,10 @@ class Walker(ast.NodeVisitor):
             inherited = self._inherited(function)
             if inherited:
                 scope.attributes = {**inherited, **scope.attributes}
+            owner = self._owner(function)
+            if owner is not None:  # class-level defaults, below what __init__ assigns
+                defaults = class_attributes(owner, self.module_scope)
+                scope.attributes = {**defaults, **scope.attributes}
             filled = filled_by_decorator(function) is not None  # defaults say nothing
             if (
                 isinstance(function, ast.FunctionDef)
@@ -356,6 +361,10 @@ class Walker(ast.NodeVisitor):
 
     def _is_method(self, function: ast.AST) -> bool:
         return any(function in c.body for c in self.index().class_nodes)
+
+    def _owner(self, method: ast.AST) -> Optional[ast.ClassDef]:
+        """The class of the file whose body holds `method`, if any."""
+        return next((c for c in self.index().class_nodes if method in c.body), None)
 
     def _inherited(self, method: ast.AST) -> dict[str, tuple[ast.expr, Scope]]:
         """What base-class constructors of the file assign to `self` (inherited.py),

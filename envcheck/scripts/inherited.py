@@ -219,6 +219,38 @@ def init_attributes(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attr
     return {k: v for k, v in found.items() if k not in twice}
 
 
+def class_attributes(cls: ast.ClassDef, scope: Scope) -> Attributes:
+    """Class-level defaults read through `self` (`class Configs: data_loader_workers = 8`
+    ... `num_workers=self.data_loader_workers`), each once, and only those no method of
+    the class assigns to `self` (then the class value is not what every run reads)."""
+    found: Attributes = {}
+    twice: set[str] = set()
+    for statement in cls.body:
+        targets: list[ast.expr] = []
+        value: Optional[ast.expr] = None
+        if isinstance(statement, ast.Assign):
+            targets, value = statement.targets, statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            targets, value = [statement.target], statement.value
+        for target in targets:
+            if isinstance(target, ast.Name) and value is not None:
+                if target.id in found:
+                    twice.add(target.id)
+                found[target.id] = (value, scope)
+    assigned = {
+        target.attr
+        for method in cls.body
+        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(method)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    }
+    return {k: v for k, v in found.items() if k not in twice and k not in assigned}
+
+
 def _init(cls: ast.ClassDef) -> Optional[ast.FunctionDef]:
     return next(
         (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None
