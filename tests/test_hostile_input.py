@@ -545,6 +545,26 @@ def test_ipython_syntax_keeps_the_notebook_audited(tmp_path: Path, cell: str) ->
     assert result.exit_code == 1
 
 
+def test_an_nbformat_3_notebook_is_read_by_its_worksheets(tmp_path: Path) -> None:
+    """nbformat 3 keeps cells in `worksheets` and code in `input`: still a notebook."""
+    cell = {
+        "cell_type": "code",
+        "input": [
+            "from torch.utils.data import DataLoader\n",
+            "loader = DataLoader(ds, batch_size=8)\n",
+            "model = Net().cuda()\n",
+            "for x, y in loader:\n",
+            "    model(x.cuda()).sum().backward()\n",
+        ],
+    }
+    notebook = tmp_path / "old.ipynb"
+    notebook.write_text(
+        json.dumps({"nbformat": 3, "worksheets": [{"cells": [cell]}]}), encoding="utf-8"
+    )
+    result = cli("scripts", str(notebook), "--target", str(GPU_FIXTURE))
+    assert "old.ipynb:3:" in result.stdout and "EC501" in result.stdout
+
+
 def test_a_python_cell_is_never_rewritten() -> None:
     """A line of a bracketed expression may begin with `%`: a cell that parses as Python
     is left exactly as it is."""
@@ -560,7 +580,23 @@ def test_a_python_cell_is_never_rewritten() -> None:
     [
         ("{not json", "not a Jupyter notebook (invalid JSON"),
         ('{"cells": 3}', "not a Jupyter notebook (no list of cells)"),
-        ("[" * 100_000 + "]" * 100_000, "not a Jupyter notebook (JSON nested too deeply)"),
+        ("[" * 100_000 + "]" * 100_000, "not a Jupyter notebook (invalid JSON: nested more"),
+        (
+            '{"cells": [{"cell_type": "code", "source": ["x = 1"], "execution_count": NaN}]}',
+            "not a Jupyter notebook (invalid JSON: NaN is not a number JSON allows)",
+        ),
+        (
+            '{"cells": [{"cell_type": "code", "source": "x", "n": ' + "9" * 5000 + "}]}",
+            "not a Jupyter notebook (invalid JSON: integer of 5000",
+        ),
+        (
+            '{"cells": [7, {"cell_type": "code", "source": "x = 1"}]}',
+            "not a Jupyter notebook (a cell is not a JSON object)",
+        ),
+        (
+            '{"cells": [{"cell_type": "code", "source": [1, 2]}]}',
+            "not a Jupyter notebook (code cell 1 has no text)",
+        ),
         (b"\xff\xfe{}", "cannot read it as Python source"),
         ('{"cells": [{"cell_type": "code", "source": 7}]}', "not a Jupyter notebook (code cell 1"),
     ],

@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any
 
+from envcheck import jsonsafe
+
 SUFFIX = ".ipynb"
 # Cell magics whose body is Python run by IPython (timed, captured, profiled).
 PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug", "memit", "tensorflow_version"}
@@ -29,32 +31,45 @@ MAX_NOTEBOOK_BYTES = 50_000_000  # outputs (images) make notebooks large; only c
 
 def notebook_code(text: str) -> str:
     """The code cells of a notebook's JSON text as one Python source; ValueError naming
-    what is wrong when it is not a notebook."""
+    what is wrong when it is not a notebook. The JSON is read as strictly as a snapshot
+    (no NaN, no integers of thousands of digits, bounded nesting); nbformat 3's
+    `worksheets` and `input` are read as well as nbformat 4's `cells` and `source`."""
     try:
-        document: Any = json.loads(text)
+        document: Any = jsonsafe.loads(text)
     except json.JSONDecodeError as exc:
         why = f"invalid JSON: {exc.msg}, line {exc.lineno}"
         raise ValueError(f"not a Jupyter notebook ({why})") from None
-    except RecursionError:  # `[[[[...]]]]` thousands deep
-        raise ValueError("not a Jupyter notebook (JSON nested too deeply)") from None
-    cells = document.get("cells") if isinstance(document, dict) else None
-    if not isinstance(cells, list):
-        raise ValueError("not a Jupyter notebook (no list of cells)")
+    except ValueError as exc:  # NaN, a huge integer, nesting too deep
+        raise ValueError(f"not a Jupyter notebook (invalid JSON: {exc})") from None
     parts: list[str] = []
     number = 0
-    for cell in cells:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+    for cell in _cells(document):
+        if not isinstance(cell, dict):
+            raise ValueError("not a Jupyter notebook (a cell is not a JSON object)")
+        if cell.get("cell_type") != "code":
             continue
         number += 1
-        source = cell.get("source", "")
-        if isinstance(source, list):
-            source = "".join(str(s) for s in source)
+        source = cell.get("source", cell.get("input", ""))
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
         if not isinstance(source, str):
             raise ValueError(f"not a Jupyter notebook (code cell {number} has no text)")
         parts.append(f"# %% [code cell {number}]")
         lines = source.splitlines()
         parts.extend(lines if _parses(source) else python_lines(lines))
     return "\n".join(parts) + "\n"
+
+
+def _cells(document: Any) -> list[Any]:
+    """nbformat 4's `cells`, or the cells of nbformat 3's `worksheets`."""
+    if isinstance(document, dict) and isinstance(document.get("cells"), list):
+        return list(document["cells"])
+    sheets = document.get("worksheets") if isinstance(document, dict) else None
+    if isinstance(sheets, list) and all(
+        isinstance(w, dict) and isinstance(w.get("cells"), list) for w in sheets
+    ):
+        return [cell for sheet in sheets for cell in sheet["cells"]]
+    raise ValueError("not a Jupyter notebook (no list of cells)")
 
 
 def _parses(source: str) -> bool:
