@@ -459,6 +459,36 @@ def test_a_deeply_nested_expression_is_one_file_s_error_not_the_run_s(
         assert result.exit_code == 1  # the EC501 finding is high
 
 
+BUILT = "def make{i}(ds):\n    if ds is None:\n        return None\n    return DataLoader(ds)\n"
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "l{i} = DataLoader(ds)\n",
+        "l{i} = DataLoader(ds)\nfor x in l{i}:\n    print(x.item())\n",
+        BUILT + "l{i} = make{i}(ds)\nfor x in l{i}:\n    print(x.item())\n",
+    ],
+)
+def test_a_file_of_a_thousand_loaders_is_audited_in_linear_time(tmp_path: Path, block: str) -> None:
+    """1,000 `lN = DataLoader(ds)` (each iterated by its own loop, or built by its own
+    function) took 15 s to minutes: every loader walked the whole module for its `if`
+    branches, its loop, its readers and its builder's callers. The file is now indexed
+    once; a second or two here, the bound leaves room for a slow box."""
+    import time
+
+    script = tmp_path / "many.py"
+    script.write_text(
+        "from torch.utils.data import DataLoader\n"
+        + "".join(block.format(i=i) for i in range(1000)),
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    result = cli("scripts", str(script), "--target", str(GPU_FIXTURE))
+    assert time.monotonic() - started < 12
+    assert result.exit_code in (0, 1) and "Traceback" not in result.output
+
+
 def test_a_collector_that_fails_is_an_internal_error_not_a_clean_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -180,11 +180,38 @@ def none_parameters(function: Optional[ast.AST]) -> set[str]:
 
 
 def own_calls(module: ast.Module, caller: Optional[ast.AST]) -> list[ast.Call]:
-    """Calls made by `caller`'s own statements (the module's outside functions for None)."""
+    """Calls made by `caller`'s own statements (the module's outside functions for None),
+    listed once per caller: every loader of a file asks for every caller's."""
+    holder = module if caller is None else caller
+    cached: Optional[list[ast.Call]] = holder.__dict__.get("_envcheck_own_calls")
+    if cached is not None:
+        return cached
     body = module.body if caller is None else getattr(caller, "body", [])
     found: list[ast.Call] = []
     for statement in body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         found.extend(n for n in ast.walk(statement) if isinstance(n, ast.Call))
+    setattr(holder, "_envcheck_own_calls", found)  # noqa: B010 - AST nodes have no slot
     return found
+
+
+def calls_of(
+    module: ast.Module, functions: list[Function], name: Optional[str]
+) -> list[tuple[Optional[Function], ast.Call]]:
+    """(caller, call) of every call by `name` (`f(...)` or `obj.f(...)`) that the module's
+    own statements (caller None) and each function's make, in that order: indexed once
+    per file, where scanning every caller for each loader took N² time."""
+    cached: Optional[dict[str, list[tuple[Optional[Function], ast.Call]]]] = module.__dict__.get(
+        "_envcheck_calls_of"
+    )
+    if cached is None:
+        cached = {}
+        for caller in [None, *functions]:
+            for call in own_calls(module, caller):
+                func = call.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if isinstance(called, str):
+                    cached.setdefault(called, []).append((caller, call))
+        setattr(module, "_envcheck_calls_of", cached)  # noqa: B010 - AST nodes have no slot
+    return cached.get(name, []) if name is not None else []
