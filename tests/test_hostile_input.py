@@ -489,6 +489,43 @@ def test_a_file_of_a_thousand_loaders_is_audited_in_linear_time(tmp_path: Path, 
     assert result.exit_code in (0, 1) and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("odd", ["\f", "\v", "\x1c", "\x85", "\u2028"])
+def test_a_finding_quotes_the_line_its_number_names(tmp_path: Path, odd: str) -> None:
+    """A form feed (or, in a comment, `\x1c`, U+2028, ...) is no line break to Python's
+    parser, but `str.splitlines` split there: the finding on line 4 quoted line 3, or a fragment of
+    a comment."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        f"\fimport torch  # a{odd}b\nimport torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, batch_size=32)\n",
+        encoding="utf-8",
+    )
+    result = cli("scripts", str(script), "--target", str(GPU_FIXTURE))
+    line = next(x for x in result.stdout.splitlines() if "EC501" in x)
+    assert "train.py:4:" in line and line.endswith("`loader = DataLoader(ds, batch_size=32)`")
+
+
+def test_a_notebook_cell_keeps_a_form_feed_inside_its_line(tmp_path: Path) -> None:
+    """A notebook cell was cut into lines at a `\x1c` inside a string too, so a valid
+    cell became a syntax error."""
+    cell = 'x = "a\x1cb"\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds)\n'
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+                "cells": [{"cell_type": "code", "source": cell, "metadata": {}, "outputs": []}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = cli("scripts", str(notebook), "--target", str(GPU_FIXTURE))
+    assert "syntax error" not in result.stdout and "nb.ipynb:4:" in result.stdout
+
+
 def test_a_collector_that_fails_is_an_internal_error_not_a_clean_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

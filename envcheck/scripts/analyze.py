@@ -25,7 +25,7 @@ from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
-from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes
+from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes, source_lines
 from envcheck.scripts.inherited import (
     inherited_attributes,
     init_attributes,
@@ -102,7 +102,7 @@ def analyze_file(
     # itself parses (a few thousand levels) must not stop it at the default 1000
     sys.setrecursionlimit(max(limit, WALK_RECURSION_LIMIT))
     try:
-        walker = Walker(module, text.splitlines(), report)
+        walker = Walker(module, source_lines(text), report)
         if run is not None and not walker.module_scope.argparse:
             # a file with no parser of its own reads the options of the run's other files
             walker.module_scope.foreign = functools.partial(run.lookup, shown)

@@ -6,9 +6,24 @@ a framework base, and helpers to walk a node's own statements (not nested functi
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, Optional, Union
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a source text as Python's parser counts them: split at `\n`, `\r\n`
+    and `\r` only. `str.splitlines` also splits at a form feed, `\v`, `\x1c`-`\x1e`,
+    U+0085, U+2028 and U+2029, and a finding then quoted a line other than the one its
+    number names."""
+    lines = LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()  # the text ends with a line break: no line after it
+    return lines
 
 
 def code_at(lines: list[str], line: int) -> str:
