@@ -412,6 +412,23 @@ def test_scripts_skip_devices_and_fifos(endless: dict[str, Path]) -> None:
     assert "zero.py: error: not a regular file" in out and "fifo.py: error: not a regular" in out
 
 
+def test_the_closing_line_counts_a_fifo_and_a_device_among_the_files(
+    endless: dict[str, Path], tmp_path: Path
+) -> None:
+    """Named FIFOs and device links were "could not be audited" but no "file": the line
+    said "0 findings in 0 files, 2 could not be audited"."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (:\n", encoding="utf-8")
+    named = [str(endless["fifo.py"]), str(endless["zero.py"]), str(broken)]
+    proc = _bounded("scripts", *named, str(tmp_path / "missing.py"))
+    last = proc.stdout.decode().strip().splitlines()[-1]
+    assert proc.returncode == 2
+    assert last == "envcheck scripts: 0 findings in 4 files, 4 could not be audited"
+    proc = _bounded("scripts", str(endless["fifo.py"]), str(endless["zero.py"]))
+    last = proc.stdout.decode().strip().splitlines()[-1]
+    assert last == "envcheck scripts: 0 findings in 2 files, 2 could not be audited"
+
+
 @pytest.mark.parametrize("name", ["zero.toml", "fifo.toml"])
 def test_a_rule_file_that_is_not_a_regular_file_is_one_line(
     endless: dict[str, Path], name: str
