@@ -543,6 +543,29 @@ def test_a_notebook_cell_keeps_a_form_feed_inside_its_line(tmp_path: Path) -> No
     assert "syntax error" not in result.stdout and "nb.ipynb:4:" in result.stdout
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 parses PEP 695 itself")
+@pytest.mark.parametrize("code", ["type P = tuple[float, float]\n", 'x = f"{f"{1}"}"\n'])
+def test_newer_syntax_names_the_python_that_parsed_it(tmp_path: Path, code: str) -> None:
+    """A valid 3.12 script (PEP 695, PEP 701) was "syntax error: invalid syntax" on an
+    envcheck running on 3.11, blaming the script; the line now names the Python that
+    parsed it. Still one line and exit 2."""
+    script = tmp_path / "modern.py"
+    script.write_text(code, encoding="utf-8")
+    proc = _bounded("scripts", str(script))
+    out = proc.stdout.decode().strip().splitlines()
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr.decode()
+    assert "modern.py:1:" in out[0] and "syntax error: " in out[0]
+    assert f"(envcheck runs on Python {running}; if the script needs a newer Python" in out[0]
+
+
+def test_the_python_version_note_is_left_out_on_the_newest_grammar() -> None:
+    from envcheck.scripts.analyze import NEWEST_GRAMMAR, syntax_reason
+
+    assert syntax_reason("invalid syntax", NEWEST_GRAMMAR) == "syntax error: invalid syntax"
+    assert "Python 3.10;" in syntax_reason("invalid syntax", (3, 10))
+
+
 def test_a_collector_that_fails_is_an_internal_error_not_a_clean_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -45,6 +45,10 @@ from envcheck.scripts.values import Scope, resolve
 Parsed = Union[tuple[ast.Module, str], dict[str, Any]]
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
 WALK_RECURSION_LIMIT = 4_000
+# the newest Python whose grammar this envcheck knows of (3.12: `type X = ...`, `def
+# f[T]()`, nested f-strings; 3.14: `except A, B:`, t-strings): scripts are parsed by the
+# Python envcheck runs on, so on an older one a valid newer script fails to parse
+NEWEST_GRAMMAR = (3, 14)
 # Settings a script makes by assignment.
 SETTINGS = {
     "torch.backends.cudnn.benchmark",
@@ -159,12 +163,27 @@ def parse_file(path: Path, shown: str) -> Parsed:
     try:
         module = ast.parse(text, filename=shown)
     except SyntaxError as exc:
-        return _error(f"syntax error: {exc.msg}", exc.lineno, exc.offset)
+        return _error(syntax_reason(exc.msg), exc.lineno, exc.offset)
     except (ValueError, RecursionError) as exc:
         return _error(f"cannot parse it ({_short(exc)})")
     except MemoryError:  # CPython's parser runs out of stack on thousands of nested lambdas
         return _error("cannot parse it (nested too deeply for Python's parser)")
     return module, text
+
+
+def syntax_reason(message: str, running: tuple[int, ...] = sys.version_info[:2]) -> str:
+    """Why a script does not parse. On a Python older than the newest grammar the
+    script may be valid for the Python it is written for (PEP 695 `type X = ...` is
+    "invalid syntax" to 3.11): the reason says which Python parsed it, instead of
+    blaming a valid script."""
+    reason = f"syntax error: {message}"
+    if tuple(running) < NEWEST_GRAMMAR:
+        version = ".".join(str(part) for part in running[:2])
+        reason += (
+            f" (envcheck runs on Python {version}; if the script needs a newer Python, "
+            "run envcheck with it)"
+        )
+    return reason
 
 
 def _error(reason: str, line: Optional[int] = None, column: Optional[int] = None) -> dict[str, Any]:
