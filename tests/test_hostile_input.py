@@ -412,6 +412,23 @@ def test_scripts_skip_devices_and_fifos(endless: dict[str, Path]) -> None:
     assert "zero.py: error: not a regular file" in out and "fifo.py: error: not a regular" in out
 
 
+def test_the_closing_line_counts_a_fifo_and_a_device_among_the_files(
+    endless: dict[str, Path], tmp_path: Path
+) -> None:
+    """Named FIFOs and device links were "could not be audited" but no "file": the line
+    said "0 findings in 0 files, 2 could not be audited"."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("def (:\n", encoding="utf-8")
+    named = [str(endless["fifo.py"]), str(endless["zero.py"]), str(broken)]
+    proc = _bounded("scripts", *named, str(tmp_path / "missing.py"))
+    last = proc.stdout.decode().strip().splitlines()[-1]
+    assert proc.returncode == 2
+    assert last == "envcheck scripts: 0 findings in 4 files, 4 could not be audited"
+    proc = _bounded("scripts", str(endless["fifo.py"]), str(endless["zero.py"]))
+    last = proc.stdout.decode().strip().splitlines()[-1]
+    assert last == "envcheck scripts: 0 findings in 2 files, 2 could not be audited"
+
+
 @pytest.mark.parametrize("name", ["zero.toml", "fifo.toml"])
 def test_a_rule_file_that_is_not_a_regular_file_is_one_line(
     endless: dict[str, Path], name: str
@@ -457,6 +474,96 @@ def test_a_deeply_nested_expression_is_one_file_s_error_not_the_run_s(
         assert "generated.py: error: an expression is nested too deeply" in result.stdout
     else:
         assert result.exit_code == 1  # the EC501 finding is high
+
+
+BUILT = "def make{i}(ds):\n    if ds is None:\n        return None\n    return DataLoader(ds)\n"
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "l{i} = DataLoader(ds)\n",
+        "l{i} = DataLoader(ds)\nfor x in l{i}:\n    print(x.item())\n",
+        BUILT + "l{i} = make{i}(ds)\nfor x in l{i}:\n    print(x.item())\n",
+    ],
+)
+def test_a_file_of_a_thousand_loaders_is_audited_in_linear_time(tmp_path: Path, block: str) -> None:
+    """1,000 `lN = DataLoader(ds)` (each iterated by its own loop, or built by its own
+    function) took 15 s to minutes: every loader walked the whole module for its `if`
+    branches, its loop, its readers and its builder's callers. The file is now indexed
+    once; a second or two here, the bound leaves room for a slow box."""
+    import time
+
+    script = tmp_path / "many.py"
+    script.write_text(
+        "from torch.utils.data import DataLoader\n"
+        + "".join(block.format(i=i) for i in range(1000)),
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    result = cli("scripts", str(script), "--target", str(GPU_FIXTURE))
+    assert time.monotonic() - started < 12
+    assert result.exit_code in (0, 1) and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("odd", ["\f", "\v", "\x1c", "\x85", "\u2028"])
+def test_a_finding_quotes_the_line_its_number_names(tmp_path: Path, odd: str) -> None:
+    """A form feed (or, in a comment, `\x1c`, U+2028, ...) is no line break to Python's
+    parser, but `str.splitlines` split there: the finding on line 4 quoted line 3, or a fragment of
+    a comment."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        f"\fimport torch  # a{odd}b\nimport torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "loader = DataLoader(ds, batch_size=32)\n",
+        encoding="utf-8",
+    )
+    result = cli("scripts", str(script), "--target", str(GPU_FIXTURE))
+    line = next(x for x in result.stdout.splitlines() if "EC501" in x)
+    assert "train.py:4:" in line and line.endswith("`loader = DataLoader(ds, batch_size=32)`")
+
+
+def test_a_notebook_cell_keeps_a_form_feed_inside_its_line(tmp_path: Path) -> None:
+    """A notebook cell was cut into lines at a `\x1c` inside a string too, so a valid
+    cell became a syntax error."""
+    cell = 'x = "a\x1cb"\nfrom torch.utils.data import DataLoader\nl = DataLoader(ds)\n'
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+                "cells": [{"cell_type": "code", "source": cell, "metadata": {}, "outputs": []}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = cli("scripts", str(notebook), "--target", str(GPU_FIXTURE))
+    assert "syntax error" not in result.stdout and "nb.ipynb:4:" in result.stdout
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 parses PEP 695 itself")
+@pytest.mark.parametrize("code", ["type P = tuple[float, float]\n", 'x = f"{f"{1}"}"\n'])
+def test_newer_syntax_names_the_python_that_parsed_it(tmp_path: Path, code: str) -> None:
+    """A valid 3.12 script (PEP 695, PEP 701) was "syntax error: invalid syntax" on an
+    envcheck running on 3.11, blaming the script; the line now names the Python that
+    parsed it. Still one line and exit 2."""
+    script = tmp_path / "modern.py"
+    script.write_text(code, encoding="utf-8")
+    proc = _bounded("scripts", str(script))
+    out = proc.stdout.decode().strip().splitlines()
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr.decode()
+    assert "modern.py:1:" in out[0] and "syntax error: " in out[0]
+    assert f"(envcheck runs on Python {running}; if the script needs a newer Python" in out[0]
+
+
+def test_the_python_version_note_is_left_out_on_the_newest_grammar() -> None:
+    from envcheck.scripts.analyze import NEWEST_GRAMMAR, syntax_reason
+
+    assert syntax_reason("invalid syntax", NEWEST_GRAMMAR) == "syntax error: invalid syntax"
+    assert "Python 3.10;" in syntax_reason("invalid syntax", (3, 10))
 
 
 def test_a_collector_that_fails_is_an_internal_error_not_a_clean_run(

@@ -114,7 +114,9 @@ def _python_files(
     A folder's walk stops after MAX_FILES + 1 files or when `late()` (`scripts /` must
     not walk the whole disk before the limits apply)."""
     for given in paths:
-        if given.is_file():
+        if given.is_file() or (given.exists() and not given.is_dir()):
+            # a named FIFO or device is a file given to audit: parse_file() says why it
+            # cannot be, and the closing line counts it among the files
             yield given, str(given), False
         elif given.is_dir():
             skipped = [0]

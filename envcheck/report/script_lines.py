@@ -88,9 +88,20 @@ def _error_where(error: Mapping[str, Any]) -> str:
     return out
 
 
+def _given_count(section: Any) -> int:
+    """The files the run was given: those audited or tried (a FIFO, a file too large, a
+    syntax error) and the paths that could not be (missing, an empty folder), each once,
+    so that "N could not be audited" never exceeds the "M files" it is part of."""
+    if not isinstance(section, dict):
+        return 0
+    shown = [str(f) for f in section.get("files") or []]
+    unaudited = [str(e.get("path")) for e in _errors({"scripts": section})]
+    return len(dict.fromkeys([*shown, *unaudited]))
+
+
 def summary_line(facts: Mapping[str, Any], active: Sequence[Finding], fail_on: Severity) -> str:
     section = facts.get("scripts")
-    files = len(section.get("files") or []) if isinstance(section, dict) else 0
+    files = _given_count(section)
     blocking = sum(1 for f in active if f.severity >= fail_on)
     found = f"{len(active)} finding{'' if len(active) == 1 else 's'}"
     parts = [f"{found} in {files} file{'' if files == 1 else 's'}"]

@@ -25,7 +25,7 @@ from envcheck import safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
-from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes
+from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes, source_lines
 from envcheck.scripts.inherited import (
     class_attributes,
     inherited_attributes,
@@ -46,6 +46,10 @@ from envcheck.scripts.values import Scope, resolve
 Parsed = Union[tuple[ast.Module, str], dict[str, Any]]
 MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
 WALK_RECURSION_LIMIT = 4_000
+# the newest Python whose grammar this envcheck knows of (3.12: `type X = ...`, `def
+# f[T]()`, nested f-strings; 3.14: `except A, B:`, t-strings): scripts are parsed by the
+# Python envcheck runs on, so on an older one a valid newer script fails to parse
+NEWEST_GRAMMAR = (3, 14)
 # Settings a script makes by assignment.
 SETTINGS = {
     "torch.backends.cudnn.benchmark",
@@ -103,7 +107,7 @@ def analyze_file(
     # itself parses (a few thousand levels) must not stop it at the default 1000
     sys.setrecursionlimit(max(limit, WALK_RECURSION_LIMIT))
     try:
-        walker = Walker(module, text.splitlines(), report)
+        walker = Walker(module, source_lines(text), report)
         if run is not None and not walker.module_scope.argparse:
             # a file with no parser of its own reads the options of the run's other files
             walker.module_scope.foreign = functools.partial(run.lookup, shown)
@@ -160,12 +164,27 @@ def parse_file(path: Path, shown: str) -> Parsed:
     try:
         module = ast.parse(text, filename=shown)
     except SyntaxError as exc:
-        return _error(f"syntax error: {exc.msg}", exc.lineno, exc.offset)
+        return _error(syntax_reason(exc.msg), exc.lineno, exc.offset)
     except (ValueError, RecursionError) as exc:
         return _error(f"cannot parse it ({_short(exc)})")
     except MemoryError:  # CPython's parser runs out of stack on thousands of nested lambdas
         return _error("cannot parse it (nested too deeply for Python's parser)")
     return module, text
+
+
+def syntax_reason(message: str, running: tuple[int, ...] = sys.version_info[:2]) -> str:
+    """Why a script does not parse. On a Python older than the newest grammar the
+    script may be valid for the Python it is written for (PEP 695 `type X = ...` is
+    "invalid syntax" to 3.11): the reason says which Python parsed it, instead of
+    blaming a valid script."""
+    reason = f"syntax error: {message}"
+    if tuple(running) < NEWEST_GRAMMAR:
+        version = ".".join(str(part) for part in running[:2])
+        reason += (
+            f" (envcheck runs on Python {version}; if the script needs a newer Python, "
+            "run envcheck with it)"
+        )
+    return reason
 
 
 def _error(reason: str, line: Optional[int] = None, column: Optional[int] = None) -> dict[str, Any]:

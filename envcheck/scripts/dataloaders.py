@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
 from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.default_run import off_by_default
-from envcheck.scripts.index import function_owners, keyword_arg, module_nodes, own_calls
+from envcheck.scripts.index import Function, calls_of, function_owners, keyword_arg, module_nodes
 from envcheck.scripts.loader_marks import mark_loaders
 from envcheck.scripts.parameters import handed_value
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
@@ -130,12 +130,7 @@ def _from_makers_callers(walker: Walker, values: dict[str, Any], opaque: list[st
     kwarg = getattr(getattr(function, "args", None), "kwarg", None)
     if function is None or kwarg is None or kwarg.arg not in opaque:
         return opaque
-    calls = [
-        (caller, call)
-        for caller in [None, *walker.index().function_nodes]
-        for call in own_calls(walker.module, caller)
-        if _callee_name(call) == getattr(function, "name", None)
-    ]
+    calls = calls_of(walker.module, walker.index().function_nodes, getattr(function, "name", None))
     handed = []
     for caller, call in calls:
         found, hidden = keyword_values(call, walker.scope_of(caller))
@@ -149,14 +144,6 @@ def _from_makers_callers(walker: Walker, values: dict[str, Any], opaque: list[st
         if key not in params:
             values.setdefault(key, value)
     return [o for o in opaque if o != kwarg.arg]
-
-
-def _callee_name(call: ast.Call) -> Optional[str]:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return None
 
 
 # Libraries whose `num_workers=` is not a DataLoader's (or is read in sight).
@@ -306,6 +293,31 @@ def _built_by(
     return node
 
 
+def _calls_by_name(
+    module: ast.Module, functions: list[Function]
+) -> dict[str, list[tuple[Optional[Function], ast.Call]]]:
+    """(caller, call) of each `name(...)` call, by name, in the order `_from_callers`
+    reads them (the module's statements outside its top-level functions and classes,
+    then each function's body whole), indexed once per file: walking every caller for
+    each loader's parameter made N loaders take N² time."""
+    cached: Optional[dict[str, list[tuple[Optional[Function], ast.Call]]]] = module.__dict__.get(
+        "_envcheck_calls_by_name"
+    )
+    if cached is not None:
+        return cached
+    cached = {}
+    for caller in [None, *functions]:
+        body = module.body if caller is None else caller.body
+        for statement in body:
+            if caller is None and isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+                continue
+            for call in ast.walk(statement):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                    cached.setdefault(call.func.id, []).append((caller, call))
+    setattr(module, "_envcheck_calls_by_name", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
+
+
 def _from_callers(
     walker: Walker, parameter: str, function: Optional[ast.AST], depth: int
 ) -> Optional[ast.expr]:
@@ -318,24 +330,13 @@ def _from_callers(
     position = params.index(parameter)
     index = walker.index()
     built: list[ast.expr] = []
-    for caller in [None, *index.function_nodes]:
-        body = walker.module.body if caller is None else caller.body
-        for statement in body:
-            if caller is None and isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
-                continue
-            for call in ast.walk(statement):
-                if not (
-                    isinstance(call, ast.Call)
-                    and isinstance(call.func, ast.Name)
-                    and call.func.id == function.name
-                ):
-                    continue
-                given = call.args[position] if position < len(call.args) else None
-                given = next((k.value for k in call.keywords if k.arg == parameter), given)
-                found = _built_by(walker, given, caller, depth + 1)
-                if found is None:
-                    return None
-                built.append(found)
+    for caller, call in _calls_by_name(walker.module, index.function_nodes).get(function.name, []):
+        given = call.args[position] if position < len(call.args) else None
+        given = next((k.value for k in call.keywords if k.arg == parameter), given)
+        found = _built_by(walker, given, caller, depth + 1)
+        if found is None:
+            return None
+        built.append(found)
     texts = {ast.dump(b) for b in built}
     return built[0] if len(texts) == 1 else None
 

@@ -7,7 +7,7 @@ torch.backends.cudnn.benchmark = False` does not undo the training run's True)."
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 from envcheck.scripts.parameters import handed_value
 from envcheck.scripts.values import Value, resolve
@@ -20,9 +20,7 @@ def off_by_default(walker: Walker, node: Union[ast.stmt, ast.expr]) -> bool:
     """The statement or call sits in a branch a default run does not take (`if args.naflex_loader:`,
     a flag off by default, or its `else` when the test is settled true)."""
     where: ast.AST = walker.functions[-1] if walker.functions else walker.module
-    for branch in ast.walk(where):
-        if not isinstance(branch, ast.If):
-            continue
+    for branch in _branches(where):
         in_body = any(_inside(node, s) for s in branch.body)
         in_else = any(_inside(node, s) for s in branch.orelse)
         if not (in_body or in_else):
@@ -31,6 +29,17 @@ def off_by_default(walker: Walker, node: Union[ast.stmt, ast.expr]) -> bool:
         if taken.known and bool(taken.value) != in_body:
             return True
     return False
+
+
+def _branches(where: ast.AST) -> list[ast.If]:
+    """The `if` statements under `where` in `ast.walk` order, listed once per scope: each
+    call and statement asks, and walking the scope anew for each made a file of N
+    loaders take N² time."""
+    cached: Optional[list[ast.If]] = where.__dict__.get("_envcheck_branches")
+    if cached is None:
+        cached = [n for n in ast.walk(where) if isinstance(n, ast.If)]
+        setattr(where, "_envcheck_branches", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
 
 
 def _branch_test(walker: Walker, test: ast.expr) -> Value:

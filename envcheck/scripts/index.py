@@ -6,9 +6,24 @@ a framework base, and helpers to walk a node's own statements (not nested functi
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, Optional, Union
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a source text as Python's parser counts them: split at `\n`, `\r\n`
+    and `\r` only. `str.splitlines` also splits at a form feed, `\v`, `\x1c`-`\x1e`,
+    U+0085, U+2028 and U+2029, and a finding then quoted a line other than the one its
+    number names."""
+    lines = LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()  # the text ends with a line break: no line after it
+    return lines
 
 
 def code_at(lines: list[str], line: int) -> str:
@@ -180,11 +195,38 @@ def none_parameters(function: Optional[ast.AST]) -> set[str]:
 
 
 def own_calls(module: ast.Module, caller: Optional[ast.AST]) -> list[ast.Call]:
-    """Calls made by `caller`'s own statements (the module's outside functions for None)."""
+    """Calls made by `caller`'s own statements (the module's outside functions for None),
+    listed once per caller: every loader of a file asks for every caller's."""
+    holder = module if caller is None else caller
+    cached: Optional[list[ast.Call]] = holder.__dict__.get("_envcheck_own_calls")
+    if cached is not None:
+        return cached
     body = module.body if caller is None else getattr(caller, "body", [])
     found: list[ast.Call] = []
     for statement in body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
         found.extend(n for n in ast.walk(statement) if isinstance(n, ast.Call))
+    setattr(holder, "_envcheck_own_calls", found)  # noqa: B010 - AST nodes have no slot
     return found
+
+
+def calls_of(
+    module: ast.Module, functions: list[Function], name: Optional[str]
+) -> list[tuple[Optional[Function], ast.Call]]:
+    """(caller, call) of every call by `name` (`f(...)` or `obj.f(...)`) that the module's
+    own statements (caller None) and each function's make, in that order: indexed once
+    per file, where scanning every caller for each loader took N² time."""
+    cached: Optional[dict[str, list[tuple[Optional[Function], ast.Call]]]] = module.__dict__.get(
+        "_envcheck_calls_of"
+    )
+    if cached is None:
+        cached = {}
+        for caller in [None, *functions]:
+            for call in own_calls(module, caller):
+                func = call.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if isinstance(called, str):
+                    cached.setdefault(called, []).append((caller, call))
+        setattr(module, "_envcheck_calls_of", cached)  # noqa: B010 - AST nodes have no slot
+    return cached.get(name, []) if name is not None else []

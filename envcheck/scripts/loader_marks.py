@@ -2,12 +2,18 @@
 the same loader in an `except` handler (judged once), batches copied `non_blocking`, a
 loader rebuilt on every call, one read for a single batch, a Lightning hook read once.
 Marks only; the rules judge (envcheck/checks/ec5xx_torch.py).
+
+Size: the marks share one reading of each scope (`ScopeReads`: its names, loops and
+calls indexed once, so a file of N loaders stays linear); it is loader-specific (which
+wrappers count as iterating a loader), so it stays here rather than in index.py.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional
+import bisect
+import itertools
+from typing import Any, Callable, Optional
 
 from envcheck.scripts.index import module_nodes
 
@@ -125,10 +131,11 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
                     continue
                 if name is not None:
                     in_loops.setdefault(name, inner.lineno)
+    in_loop = _span_finder(loop_spans)
     for loader in loaders:
         line = loader["line"]
         function = loader.get("function")
-        if any(start < line <= end for start, end in loop_spans):
+        if in_loop(line):
             loader["rebuilt"] = "it is created inside a loop"
         elif function is not None and function in in_loops:
             loader["rebuilt"] = (
@@ -136,6 +143,21 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             )
         else:
             loader["rebuilt"] = None
+
+
+def _span_finder(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
+    """A test of whether a line falls in some span (start, end], the line after the start:
+    spans sorted once with the furthest end so far, each line a bisection (one scan per
+    loader made a file of N loaders and N loops take N² time)."""
+    spans = sorted(spans)
+    starts = [start for start, _ in spans]
+    furthest = list(itertools.accumulate((end for _, end in spans), max))
+
+    def inside(line: int) -> bool:
+        before = bisect.bisect_left(starts, line)  # spans starting strictly before the line
+        return before > 0 and furthest[before - 1] >= line
+
+    return inside
 
 
 LOOP_WRAPPERS = ("enumerate", "iter", "tqdm", "track", "zip")
@@ -150,8 +172,12 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
     if not loaders:
         return
     scopes = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
+    by_place: dict[tuple[int, int], dict[str, Any]] = {}
+    for each in loaders:
+        by_place.setdefault((each["line"], each["column"]), each)
     for scope in scopes:
-        nodes = list(_own(scope))
+        reads = scope_reads(scope)
+        nodes = reads.nodes
         for node in nodes:
             if not (
                 isinstance(node, ast.Assign)
@@ -161,14 +187,14 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
             ):
                 continue
             place = (node.value.lineno, node.value.col_offset + 1)
-            loader = next((x for x in loaders if (x["line"], x["column"]) == place), None)
+            loader = by_place.get(place)
             if loader is None or loader.get("read_once") or loader.get("rebuilt"):
                 continue
             if scope is module and _read_in_functions(module, node.targets[0].id):
                 continue  # a global the file's functions also read (`fit(model, loader)`)
-            loop = _only_loop(nodes, node.targets[0].id)
+            loop = _only_loop(reads, node.targets[0].id)
             if loop is None:
-                handed = _handed_once(module, scope, nodes, node.targets[0].id)
+                handed = _handed_once(module, scope, reads, node.targets[0].id)
                 if handed is not None and not _trains(handed[1]):
                     name, loop = handed
                     loader["read_once"] = (
@@ -198,33 +224,31 @@ def _mark_built_once(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         return
     defined = {n.name: n for n in module.body if isinstance(n, FUNCTIONS)}
     scopes = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
+    # calls by name in each scope, and names loaded anywhere, indexed once (not per loader)
+    uses_of: dict[str, list[tuple[ast.AST, list[ast.AST], ast.Call]]] = {}
+    for scope in scopes:
+        nodes = scope_reads(scope).nodes
+        for call in nodes:
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                uses_of.setdefault(call.func.id, []).append((scope, nodes, call))
+    mentions: dict[str, int] = {}
+    for n in module_nodes(module):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            mentions[n.id] = mentions.get(n.id, 0) + 1
     for loader in loaders:
         builder = defined.get(loader.get("function") or "")
         if builder is None or loader.get("read_once") or loader.get("rebuilt"):
             continue
         if not _returns(builder, (loader["line"], loader["column"])):
             continue
-        uses = [
-            (scope, nodes, call)
-            for scope in scopes
-            for nodes in [_own(scope)]
-            for call in nodes
-            if isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Name)
-            and call.func.id == builder.name
-        ]
-        mentions = [
-            n
-            for n in module_nodes(module)
-            if isinstance(n, ast.Name) and n.id == builder.name and isinstance(n.ctx, ast.Load)
-        ]
-        if len(uses) != 1 or len(mentions) != 1:
+        uses = uses_of.get(builder.name, [])
+        if len(uses) != 1 or mentions.get(builder.name, 0) != 1:
             continue  # called again, or handed on as a value: any number of passes
-        scope, nodes, call = uses[0]
-        looping = (ast.For, ast.AsyncFor, ast.While)
-        if any(isinstance(n, looping) and any(i is call for i in ast.walk(n)) for n in nodes):
+        used_in, nodes, call = uses[0]
+        reads = scope_reads(used_in)
+        if id(call) in reads.in_for_or_while or id(call) in reads.in_async_for:
             continue
-        reason = _one_pass_of_call(module, scope, nodes, call)
+        reason = _one_pass_of_call(module, used_in, nodes, call)
         if reason is not None:
             loader["read_once"] = f"it is built by {builder.name}(), called once: {reason}"
 
@@ -245,10 +269,9 @@ def _one_pass_of_call(
     """Why the loader that `call` returns is iterated once, or None: the call is an
     argument of a function of the module that loops over it once without training, or is
     held in a name only looped over once, without training."""
-    for outer in nodes:
-        if not (isinstance(outer, ast.Call) and isinstance(outer.func, ast.Name)):
-            continue
-        if not any(a is call for a in outer.args):
+    reads = scope_reads(scope)
+    for outer in reads.callers.get(id(call), []):
+        if not isinstance(outer.func, ast.Name):
             continue
         function = next(
             (n for n in module.body if isinstance(n, FUNCTIONS) and n.name == outer.func.id),
@@ -260,20 +283,19 @@ def _one_pass_of_call(
         parameters = [*function.args.posonlyargs, *function.args.args]
         if position >= len(parameters):
             return None
-        loop = _only_loop(list(_own(function)), parameters[position].arg)
+        loop = _only_loop(scope_reads(function), parameters[position].arg)
         if loop is None or _trains(loop):
             return None
         return f"handed to {function.name}(), which iterates it in one loop (line {loop.lineno})"
-    for statement in nodes:
+    for statement in reads.assigns.get(id(call), []):
         if (
-            isinstance(statement, ast.Assign)
-            and statement.value is call
+            statement.value is call
             and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)
         ):
             if scope is module and _read_in_functions(module, statement.targets[0].id):
                 return None
-            loop = _only_loop(nodes, statement.targets[0].id)
+            loop = _only_loop(scope_reads(scope), statement.targets[0].id)
             if loop is None or _trains(loop):
                 return None
             return f"iterated by one loop (line {loop.lineno})"
@@ -292,68 +314,100 @@ def _own(scope: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _only_loop(nodes: list[ast.AST], name: str) -> Optional[ast.For]:
+class ScopeReads:
+    """One scope's own nodes with the names they read, the `for` loops by the name they
+    iterate and the nodes inside a loop, gathered in one pass: asking each loader's
+    questions of the whole scope anew made a file of N loaders take N² time (1,000
+    loaders and their loops: a minute)."""
+
+    def __init__(self, scope: ast.AST):
+        self.nodes = _own(scope)
+        self.loads: dict[str, list[ast.Name]] = {}
+        self.loops: dict[str, list[ast.For]] = {}
+        self.callers: dict[int, list[ast.Call]] = {}  # id(argument) -> calls by name given it
+        self.assigns: dict[int, list[ast.Assign]] = {}  # id(value) -> assignments of it
+        self.in_for_or_while: set[int] = set()  # ids of nodes strictly inside a for/while
+        self.in_async_for: set[int] = set()
+        for node in self.nodes:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self.loads.setdefault(node.id, []).append(node)
+            elif isinstance(node, ast.For):
+                iterated = _iterated_name(node.iter)
+                if iterated is not None:
+                    self.loops.setdefault(iterated, []).append(node)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                for argument in node.args:
+                    self.callers.setdefault(id(argument), []).append(node)
+            if isinstance(node, ast.Assign):
+                self.assigns.setdefault(id(node.value), []).append(node)
+            if isinstance(node, (ast.For, ast.While)) and id(node) not in self.in_for_or_while:
+                self.in_for_or_while.update(id(n) for n in ast.walk(node) if n is not node)
+            if isinstance(node, ast.AsyncFor) and id(node) not in self.in_async_for:
+                self.in_async_for.update(id(n) for n in ast.walk(node) if n is not node)
+
+
+def scope_reads(scope: ast.AST) -> ScopeReads:
+    """The scope's `ScopeReads`, built once per scope."""
+    cached: Optional[ScopeReads] = scope.__dict__.get("_envcheck_reads")
+    if cached is None:
+        cached = ScopeReads(scope)
+        setattr(scope, "_envcheck_reads", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
+
+
+def _only_loop(reads: ScopeReads, name: str) -> Optional[ast.For]:
     """The one `for` over `name` (bare or wrapped: `enumerate(name)`), when `name` is read
     nowhere else and the loop is inside no other loop."""
-    loads = [
-        n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-    ]
-    loops = [n for n in nodes if isinstance(n, ast.For) and _iterates(n.iter, name)]
-    if len(loops) != 1 or len(loads) != 1:
+    loops = reads.loops.get(name, [])
+    if len(loops) != 1 or len(reads.loads.get(name, [])) != 1:
         return None
     loop = loops[0]
-    for other in nodes:
-        outer = isinstance(other, (ast.For, ast.While)) and other is not loop
-        if outer and any(inner is loop for inner in ast.walk(other)):
-            return None
-    return loop
+    return None if id(loop) in reads.in_for_or_while else loop
 
 
 def _read_in_functions(module: ast.Module, name: str) -> bool:
     """Whether a function of the module reads the module-level `name` (no local of that
     name there): a global loader may be iterated by it any number of times."""
+    return name in _globals_read(module)
+
+
+def _globals_read(module: ast.Module) -> set[str]:
+    """Names some function (or lambda) of the module reads without binding them as a
+    parameter or a local, once per module (asked once per module-level loader)."""
+    cached: Optional[set[str]] = module.__dict__.get("_envcheck_globals_read")
+    if cached is not None:
+        return cached
+    cached = set()
     for function in module_nodes(module):
         if not isinstance(function, (*FUNCTIONS, ast.Lambda)):
             continue
         arguments = function.args
-        if name in {
-            a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-        }:
-            continue
-        nodes = _own(function)
-        stores = any(
-            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in nodes
-        )
-        if not stores and any(
-            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in nodes
-        ):
-            return True
-    return False
+        bound = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+        loads: set[str] = set()
+        for n in _own(function):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                bound.add(n.id)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                loads.add(n.id)
+        cached |= loads - bound
+    setattr(module, "_envcheck_globals_read", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
 
 
 def _handed_once(
-    module: ast.Module, scope: ast.AST, nodes: list[ast.AST], name: str
+    module: ast.Module, scope: ast.AST, reads: ScopeReads, name: str
 ) -> Optional[tuple[str, ast.For]]:
     """`validation(model, loader)`: the loader's only use is one call, in no loop, to a
     function of the module that iterates the matching parameter in one loop, itself in
     no loop; that function's name and loop, else None."""
-    loads = [
-        n for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-    ]
+    loads = reads.loads.get(name, [])
     if len(loads) != 1:
         return None
-    calls = [
-        n
-        for n in nodes
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Name)
-        and any(a is loads[0] for a in n.args)
-    ]
+    calls = reads.callers.get(id(loads[0]), [])
     if len(calls) != 1:
         return None
     call = calls[0]
-    looping = (ast.For, ast.AsyncFor, ast.While)
-    if any(isinstance(n, looping) and any(inner is call for inner in ast.walk(n)) for n in nodes):
+    if id(call) in reads.in_for_or_while or id(call) in reads.in_async_for:
         return None
     callee = call.func.id if isinstance(call.func, ast.Name) else None
     function = next((n for n in module.body if isinstance(n, FUNCTIONS) and n.name == callee), None)
@@ -363,7 +417,7 @@ def _handed_once(
     parameters = [*function.args.posonlyargs, *function.args.args]
     if position >= len(parameters):
         return None
-    loop = _only_loop(list(_own(function)), parameters[position].arg)
+    loop = _only_loop(scope_reads(function), parameters[position].arg)
     return None if loop is None else (function.name, loop)
 
 
@@ -376,14 +430,15 @@ def _trains(loop: ast.For) -> bool:
     )
 
 
-def _iterates(iterable: ast.expr, name: str) -> bool:
+def _iterated_name(iterable: ast.expr) -> Optional[str]:
+    """The name a `for` iterates, bare or wrapped (`enumerate(name)`), else None."""
     if isinstance(iterable, ast.Name):
-        return iterable.id == name
+        return iterable.id
     if isinstance(iterable, ast.Call) and iterable.args:
         func = iterable.func
         called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        return called in LOOP_WRAPPERS and _iterates(iterable.args[0], name)
-    return False
+        return _iterated_name(iterable.args[0]) if called in LOOP_WRAPPERS else None
+    return None
 
 
 def _breaks_at(loop: ast.For) -> Optional[int]:

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from envcheck import jsonsafe
+from envcheck.scripts.index import source_lines
 
 SUFFIX = ".ipynb"
 # Cell magics whose body is Python run by IPython (timed, captured, profiled).
@@ -55,7 +56,7 @@ def notebook_code(text: str) -> str:
         if not isinstance(source, str):
             raise ValueError(f"not a Jupyter notebook (code cell {number} has no text)")
         parts.append(f"# %% [code cell {number}]")
-        lines = source.splitlines()
+        lines = source_lines(source)  # as the parser counts them (no split at \f)
         parts.extend(lines if _parses(source) else python_lines(lines))
     return "\n".join(parts) + "\n"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from envcheck.scripts.index import keyword_arg, own_calls
+from envcheck.scripts.index import calls_of, keyword_arg, module_nodes
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -30,16 +30,24 @@ def tokenised_by_callers(walker: Walker, node: Optional[ast.expr]) -> Optional[s
         return None
     index = positional.index(node.id)
     found: Optional[str] = None
-    for caller in [None, *walker.index().function_nodes]:
-        for call in own_calls(walker.module, caller):
-            if not (isinstance(call.func, ast.Name) and call.func.id == function.name):
-                continue
+    for caller, call in calls_of(walker.module, walker.index().function_nodes, function.name):
+        if isinstance(call.func, ast.Name):
             given = call.args[index] if index < len(call.args) else keyword_arg(call, node.id)
             where = caller if caller is not None else walker.module
             tokenised = tokenised_map(walker, given, where)
             if tokenised is None:
                 return None
             found = found or tokenised
+    return found
+
+
+def _mentions_tokenising(walker: Walker) -> bool:
+    """Whether any line of the file mentions tokenising, read once per file: asked for
+    every loader, scanning the file each time made N loaders take N² time."""
+    found: Optional[bool] = walker.__dict__.get("_envcheck_tokenising")
+    if found is None:
+        found = any(word in line.lower() for line in walker.lines for word in TOKENISING)
+        walker.__dict__["_envcheck_tokenising"] = found
     return found
 
 
@@ -56,11 +64,7 @@ def tokenised_map(
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
-    if (
-        node is None
-        or not (isinstance(node, ast.Name) or own)
-        or not any(word in line.lower() for line in walker.lines for word in TOKENISING)
-    ):
+    if node is None or not (isinstance(node, ast.Name) or own) or not _mentions_tokenising(walker):
         return None
     # `self.dataset[split] = self.dataset[split].map(...)` in setup(): the object's, read
     # in the whole file; a plain name, in the loader's function
@@ -73,7 +77,7 @@ def tokenised_map(
         if name in seen or len(seen) > 8:
             continue
         seen.add(name)
-        for statement in ast.walk(where):
+        for statement in module_nodes(where):
             if not (
                 isinstance(statement, ast.Assign)
                 and any(_stored_name(t) == name for t in statement.targets)
