@@ -15,6 +15,8 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from envcheck import inputs
+
 MAX_INPUT_BYTES = 64 * 2**20  # a saved report with a long probe timeline is a few MB
 
 
@@ -35,6 +37,7 @@ def problem(path: Path, limit: int = MAX_INPUT_BYTES) -> Optional[str]:
 
 def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The file's bytes; OSError for anything but a regular file of at most `limit` bytes."""
+    inputs.note(path)  # never to be overwritten by -o, even when the read fails
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):

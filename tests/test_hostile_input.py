@@ -293,6 +293,46 @@ def test_a_full_disk_behind_o_is_one_line_and_exit_2(fmt: str) -> None:
     assert_one_line_error(result, "/dev/full", "cannot write")
 
 
+SCRIPT = "from torch.utils.data import DataLoader\nl = DataLoader(ds)\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "--facts", "s.json", "-o", "s.json"],
+        ["doctor", "--facts", "s.json", "-f", "json", "-o", "./s.json"],
+        ["doctor", "--facts", "s.json", "-o", "hard.json"],  # the same inode
+        ["diff", "b.json", "s.json", "-o", "s.json"],
+        ["scripts", "--target", "s.json", "-o", "s.json", "t.py"],
+        ["scripts", "-o", "t.py", "t.py"],
+        ["scripts", "-o", "t.py", "."],  # found in a folder
+        ["doctor", "--data", "data", "--no-probe", "-o", "data/x.jpg"],
+        ["doctor", "--data", "data", "--no-probe", "-o", "data/new.txt"],
+    ],
+)
+def test_o_never_overwrites_an_input(tmp_path: Path, args: list[str]) -> None:
+    Path("s.json").write_bytes(GPU_FIXTURE.read_bytes())
+    Path("b.json").write_bytes(GPU_FIXTURE.read_bytes())
+    os.link("s.json", "hard.json")
+    Path("t.py").write_text(SCRIPT)
+    Path("data").mkdir()
+    Path("data/x.jpg").write_bytes(b"\xff\xd8")
+    result = cli(*args)
+    assert_one_line_error(result, "refused", "nothing written")
+    assert Path("s.json").read_bytes() == GPU_FIXTURE.read_bytes()
+    assert Path("b.json").read_bytes() == GPU_FIXTURE.read_bytes()
+    assert Path("t.py").read_text() == SCRIPT
+    assert sorted(os.listdir("data")) == ["x.jpg"]
+    assert Path("data/x.jpg").read_bytes() == b"\xff\xd8"
+
+
+def test_o_beside_the_inputs_is_written(tmp_path: Path) -> None:
+    Path("s.json").write_bytes(GPU_FIXTURE.read_bytes())
+    result = cli("doctor", "--facts", "s.json", "-o", "report.txt")
+    assert result.exit_code in (0, 1), result.output
+    assert Path("report.txt").stat().st_size > 0
+
+
 def test_o_is_checked_before_the_training_command_runs(tmp_path: Path) -> None:
     marker = tmp_path / "the-command-ran"
     result = cli(
