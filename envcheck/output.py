@@ -9,8 +9,9 @@
 - `-o` naming one of the command's inputs (the --facts snapshot, diff's A or B, --target,
   a script, a config or rule file) or a path inside the --data folder is refused before
   the file is opened (envcheck.inputs): one line, exit 2, the input left as it was.
-- A full disk (`> /dev/full`) or any write error is one line and exit 2 (InputError); a
-  reader that went away (`| head -1`) ends the output silently, the exit code unchanged.
+- A full disk (`> /dev/full`), a stdout closed by the shell (`>&-`) or any write error
+  is one line and exit 2 (InputError); a reader that went away (`| head -1`) ends the
+  output silently, the exit code unchanged.
 """
 
 from __future__ import annotations
@@ -75,7 +76,12 @@ def silence_stdout() -> None:
 
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[None]:
-    """Around writing to stdout: a closed pipe ends quietly, a write error is InputError."""
+    """Around writing to stdout: a closed pipe ends quietly, a write error is InputError.
+
+    A stdout closed before envcheck started (`>&-`) is None in Python: a usage error of
+    the shell line, one line and exit 2 like a full disk, not an AttributeError."""
+    if sys.stdout is None:
+        raise InputError("stdout: cannot write (it is closed)")
     try:
         yield
         sys.stdout.flush()

@@ -266,6 +266,37 @@ def test_a_closed_pipe_keeps_the_usual_exit_code() -> None:
     assert err == ""
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rules", "list"],
+        ["doctor", "--facts", str(KERAS_FIXTURE)],
+        ["doctor", "--facts", str(KERAS_FIXTURE), "-f", "html"],
+        ["diff", str(KERAS_FIXTURE), str(GPU_FIXTURE)],
+    ],
+)
+def test_a_closed_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
+    proc = shell(*args, stdout=None, preexec_fn=lambda: os.close(1))  # `envcheck ... >&-`
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2, err
+    assert err.splitlines() == [err] and "stdout" in err and "closed" in err
+
+
+def test_a_closed_stdout_does_not_matter_with_o(tmp_path: Path) -> None:
+    out = tmp_path / "r.txt"
+    proc = shell(
+        "doctor",
+        "--facts",
+        str(KERAS_FIXTURE),
+        "-o",
+        str(out),
+        stdout=None,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert proc.returncode == 1, proc.stderr  # the fixture's high finding, as usual
+    assert out.stat().st_size > 0
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 @pytest.mark.parametrize(
     "args",
