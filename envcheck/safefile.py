@@ -20,6 +20,28 @@ from envcheck import inputs
 MAX_INPUT_BYTES = 64 * 2**20  # a saved report with a long probe timeline is a few MB
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def kind(path: Path) -> Optional[str]:
+    """What `path` is when it exists but is not a regular file ("a FIFO"), else None.
+
+    Links are followed: a link to /dev/zero is a character device, as a read would see."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
 def problem(path: Path, limit: int = MAX_INPUT_BYTES) -> Optional[str]:
     """Why `path` is not a readable input (not a regular file, too large), or None.
 

@@ -197,6 +197,45 @@ def test_malformed_configuration_is_a_one_line_error(tmp_path: Path, name: str, 
     assert_one_line_error(result)
 
 
+def _odd_config(tmp_path: Path, what: str) -> Path:
+    path = tmp_path / "envcheck.toml"
+    if what == "folder":
+        path.mkdir()
+    elif what == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("what", "named"),
+    [("folder", "a directory"), ("fifo", "a FIFO"), ("device", "a character device")],
+)
+def test_config_that_is_not_a_regular_file_says_what_it_is(
+    tmp_path: Path, what: str, named: str
+) -> None:
+    path = _odd_config(tmp_path, what)
+    result = cli("doctor", "--facts", str(KERAS_FIXTURE), "--config", str(path))
+    assert_one_line_error(result, "--config", f"not a regular file ({named})")
+    assert "no such file" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("what", "named"),
+    [("folder", "a directory"), ("fifo", "a FIFO"), ("device", "a character device")],
+)
+def test_a_found_config_that_is_not_a_regular_file_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str, named: str
+) -> None:
+    _odd_config(tmp_path, what)
+    below = tmp_path / "project" / "sub"
+    below.mkdir(parents=True)
+    monkeypatch.chdir(below)  # found by the upward search: never silently dropped
+    result = cli("doctor", "--facts", str(KERAS_FIXTURE))
+    assert_one_line_error(result, "envcheck.toml", f"not a regular file ({named})")
+
+
 # -- non-finite numbers ---------------------------------------------------------------------
 
 
