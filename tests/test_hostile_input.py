@@ -93,6 +93,13 @@ def test_the_text_report_written_to_a_file_is_escaped_too(tmp_path: Path) -> Non
     assert RAW_CONTROL.findall(out.read_text(encoding="utf-8")) == []
 
 
+def test_the_html_report_shows_control_characters_escaped(tmp_path: Path) -> None:
+    result = cli("doctor", "--facts", str(_hostile_snapshot(tmp_path)), "-f", "html", "-v")
+    assert result.exit_code in (0, 1), result.output
+    assert RAW_CONTROL.findall(result.stdout) == []  # to a terminal by default
+    assert "A100\\x1b]0;owned\\x07" in result.stdout  # visible, not dropped
+
+
 def test_scripts_lines_escape_a_hostile_file_name(tmp_path: Path) -> None:
     name = "train\x1b]0;owned\x07\nfake.py:1:1: EC000 critical forged.py"
     script = tmp_path / name
