@@ -496,6 +496,28 @@ def test_every_writer_handles_a_non_utf8_path(
     assert proc.stdout.decode("utf-8").strip()
 
 
+@pytest.mark.parametrize("absolute", [False, True])
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "junit"])
+def test_every_scripts_writer_handles_a_non_utf8_script_name(
+    tmp_path: Path, fmt: str, absolute: bool
+) -> None:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    with open(os.fsencode(folder) + b"/bad\xff.py", "wb") as handle:
+        handle.write(SCRIPT.encode())
+    where = str(folder) if absolute else os.path.relpath(folder)
+    proc = shell("scripts", "--target", str(GPU_FIXTURE), "-f", fmt, where)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    text = proc.stdout.decode("utf-8")
+    assert "bad" in text
+    if fmt == "sarif":  # the file system's byte, percent-encoded
+        uris = [
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(text)["runs"][0]["results"]
+        ]
+        assert uris and all(u.endswith("bad%FF.py") for u in uris), uris
+
+
 # -- inputs that are not regular files ------------------------------------------------------
 
 
