@@ -44,8 +44,19 @@ class Config:
 
 
 def find(start: Path) -> Optional[Path]:
+    """The first envcheck.toml, or pyproject.toml with [tool.envcheck], from `start` up.
+
+    An envcheck.toml that is not a regular file (a folder, a FIFO, a link to a device) is
+    an error, not skipped: skipping it would drop the settings it was meant to hold
+    without a word, and reading it could block."""
     for folder in (start, *start.parents):
         own = folder / "envcheck.toml"
+        odd = safefile.kind(own)
+        if odd:
+            raise InputError(
+                f"{own}: not a regular file ({odd}), found as the configuration; "
+                "replace it with a file or name one with --config"
+            )
         if own.is_file():
             return own
         pyproject = folder / "pyproject.toml"
@@ -66,7 +77,8 @@ def load(path: Optional[Path], explicit: bool = False) -> Config:
     if path is None:
         return Config()
     if explicit and not path.is_file():
-        what = "not a regular file" if path.exists() else "no such file"
+        odd = safefile.kind(path)
+        what = f"not a regular file ({odd})" if odd else "no such file"
         raise InputError(f"--config {path}: {what}")
     data = load_toml(path)
     if path.name == "pyproject.toml":

@@ -6,8 +6,12 @@
   surrogates) is written as `\\udcXX`: valid inside JSON strings, so `collect > s.json`
   then `doctor --facts s.json` gives back the same path, and visible in text. The content
   is encoded before the file is opened: a failure never leaves an empty file behind.
-- A full disk (`> /dev/full`) or any write error is one line and exit 2 (InputError); a
-  reader that went away (`| head -1`) ends the output silently, the exit code unchanged.
+- `-o` naming one of the command's inputs (the --facts snapshot, diff's A or B, --target,
+  a script, a config or rule file) or a path inside the --data folder is refused before
+  the file is opened (envcheck.inputs): one line, exit 2, the input left as it was.
+- A full disk (`> /dev/full`), a stdout closed by the shell (`>&-`) or any write error
+  is one line and exit 2 (InputError); a reader that went away (`| head -1`) ends the
+  output silently, the exit code unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import IO, Iterator, Optional
 
+from envcheck import inputs
 from envcheck.errors import InputError
 from envcheck.report.escape import visible
 
@@ -71,7 +76,12 @@ def silence_stdout() -> None:
 
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[None]:
-    """Around writing to stdout: a closed pipe ends quietly, a write error is InputError."""
+    """Around writing to stdout: a closed pipe ends quietly, a write error is InputError.
+
+    A stdout closed before envcheck started (`>&-`) is None in Python: a usage error of
+    the shell line, one line and exit 2 like a full disk, not an AttributeError."""
+    if sys.stdout is None:
+        raise InputError("stdout: cannot write (it is closed)")
     try:
         yield
         sys.stdout.flush()
@@ -82,6 +92,18 @@ def guarded_stdout() -> Iterator[None]:
         raise InputError(f"stdout: cannot write ({exc.strerror or exc})") from None
 
 
+def refuse_inputs(path: Path) -> None:
+    """InputError when writing `path` would overwrite (or write into) an input read by
+    this command: the user's snapshot or script is worth more than the report."""
+    noted = inputs.clash(path)
+    if noted is None:
+        return
+    where = "" if noted.tree else f" ({visible(str(noted.path))})"
+    raise InputError(
+        f"-o {visible(str(path))}: refused: it is {noted.label}{where}; nothing written"
+    )
+
+
 def write(content: str, path: Optional[Path]) -> None:
     """`content` to the file `path`, or to stdout when path is None."""
     data = content.encode("utf-8", ENCODE_ERRORS)
@@ -90,6 +112,7 @@ def write(content: str, path: Optional[Path]) -> None:
             sys.stdout.flush()
             sys.stdout.buffer.write(data)
         return
+    refuse_inputs(path)
     try:
         with open(path, "wb") as handle:
             handle.write(data)
@@ -100,6 +123,7 @@ def write(content: str, path: Optional[Path]) -> None:
 @contextlib.contextmanager
 def open_text(path: Path) -> Iterator[IO[str]]:
     """A text file for a reporter that writes as it goes (the rich console)."""
+    refuse_inputs(path)
     try:
         with open(path, "w", encoding="utf-8", errors=ENCODE_ERRORS) as handle:
             yield handle

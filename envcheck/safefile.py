@@ -15,7 +15,31 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from envcheck import inputs
+
 MAX_INPUT_BYTES = 64 * 2**20  # a saved report with a long probe timeline is a few MB
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def kind(path: Path) -> Optional[str]:
+    """What `path` is when it exists but is not a regular file ("a FIFO"), else None.
+
+    Links are followed: a link to /dev/zero is a character device, as a read would see."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def problem(path: Path, limit: int = MAX_INPUT_BYTES) -> Optional[str]:
@@ -35,6 +59,7 @@ def problem(path: Path, limit: int = MAX_INPUT_BYTES) -> Optional[str]:
 
 def read_bytes(path: Path, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The file's bytes; OSError for anything but a regular file of at most `limit` bytes."""
+    inputs.note(path)  # never to be overwritten by -o, even when the read fails
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from envcheck import __version__, config, datadir, defaults, interpreter
+from envcheck import __version__, config, datadir, defaults, inputs, interpreter
 from envcheck.collect import collect_snapshot, now_iso
 from envcheck.collectors.base import CollectContext, run_collector
 from envcheck.deep import deep_check
@@ -144,6 +144,7 @@ def prepare(request: AuditRequest) -> Plan:
     )
     data, problems = request.data, tuple[str, ...]()
     if data is not None:
+        inputs.note(data, "inside the --data folder", tree=True)  # -o never writes there
         problem = datadir.problem_with(data)
         if problem:
             if request.data_is_fatal:

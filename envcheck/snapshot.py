@@ -184,8 +184,26 @@ class Facts:
         return packages.get(name)
 
 
+# No machine holds more GPUs than this (the largest nodes hold 16; the schema says the
+# same with maxItems). Checked before the schema: validating, then judging, 50,000
+# devices takes a minute, and a snapshot that claims them is not one of a real machine.
+MAX_GPU_DEVICES = 1024
+
+
+def _check_sizes(data: Mapping[str, Any], source: str) -> None:
+    """InputError for a list too long to be a real machine's, before any slow work."""
+    gpu = data.get("gpu")
+    devices = gpu.get("devices") if isinstance(gpu, Mapping) else None
+    if isinstance(devices, list) and len(devices) > MAX_GPU_DEVICES:
+        raise InputError(
+            f"{source}: gpu.devices: {len(devices):,} GPUs, more than the "
+            f"{MAX_GPU_DEVICES:,} one machine can hold"
+        )
+
+
 def _validate(data: Mapping[str, Any], source: str) -> None:
     """Raise InputError naming the first field that breaks the shipped snapshot schema."""
+    _check_sizes(data, source)
     import jsonschema  # only when reading a file: it costs ~0.1 s to import
 
     from envcheck.schemas import load as load_schema

@@ -93,13 +93,17 @@ def test_without_data_the_data_rules_are_skipped() -> None:
         (lambda tmp: (tmp / "file.txt").write_text("x") and tmp / "file.txt", "not a directory"),
     ],
 )
-def test_bad_data_runs_the_rest_and_exits_2(tmp_path: Path, make: Any, needle: str) -> None:
+def test_bad_data_is_one_line_and_exit_2_before_any_report(
+    tmp_path: Path, make: Any, needle: str
+) -> None:
     target = make(tmp_path)
     result = run("doctor", "--data", str(target), "-f", "json")
     assert result.exit_code == 2
     assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    report = json.loads(result.stdout)  # the rest of the doctor still ran
-    assert len(report["checks"]) > 30
+    assert result.stdout == ""  # no report that reads as clean (no data audited)
+    written = tmp_path / "report.json"
+    result = run("doctor", "--data", str(target), "--no-probe", "-o", str(written))
+    assert result.exit_code == 2 and not written.exists()
     collect = run("collect", "--data", str(target))
     assert collect.exit_code == 2 and needle in collect.stderr
 

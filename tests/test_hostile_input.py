@@ -93,6 +93,13 @@ def test_the_text_report_written_to_a_file_is_escaped_too(tmp_path: Path) -> Non
     assert RAW_CONTROL.findall(out.read_text(encoding="utf-8")) == []
 
 
+def test_the_html_report_shows_control_characters_escaped(tmp_path: Path) -> None:
+    result = cli("doctor", "--facts", str(_hostile_snapshot(tmp_path)), "-f", "html", "-v")
+    assert result.exit_code in (0, 1), result.output
+    assert RAW_CONTROL.findall(result.stdout) == []  # to a terminal by default
+    assert "A100\\x1b]0;owned\\x07" in result.stdout  # visible, not dropped
+
+
 def test_scripts_lines_escape_a_hostile_file_name(tmp_path: Path) -> None:
     name = "train\x1b]0;owned\x07\nfake.py:1:1: EC000 critical forged.py"
     script = tmp_path / name
@@ -197,6 +204,45 @@ def test_malformed_configuration_is_a_one_line_error(tmp_path: Path, name: str, 
     assert_one_line_error(result)
 
 
+def _odd_config(tmp_path: Path, what: str) -> Path:
+    path = tmp_path / "envcheck.toml"
+    if what == "folder":
+        path.mkdir()
+    elif what == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("what", "named"),
+    [("folder", "a directory"), ("fifo", "a FIFO"), ("device", "a character device")],
+)
+def test_config_that_is_not_a_regular_file_says_what_it_is(
+    tmp_path: Path, what: str, named: str
+) -> None:
+    path = _odd_config(tmp_path, what)
+    result = cli("doctor", "--facts", str(KERAS_FIXTURE), "--config", str(path))
+    assert_one_line_error(result, "--config", f"not a regular file ({named})")
+    assert "no such file" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("what", "named"),
+    [("folder", "a directory"), ("fifo", "a FIFO"), ("device", "a character device")],
+)
+def test_a_found_config_that_is_not_a_regular_file_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str, named: str
+) -> None:
+    _odd_config(tmp_path, what)
+    below = tmp_path / "project" / "sub"
+    below.mkdir(parents=True)
+    monkeypatch.chdir(below)  # found by the upward search: never silently dropped
+    result = cli("doctor", "--facts", str(KERAS_FIXTURE))
+    assert_one_line_error(result, "envcheck.toml", f"not a regular file ({named})")
+
+
 # -- non-finite numbers ---------------------------------------------------------------------
 
 
@@ -266,6 +312,37 @@ def test_a_closed_pipe_keeps_the_usual_exit_code() -> None:
     assert err == ""
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rules", "list"],
+        ["doctor", "--facts", str(KERAS_FIXTURE)],
+        ["doctor", "--facts", str(KERAS_FIXTURE), "-f", "html"],
+        ["diff", str(KERAS_FIXTURE), str(GPU_FIXTURE)],
+    ],
+)
+def test_a_closed_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
+    proc = shell(*args, stdout=None, preexec_fn=lambda: os.close(1))  # `envcheck ... >&-`
+    err = proc.stderr.decode().strip()
+    assert proc.returncode == 2, err
+    assert err.splitlines() == [err] and "stdout" in err and "closed" in err
+
+
+def test_a_closed_stdout_does_not_matter_with_o(tmp_path: Path) -> None:
+    out = tmp_path / "r.txt"
+    proc = shell(
+        "doctor",
+        "--facts",
+        str(KERAS_FIXTURE),
+        "-o",
+        str(out),
+        stdout=None,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert proc.returncode == 1, proc.stderr  # the fixture's high finding, as usual
+    assert out.stat().st_size > 0
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 @pytest.mark.parametrize(
     "args",
@@ -291,6 +368,46 @@ def test_a_full_disk_on_stdout_is_one_line_and_exit_2(args: list[str]) -> None:
 def test_a_full_disk_behind_o_is_one_line_and_exit_2(fmt: str) -> None:
     result = cli("doctor", "--facts", str(KERAS_FIXTURE), "-f", fmt, "-o", "/dev/full")
     assert_one_line_error(result, "/dev/full", "cannot write")
+
+
+SCRIPT = "from torch.utils.data import DataLoader\nl = DataLoader(ds)\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "--facts", "s.json", "-o", "s.json"],
+        ["doctor", "--facts", "s.json", "-f", "json", "-o", "./s.json"],
+        ["doctor", "--facts", "s.json", "-o", "hard.json"],  # the same inode
+        ["diff", "b.json", "s.json", "-o", "s.json"],
+        ["scripts", "--target", "s.json", "-o", "s.json", "t.py"],
+        ["scripts", "-o", "t.py", "t.py"],
+        ["scripts", "-o", "t.py", "."],  # found in a folder
+        ["doctor", "--data", "data", "--no-probe", "-o", "data/x.jpg"],
+        ["doctor", "--data", "data", "--no-probe", "-o", "data/new.txt"],
+    ],
+)
+def test_o_never_overwrites_an_input(tmp_path: Path, args: list[str]) -> None:
+    Path("s.json").write_bytes(GPU_FIXTURE.read_bytes())
+    Path("b.json").write_bytes(GPU_FIXTURE.read_bytes())
+    os.link("s.json", "hard.json")
+    Path("t.py").write_text(SCRIPT)
+    Path("data").mkdir()
+    Path("data/x.jpg").write_bytes(b"\xff\xd8")
+    result = cli(*args)
+    assert_one_line_error(result, "refused", "nothing written")
+    assert Path("s.json").read_bytes() == GPU_FIXTURE.read_bytes()
+    assert Path("b.json").read_bytes() == GPU_FIXTURE.read_bytes()
+    assert Path("t.py").read_text() == SCRIPT
+    assert sorted(os.listdir("data")) == ["x.jpg"]
+    assert Path("data/x.jpg").read_bytes() == b"\xff\xd8"
+
+
+def test_o_beside_the_inputs_is_written(tmp_path: Path) -> None:
+    Path("s.json").write_bytes(GPU_FIXTURE.read_bytes())
+    result = cli("doctor", "--facts", "s.json", "-o", "report.txt")
+    assert result.exit_code in (0, 1), result.output
+    assert Path("report.txt").stat().st_size > 0
 
 
 def test_o_is_checked_before_the_training_command_runs(tmp_path: Path) -> None:
@@ -377,6 +494,28 @@ def test_every_writer_handles_a_non_utf8_path(
     )
     assert proc.returncode in (0, 1), proc.stderr.decode()
     assert proc.stdout.decode("utf-8").strip()
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "junit"])
+def test_every_scripts_writer_handles_a_non_utf8_script_name(
+    tmp_path: Path, fmt: str, absolute: bool
+) -> None:
+    folder = tmp_path / "src"
+    folder.mkdir()
+    with open(os.fsencode(folder) + b"/bad\xff.py", "wb") as handle:
+        handle.write(SCRIPT.encode())
+    where = str(folder) if absolute else os.path.relpath(folder)
+    proc = shell("scripts", "--target", str(GPU_FIXTURE), "-f", fmt, where)
+    assert proc.returncode in (0, 1), proc.stderr.decode()
+    text = proc.stdout.decode("utf-8")
+    assert "bad" in text
+    if fmt == "sarif":  # the file system's byte, percent-encoded
+        uris = [
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(text)["runs"][0]["results"]
+        ]
+        assert uris and all(u.endswith("bad%FF.py") for u in uris), uris
 
 
 # -- inputs that are not regular files ------------------------------------------------------

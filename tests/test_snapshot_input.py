@@ -89,3 +89,17 @@ def test_unknown_clock_reason_names_are_tolerated(tmp_path: Path) -> None:
     assert result.exit_code == 0
     check = next(c for c in json.loads(result.stdout)["checks"] if c["id"] == "EC307")
     assert check["status"] == "pass"
+
+
+def test_an_implausible_number_of_gpus_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """50,000 devices took a minute to validate and judge; more than 1,024 is refused."""
+
+    def many(data: dict[str, Any]) -> None:
+        first = data["gpu"]["devices"][0]
+        data["gpu"]["devices"] = [dict(first, index=i) for i in range(5000)]
+
+    result = doctor(tmp_path, many)
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert err.splitlines() == [err] and "gpu.devices: 5,000 GPUs" in err
+    assert "1,024" in err

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Callable, NoReturn, Optional, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from envcheck import __version__, signals
+from envcheck import __version__, inputs, signals
 from envcheck import output as outputs
 from envcheck.errors import EnvcheckError
 from envcheck.report.escape import visible
@@ -87,6 +87,7 @@ def guarded(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         verbose = bool(kwargs.get("verbose")) or bool(os.environ.get("ENVCHECK_DEBUG"))
+        inputs.forget()  # what an earlier command in this process read is not ours
         try:
             return command(*args, **kwargs)
         except typer.Exit:

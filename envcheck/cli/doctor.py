@@ -116,10 +116,11 @@ def doctor(
         rule_paths=tuple(rules or ()),
         config_path=config_path,
         fail_on=parse_severity(fail_on, "--fail-on"),
+        data_is_fatal=True,  # a report without the data asked for would read as clean
     )
     result = service.audit(request)
     emit_report(result.report, output_format, output, result.fail_on, verbose)
-    result.raise_problems()  # the rest ran; a bad --data or script is still an input error
+    result.raise_problems()  # the rest ran; a script that does not parse is an input error
     if not exit_zero and result.blocking():
         raise typer.Exit(EXIT_FINDINGS)
 

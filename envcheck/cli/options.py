@@ -179,6 +179,5 @@ ConfigOpt = Annotated[
         help="Config file (default: envcheck.toml or \\[tool.envcheck] in "
         "pyproject.toml, searched from the current folder upwards).",
         show_default=False,
-        dir_okay=False,
     ),
 ]

@@ -10,6 +10,7 @@ that is not valid UTF-8) is shown as `\\udcXX`. Tabs stay.
 
 from __future__ import annotations
 
+import html
 import re
 
 # C0 controls but tab, DEL, C1 controls, bidirectional embeddings/overrides/isolates,
@@ -37,3 +38,11 @@ def visible(text: str) -> str:
 def visible_lines(text: str) -> str:
     """`text` with its line breaks kept and every other control character escaped."""
     return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def html_escape(text: str) -> str:
+    """`text` for an HTML page: markup escaped and control characters shown as escapes.
+
+    html.escape alone leaves ESC and BEL raw: `doctor -f html` goes to the terminal by
+    default, where they retitle or clear it, and the HTML spec forbids them in a page."""
+    return html.escape(visible_lines(text))

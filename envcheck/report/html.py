@@ -12,12 +12,12 @@ html_charts.py.
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Any, Mapping, Optional, Sequence
 
 from envcheck.model import CheckResult, Finding, Report, Severity, Status
 from envcheck.report import PLAIN, RenderOptions, probe_text, text
 from envcheck.report import html_charts as charts
+from envcheck.report.escape import html_escape as escape  # markup and control characters
 
 _STATUS_MARK = {
     Status.PASS: ("✓", "pass"),

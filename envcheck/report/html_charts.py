@@ -10,8 +10,9 @@ has no sample at all says so ("no GPU samples") instead of drawing an empty fram
 from __future__ import annotations
 
 import math
-from html import escape
 from typing import Any, Callable, Mapping, Optional, Sequence
+
+from envcheck.report.escape import html_escape as escape  # markup and control characters
 
 WIDTH = 960
 HEIGHT = 210

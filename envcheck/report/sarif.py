@@ -126,8 +126,20 @@ def _uri(path: str) -> str:
     file: URI."""
     posix = path.replace("\\", "/")
     if PurePosixPath(posix).is_absolute() or PureWindowsPath(path).is_absolute():
-        return PureWindowsPath(path).as_uri() if ":" in path[:3] else PurePosixPath(posix).as_uri()
-    return quote(posix, safe="/")
+        if ":" in path[:3] and _raw(path) == path.encode("utf-8", "replace"):
+            return PureWindowsPath(path).as_uri()
+        return "file://" + ("" if posix.startswith("/") else "/") + quote(_raw(posix), safe="/:")
+    return quote(_raw(posix), safe="/")
+
+
+def _raw(text: str) -> bytes:
+    """The bytes of a path for percent-encoding. A file name that is not valid UTF-8
+    travels as lone surrogates (\\udcff for the byte 0xff): they are the bytes again, as
+    the file system holds them; quote() of the string itself raises."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name makes (a hand-written snapshot)
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _ascii(code: Optional[str]) -> bool:

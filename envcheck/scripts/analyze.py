@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from envcheck import safefile
+from envcheck import inputs, safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
@@ -137,6 +137,7 @@ def analyze_file(
 
 def parse_file(path: Path, shown: str) -> Parsed:
     """(module, text) of a Python file, or the error (reason, line, column) why not."""
+    inputs.note(path, "a script this command audits")  # never overwritten by -o
     not_regular = safefile.problem(path, limit=2**63)  # a FIFO or a link to /dev/zero blocks
     if not_regular:
         return _error(f"{not_regular}; skipped")
