@@ -1,6 +1,10 @@
 """GPU math settings in training scripts, judged against the GPUs this machine has:
 PyTorch's cuDNN autotuning, mixed precision and TF32 (EC506-EC508), Keras mixed
-precision (EC522)."""
+precision (EC522).
+
+Size: four rules whose docstrings are their reference documentation (docs/rules.md is
+generated from them) and the helpers they share (GPU capability, files judged, gates);
+one family of settings stays in one module."""
 
 from __future__ import annotations
 

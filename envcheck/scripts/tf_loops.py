@@ -24,9 +24,13 @@ runs as a graph: there `.numpy()` is not even available and formatting sees symb
 tensors, so nothing in it is a per-step sync and it is not read; what it returns to the
 eager loop (`loss = train_step(x, y)`) is an EagerTensor, and reading that on the host
 in the loop (`print(f"{loss}")`, `loss.numpy()`) is, as it is for what an eager step
-returns (`batch_loss = self.train_step(x, y)` then `batch_loss.numpy()`). Code under a periodic
-or once-only branch (`if step % 100 == 0:`, `if step == 0:`) is left out, as for
+returns (`batch_loss = self.train_step(x, y)` then `batch_loss.numpy()`). Code under a
+periodic or once-only branch (`if step % 100 == 0:`, `if step == 0:`) is left out, as for
 PyTorch loops. Nothing here judges.
+
+Size: one observer, one walk: finding the step (compiled or eager, function or method),
+reading its body and the eager loop around it share the step's facts; the step counter
+and the helpers it calls are split out (step_helpers) where they stand alone.
 """
 
 from __future__ import annotations
