@@ -699,7 +699,7 @@ def test_newer_syntax_names_the_python_that_parsed_it(tmp_path: Path, code: str)
 
 
 def test_the_python_version_note_is_left_out_on_the_newest_grammar() -> None:
-    from envcheck.scripts.analyze import NEWEST_GRAMMAR, syntax_reason
+    from envcheck.scripts.parsing import NEWEST_GRAMMAR, syntax_reason
 
     assert syntax_reason("invalid syntax", NEWEST_GRAMMAR) == "syntax error: invalid syntax"
     assert "Python 3.10;" in syntax_reason("invalid syntax", (3, 10))

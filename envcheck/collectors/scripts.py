@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from envcheck.collectors.base import CollectContext
-from envcheck.scripts.analyze import Parsed, analyze_file, parse_file
+from envcheck.scripts.analyze import analyze_file
+from envcheck.scripts.parsing import Parsed, parse_file
 from envcheck.scripts.run_options import RunOptions
 
 MAX_FILES = 2_000

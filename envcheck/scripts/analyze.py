@@ -16,12 +16,10 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
-from envcheck import inputs, safefile
 from envcheck.scripts import device, precision, processes
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
@@ -34,22 +32,15 @@ from envcheck.scripts.inherited import (
     passed_arguments,
 )
 from envcheck.scripts.keras import KerasObserver
-from envcheck.scripts.notebooks import MAX_NOTEBOOK_BYTES, SUFFIX, notebook_code
 from envcheck.scripts.observer import Observer
+from envcheck.scripts.parsing import Parsed, error, parse_file, short
 from envcheck.scripts.run_options import RunOptions
 from envcheck.scripts.tf_data import TfDataObserver
 from envcheck.scripts.tf_loops import TfLoopObserver
 from envcheck.scripts.torch_loops import TorchLoopObserver
 from envcheck.scripts.values import Scope, resolve
 
-# A parsed file (module, text), or why it could not be read (reason, line, column).
-Parsed = Union[tuple[ast.Module, str], dict[str, Any]]
-MAX_BYTES = 2_000_000  # larger files are generated code, not training scripts
 WALK_RECURSION_LIMIT = 4_000
-# the newest Python whose grammar this envcheck knows of (3.12: `type X = ...`, `def
-# f[T]()`, nested f-strings; 3.14: `except A, B:`, t-strings): scripts are parsed by the
-# Python envcheck runs on, so on an older one a valid newer script fails to parse
-NEWEST_GRAMMAR = (3, 14)
 # Settings a script makes by assignment.
 SETTINGS = {
     "torch.backends.cudnn.benchmark",
@@ -116,16 +107,16 @@ def analyze_file(
         walker.run()
     except RecursionError:  # `a + b + ...` over hundreds of terms: one file, not the run
         failed = FileReport(shown)
-        failed.error = _error(
+        failed.error = error(
             "an expression is nested too deeply to analyse (Python's recursion limit); skipped"
         )
         return failed
     except Exception as exc:
         failed = FileReport(shown)
         failed.error = {
-            **_error(
+            **error(
                 f"envcheck could not analyse it (internal error, {type(exc).__name__}: "
-                f"{_short(exc)}); the other files are audited — please report this file"
+                f"{short(exc)}); the other files are audited — please report this file"
             ),
             "internal": True,
         }
@@ -133,67 +124,6 @@ def analyze_file(
     finally:
         sys.setrecursionlimit(limit)
     return report
-
-
-def parse_file(path: Path, shown: str) -> Parsed:
-    """(module, text) of a Python file, or the error (reason, line, column) why not."""
-    inputs.note(path, "a script this command audits")  # never overwritten by -o
-    not_regular = safefile.problem(path, limit=2**63)  # a FIFO or a link to /dev/zero blocks
-    if not_regular:
-        return _error(f"{not_regular}; skipped")
-    notebook = path.suffix == SUFFIX
-    limit = MAX_NOTEBOOK_BYTES if notebook else MAX_BYTES
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            return _error(
-                f"{size:,} bytes: too large for a training script (limit {limit:,}); skipped"
-            )
-        if notebook:
-            text = notebook_code(path.read_text(encoding="utf-8"))
-        else:
-            with tokenize.open(path) as handle:  # honours a PEP 263 coding cookie
-                text = handle.read()
-    except ValueError as exc:  # a notebook that is not one; UnicodeDecodeError is one too
-        if isinstance(exc, UnicodeDecodeError):
-            return _error(f"cannot read it as Python source ({_short(exc)})")
-        return _error(str(exc))
-    except (OSError, SyntaxError, LookupError) as exc:
-        return _error(f"cannot read it as Python source ({_short(exc)})")
-    if "\x00" in text:
-        return _error("not a Python source file (binary content)")
-    try:
-        module = ast.parse(text, filename=shown)
-    except SyntaxError as exc:
-        return _error(syntax_reason(exc.msg), exc.lineno, exc.offset)
-    except (ValueError, RecursionError) as exc:
-        return _error(f"cannot parse it ({_short(exc)})")
-    except MemoryError:  # CPython's parser runs out of stack on thousands of nested lambdas
-        return _error("cannot parse it (nested too deeply for Python's parser)")
-    return module, text
-
-
-def syntax_reason(message: str, running: tuple[int, ...] = sys.version_info[:2]) -> str:
-    """Why a script does not parse. On a Python older than the newest grammar the
-    script may be valid for the Python it is written for (PEP 695 `type X = ...` is
-    "invalid syntax" to 3.11): the reason says which Python parsed it, instead of
-    blaming a valid script."""
-    reason = f"syntax error: {message}"
-    if tuple(running) < NEWEST_GRAMMAR:
-        version = ".".join(str(part) for part in running[:2])
-        reason += (
-            f" (envcheck runs on Python {version}; if the script needs a newer Python, "
-            "run envcheck with it)"
-        )
-    return reason
-
-
-def _error(reason: str, line: Optional[int] = None, column: Optional[int] = None) -> dict[str, Any]:
-    return {"reason": reason, "line": line, "column": column}
-
-
-def _short(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 class Walker(ast.NodeVisitor):
