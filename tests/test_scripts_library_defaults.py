@@ -127,3 +127,37 @@ def test_a_class_default_a_method_reassigns_is_not_taken(tmp_path: Path) -> None
     source = CLASS_DEFAULTS + "\n    def tune(self):\n        self.data_loader_workers = 1\n"
     found = results(tmp_path, source)
     assert found["EC504"].status.value == "unknown"
+
+
+CONFIG_INIT = """
+class TrainConfig:
+    def __init__(self, batch_size: int = 64, num_workers: int = 6, lr: float = 0.01):
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.lr = lr
+
+
+def main():
+    conf = TrainConfig({passed})
+    loader = DataLoader(ImageFolder("data"), batch_size=conf.batch_size,
+                        num_workers=conf.num_workers, pin_memory=True)
+    model = Net().cuda()
+    for epoch in range(10):
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+"""
+
+
+def test_a_config_class_keeps_its_init_defaults(tmp_path: Path) -> None:
+    """`conf = TrainConfig()` with `num_workers: int = 6` in the constructor kept as
+    `self.num_workers`: the loader asks for 6 workers on 2 CPUs."""
+    found = results(tmp_path, CONFIG_INIT.format(passed=""))
+    assert found["EC504"].status.value == "fail"
+    assert "TrainConfig(..., num_workers) = 6" in found["EC504"].findings[0].message
+
+
+def test_a_config_construction_passing_the_value_is_not_its_default(tmp_path: Path) -> None:
+    """`TrainConfig(num_workers=1)` somewhere in the file: 6 is not what runs."""
+    found = results(tmp_path, CONFIG_INIT.format(passed="num_workers=1"))
+    assert found["EC504"].status.value != "fail"

@@ -1,6 +1,8 @@
 """Settings held by a file's config objects, read from the source: the fields of a
-dataclass or of a class named like a config (`class DataConfig: num_workers: int = 4`),
-and the attributes a function sets on an object it builds and returns (minGPT's
+dataclass or of a class named like a config (`class DataConfig: num_workers: int = 4`,
+or the parameters its `__init__` keeps: `def __init__(self, num_workers=4):
+self.num_workers = num_workers`, unless a construction in the file passes them), and the
+attributes a function sets on an object it builds and returns (minGPT's
 `get_default_config()`: `C = CN(); C.num_workers = 4; return C`). values.py judges
 `cfg.num_workers` at these defaults, as it judges `args.workers` at argparse's; absl
 flags (`flags.DEFINE_enum('mode', 'fit', ...)`) join argparse's options.
@@ -39,9 +41,58 @@ def config_defaults(module: ast.Module) -> dict[str, list[tuple[str, ast.expr]]]
                 target, value = _field(statement)
                 if target is not None and value is not None:
                     found.setdefault(target, []).append((f"{node.name}.{target}", value))
+            for attr, (where, value) in _init_fields(module, node).items():
+                found.setdefault(attr, []).append((where, value))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for attr, (obj, value) in _built_config(node).items():
                 found.setdefault(attr, []).append((f"{node.name}(): {obj}.{attr}", value))
+    return found
+
+
+def _init_fields(module: ast.Module, cls: ast.ClassDef) -> dict[str, tuple[str, ast.expr]]:
+    """attr -> (where, default) for a config class whose `__init__` keeps its parameters
+    (`def __init__(self, no_cuda=True): self.no_cuda = no_cuda`): the default a
+    construction without that argument gets (`conf = Config()`). An argument some
+    construction in the file passes, or any `*args`/`**kwargs` there, is not a default."""
+    init = next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None
+    )
+    if init is None:
+        return {}
+    positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
+    with_default = positional[len(positional) - len(init.args.defaults) :]
+    defaults = dict(zip(with_default, init.args.defaults, strict=True))
+    keyword_only = zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True)
+    defaults.update({a.arg: d for a, d in keyword_only if d is not None})
+    for node in module_nodes(module):
+        called = node.func if isinstance(node, ast.Call) else None
+        name = called.id if isinstance(called, ast.Name) else getattr(called, "attr", None)
+        if not isinstance(node, ast.Call) or name != cls.name:
+            continue
+        if any(k.arg is None for k in node.keywords) or any(
+            isinstance(a, ast.Starred) for a in node.args
+        ):
+            return {}
+        for keyword in node.keywords:
+            defaults.pop(keyword.arg or "", None)
+        for passed in positional[1 : 1 + len(node.args)]:
+            defaults.pop(passed, None)
+    found: dict[str, tuple[str, ast.expr]] = {}
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in defaults:
+            # reads "config default Config(..., no_cuda) = True"
+            found[target.attr] = (f"{cls.name}(..., {node.value.id})", defaults[node.value.id])
+        elif isinstance(node.value, ast.Constant):
+            found[target.attr] = (f"{cls.name}().{target.attr}", node.value)
     return found
 
 
