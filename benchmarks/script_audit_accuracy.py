@@ -37,12 +37,13 @@ like the main corpus's; its verdicts were written blind, before the first audit.
 packages), judged blind after the analyser had been tuned on the first: the honest number
 for code it has not seen; `--corpus released3` a third (tests/real_scripts/released3/),
 judged blind after the first two had been used; `--corpus released4` a fourth and
-`--corpus released5` a fifth (example and tutorial scripts shipped in releases).
+`--corpus released5` a fifth (example and tutorial scripts shipped in releases), `--corpus
+released6` a sixth.
 
 Run on demand, never in the test suite:
 
     .venv/bin/python benchmarks/script_audit_accuracy.py
-        [--corpus main|holdout|released|released2|released3|released4|released5]
+        [--corpus main|holdout|released|released2|released3|released4|released5|released6]
         [--runs 5]
         [--json FILE] [--print-gaps]
 
@@ -90,6 +91,9 @@ RELEASED4_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED4") or RELE
 # The fifth: example and tutorial scripts shipped in releases, judged blind likewise.
 RELEASED5 = CORPUS / "released5"
 RELEASED5_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED5") or RELEASED5 / "files")
+# The sixth: training code of any kind, judged blind after the first five were used.
+RELEASED6 = CORPUS / "released6"
+RELEASED6_FILES = Path(os.environ.get("ENVCHECK_REAL_SCRIPTS_RELEASED6") or RELEASED6 / "files")
 CORPORA = {
     "main": (CORPUS, FILES),
     "holdout": (HOLDOUT, HOLDOUT_FILES),
@@ -98,6 +102,7 @@ CORPORA = {
     "released3": (RELEASED3, RELEASED3_FILES),
     "released4": (RELEASED4, RELEASED4_FILES),
     "released5": (RELEASED5, RELEASED5_FILES),
+    "released6": (RELEASED6, RELEASED6_FILES),
 }
 TARGET = ROOT / "tests" / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
@@ -509,7 +514,7 @@ def main(args: Sequence[str] | None = None) -> int:
         choices=sorted(CORPORA),
         default="main",
         help="main: the corpus the analyser was tuned on; holdout: the blind held-out set; "
-        "released: files from PyPI releases; released2 to released5: further such sets, "
+        "released: files from PyPI releases; released2 to released6: further such sets, "
         "each judged blind after the ones before were used for tuning (fetch them with "
         "tests/real_scripts/fetch_released.py)",
     )

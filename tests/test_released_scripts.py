@@ -43,6 +43,7 @@ SETS = {
     "released3": (bench.RELEASED3, bench.RELEASED3_FILES, 8, 5),
     "released4": (bench.RELEASED4, bench.RELEASED4_FILES, 10, 8),
     "released5": (bench.RELEASED5, bench.RELEASED5_FILES, 10, 5),
+    "released6": (bench.RELEASED6, bench.RELEASED6_FILES, 10, 8),
 }
 # What the packages declare; every one allows redistribution.
 LICENCES = {"MIT", "MIT-0", "BSD-2-Clause", "BSD-3-Clause", "Apache-2.0", "GPL-3.0", "AGPL-3.0"}
