@@ -129,6 +129,13 @@ def load_script_module(path: Path, name: str) -> ModuleType:
 def script_results(tmp_path: Path, source: str, name: str = "data.py") -> dict[str, Any]:
     """Every EC5xx result for `source` saved as `name`, through the real scripts collector
     and the real rules, against an 8 x A100, 2-CPU Linux node, by rule id."""
+    return run_results(tmp_path, {name: source})
+
+
+def run_results(tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
+    """Every EC5xx result for several files audited in one run (`{"pkg/config.py":
+    source, ...}`, folders made as needed), through the real scripts collector and the
+    real rules, against an 8 x A100, 2-CPU Linux node, by rule id."""
     from envcheck import interpreter
     from envcheck.collectors import scripts
     from envcheck.collectors.base import CollectContext
@@ -136,8 +143,12 @@ def script_results(tmp_path: Path, source: str, name: str = "data.py") -> dict[s
     from envcheck.rulebook import builtin_registry
     from envcheck.snapshot import Facts
 
-    (tmp_path / name).write_text(source)
-    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / name,))
+    paths = []
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+        paths.append(tmp_path / name)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=tuple(paths))
     snapshot = snapshot_from(
         {
             "collectors": {"scripts": {"status": "ok", "reason": None}},

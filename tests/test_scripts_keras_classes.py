@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import script_results
+from conftest import run_results, script_results
 
 
 def lines(result: Any) -> list[int]:
@@ -169,40 +169,6 @@ def test_ec509_leaves_an_int32_step_counter_alone(tmp_path: Path) -> None:
     int64 one lives on the GPU and is still reported."""
     result = script_results(tmp_path, COUNTER, "train.py")["EC509"]
     assert lines(result) == [21]
-
-
-def run_results(tmp_path: Path, sources: dict[str, str]) -> dict[str, Any]:
-    """EC5xx results for several files audited in one run (same node as script_results)."""
-    from conftest import snapshot_from
-
-    from envcheck import interpreter
-    from envcheck.collectors import scripts
-    from envcheck.collectors.base import CollectContext
-    from envcheck.engine.evaluate import evaluate
-    from envcheck.rulebook import builtin_registry
-    from envcheck.snapshot import Facts
-
-    paths = []
-    for name, source in sources.items():
-        (tmp_path / name).write_text(source)
-        paths.append(tmp_path / name)
-    ctx = CollectContext(interpreter=interpreter.current(), scripts=tuple(paths))
-    snapshot = snapshot_from(
-        {
-            "collectors": {"scripts": {"status": "ok", "reason": None}},
-            "scripts": scripts.collect(ctx)["scripts"],
-            "cpu": {"usable": 2, "logical": 2},
-            "platform": {"system": "Linux"},
-            "gpu": {
-                "status": "ok",
-                "devices": [
-                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-                    for i in range(8)
-                ],
-            },
-        }
-    )
-    return {r.id: r for r in evaluate(builtin_registry(), Facts(snapshot)) if r.id == "EC522"}
 
 
 NETS = """

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import script_results, snapshot_from
+from conftest import run_results, script_results
 
 HEAD = """
 import torch, torchvision
@@ -94,40 +94,6 @@ def test_a_loader_built_by_a_helper_called_twice_is_judged(tmp_path: Path) -> No
         + "inference(get_inference_loader(), model)\ninference(get_inference_loader(), model)\n"
     )
     assert lines(results(tmp_path, twice)["EC503"]) == [10]
-
-
-def run_results(tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
-    """script_results() for several files audited in one run (the first is the entry)."""
-    from envcheck import interpreter
-    from envcheck.collectors import scripts
-    from envcheck.collectors.base import CollectContext
-    from envcheck.engine.evaluate import evaluate
-    from envcheck.rulebook import builtin_registry
-    from envcheck.snapshot import Facts
-
-    paths = []
-    for name, source in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(source)
-        paths.append(tmp_path / name)
-    ctx = CollectContext(interpreter=interpreter.current(), scripts=tuple(paths))
-    snapshot = snapshot_from(
-        {
-            "collectors": {"scripts": {"status": "ok", "reason": None}},
-            "scripts": scripts.collect(ctx)["scripts"],
-            "cpu": {"usable": 2, "logical": 2},
-            "platform": {"system": "Linux"},
-            "gpu": {
-                "status": "ok",
-                "devices": [
-                    {"index": i, "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"}
-                    for i in range(8)
-                ],
-            },
-        }
-    )
-    found = evaluate(builtin_registry(), Facts(snapshot))
-    return {r.id: r for r in found if r.id.startswith("EC5")}
 
 
 YACS_TRAIN = """

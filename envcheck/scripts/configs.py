@@ -15,6 +15,7 @@ from typing import Optional
 
 from envcheck.scripts.assignments import statements
 from envcheck.scripts.index import module_nodes
+from envcheck.scripts.tensors import dotted
 
 # Classes whose attributes are settings: dataclasses, and classes named so.
 CONFIG_CLASS_SUFFIXES = (
@@ -234,11 +235,5 @@ def module_config_tree(module: ast.Module) -> dict[tuple[str, ...], tuple[str, a
 def attribute_path(node: ast.expr) -> Optional[tuple[str, ...]]:
     """`cfg.TRAIN.workers` -> ("cfg", "TRAIN", "workers"); None for anything but names
     and attributes."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return tuple(reversed(parts))
+    text = dotted(node)
+    return tuple(text.split(".")) if text is not None else None

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Optional
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
 from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.default_run import off_by_default
-from envcheck.scripts.index import Function, calls_of, function_owners, keyword_arg, module_nodes
+from envcheck.scripts.index import Function, calls_of, function_owners, module_nodes
 from envcheck.scripts.loader_marks import mark_loaders
-from envcheck.scripts.parameters import handed_value
+from envcheck.scripts.parameters import with_handed_values
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.tokenised_maps import tokenised_by_callers, tokenised_map
 from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
@@ -93,14 +93,8 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
     ]
     for index, arg in enumerate(node.args[: len(positional)]):
         values.setdefault(positional[index], resolve(arg, walker.scope()))
+    with_handed_values(walker, node, values, LOADER_ARGS)
     function = walker.functions[-1] if walker.functions else None
-    for name in LOADER_ARGS:
-        # a parameter of the enclosing function or method: its callers' value, or default
-        written = keyword_arg(node, name)
-        if name in values and not values[name].known and written is not None:
-            handed = handed_value(walker, function, written)
-            if handed is not None:
-                values[name] = handed
     walker.report.loaders.append(
         {
             "kind": "torch.DataLoader",

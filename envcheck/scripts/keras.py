@@ -18,7 +18,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.index import FileIndex, code_at, keyword_arg
-from envcheck.scripts.parameters import handed_value
+from envcheck.scripts.parameters import with_handed_values
 from envcheck.scripts.values import keyword_values, resolve
 
 if TYPE_CHECKING:
@@ -137,14 +137,8 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
         or (attr in ("predict", "evaluate") and worker_settings and uses_tensorflow(walker))
     ):
         values, opaque = keyword_values(node, walker.scope())
-        function = walker.functions[-1] if walker.functions else None
-        for arg in FIT_ARGS:
-            # `workers=workers` in `def fit(self, ..., workers=1)`: its callers' value, or default
-            written = keyword_arg(node, arg)
-            if arg in values and not values[arg].known and written is not None:
-                handed = handed_value(walker, function, written)
-                if handed is not None:
-                    values[arg] = handed
+        # `workers=workers` in `def fit(self, ..., workers=1)`: its callers' value, or default
+        with_handed_values(walker, node, values, FIT_ARGS)
         first = node.args[0] if node.args else keyword_arg(node, "generator")
         if first is None and attr in ("fit", "predict", "evaluate"):
             first = keyword_arg(node, "x")

@@ -19,7 +19,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from envcheck.scripts.index import Function, filled_by_decorator, function_owners, module_nodes
+from envcheck.scripts.index import (
+    Function,
+    filled_by_decorator,
+    function_owners,
+    keyword_arg,
+    module_nodes,
+)
 from envcheck.scripts.values import Scope, Value, resolve
 
 if TYPE_CHECKING:
@@ -135,6 +141,22 @@ def handed_value(walker: Walker, function: Optional[ast.AST], expr: ast.expr) ->
         for node in ast.walk(statement)
     )
     return None if rebound else parameter_value(walker, function, expr.id)
+
+
+def with_handed_values(
+    walker: Walker, call: ast.Call, values: dict[str, Value], names: tuple[str, ...]
+) -> None:
+    """Fill in `values` (a call's keyword values) where the source wrote a bare parameter
+    of the enclosing function or method the resolver could not settle
+    (`DataLoader(ds, num_workers=workers)`, `model.fit(gen, workers=workers)`): what the
+    file's calls pass for it, or its default."""
+    function = walker.functions[-1] if walker.functions else None
+    for name in names:
+        written = keyword_arg(call, name)
+        if name in values and not values[name].known and written is not None:
+            handed = handed_value(walker, function, written)
+            if handed is not None:
+                values[name] = handed
 
 
 def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> Optional[ast.expr]:
