@@ -161,3 +161,13 @@ def test_a_config_construction_passing_the_value_is_not_its_default(tmp_path: Pa
     """`TrainConfig(num_workers=1)` somewhere in the file: 6 is not what runs."""
     found = results(tmp_path, CONFIG_INIT.format(passed="num_workers=1"))
     assert found["EC504"].status.value != "fail"
+
+
+def test_a_loader_keeps_its_callee_after_its_values_are_filled(tmp_path: Path) -> None:
+    """The fill of parameters through callers once reused the name holding the loader's
+    callee: every loader recorded `"callee": "prefetch_factor"`."""
+    from envcheck.scripts.analyze import analyze_file
+
+    (tmp_path / "data.py").write_text(HEAD + DATA_MANAGER)
+    report = analyze_file(tmp_path / "data.py", "data.py")
+    assert {loader["callee"] for loader in report.loaders} == {"torch.utils.data.DataLoader"}

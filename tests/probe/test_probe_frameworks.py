@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jsonschema
 import pytest
@@ -47,6 +47,18 @@ def probe(*args: str) -> tuple[int, dict[str, Any]]:
     return result.exit_code, report
 
 
+def measured(check: Callable[[], None]) -> None:
+    """Run a test that compares measured rates, and once more if its assertions fail.
+    The effects asserted have wide margins on an idle machine (compute 2-3x the input
+    rate; an input share of 0.004 where the bound is 0.2), but one sample can be
+    knocked over by a pause or a busy neighbour on a 2-core machine (0.23 was seen once):
+    a real regression fails both times."""
+    try:
+        check()
+    except AssertionError:
+        check()
+
+
 def statuses(report: dict[str, Any]) -> dict[str, str]:
     return {c["id"]: c["status"] for c in report["checks"]}
 
@@ -69,44 +81,50 @@ def tiny_pngs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("framework", BACKENDS)
 def test_serial_jpeg_decoding_with_a_light_model_is_input_bound(framework: str) -> None:
-    # 32 px keeps the model's share small while each generated 500x375 JPEG still has to
-    # be decoded in full: compute outran input 2.1x (tf) and 2.9x (torch) on a 2-core
-    # machine, against 1.35x (tf) at 64 px, which a busy machine could flip
-    _, report = probe(
-        "--framework", framework, "--workers", "0", "--image-size", "32",
-        "--batch-size", "16", "--budget", "8",
-    )  # fmt: skip
-    p = report["probe"]
-    assert p["status"] == "ok", p["failure"]
-    assert p["device"] == "cpu" and p["framework"] == framework
-    assert p["dataset"]["source"] == "generated" and p["dataset"]["corrupt"] == 0
-    assert p["rates"]["compute"] > p["rates"]["input"] > 0
-    assert p["verdict"] == "highly-input-bound", p
-    assert statuses(report)["EC601"] == "fail"
-    [finding] = [f for f in report["findings"] if f["id"] == "EC601"]
-    assert "on the CPU" in finding["message"]
-    assert p["workers"]["used"] == 0
-    assert p["timeline"] and all(len(t["cpu_util"]) >= 1 for t in p["timeline"])
-    assert p["sampler"]["overhead_core_share"] < 0.01  # the sampler costs < 1 % of a core
+    def check() -> None:
+        # 32 px keeps the model's share small while each generated 500x375 JPEG still has to
+        # be decoded in full: compute outran input 2.1x (tf) and 2.9x (torch) on a 2-core
+        # machine, against 1.35x (tf) at 64 px, which a busy machine could flip
+        _, report = probe(
+            "--framework", framework, "--workers", "0", "--image-size", "32",
+            "--batch-size", "16", "--budget", "8",
+        )  # fmt: skip
+        p = report["probe"]
+        assert p["status"] == "ok", p["failure"]
+        assert p["device"] == "cpu" and p["framework"] == framework
+        assert p["dataset"]["source"] == "generated" and p["dataset"]["corrupt"] == 0
+        assert p["rates"]["compute"] > p["rates"]["input"] > 0
+        assert p["verdict"] == "highly-input-bound", p
+        assert statuses(report)["EC601"] == "fail"
+        [finding] = [f for f in report["findings"] if f["id"] == "EC601"]
+        assert "on the CPU" in finding["message"]
+        assert p["workers"]["used"] == 0
+        assert p["timeline"] and all(len(t["cpu_util"]) >= 1 for t in p["timeline"])
+        assert p["sampler"]["overhead_core_share"] < 0.01  # the sampler costs < 1 % of a core
+
+    measured(check)
 
 
 @pytest.mark.parametrize("framework", BACKENDS)
 def test_heavy_model_on_cheap_images_is_not_input_bound(framework: str, tiny_pngs: Path) -> None:
-    _, report = probe(
-        "--framework", framework, "--data", str(tiny_pngs), "--model", "deep-cnn",
-        "--image-size", "128", "--batch-size", "8", "--workers", "0", "--budget", "12",
-    )  # fmt: skip
-    p = report["probe"]
-    assert p["status"] == "ok", p["failure"]
-    assert p["dataset"]["source"] == "user"
-    # the step hardly waits; on the CPU the share is also the slowdown against the
-    # ceiling measured in another phase, which run-to-run noise can move by a few points
-    assert p["wait_share"] < 0.05, p
-    assert p["input_share"] < HIGHLY_INPUT_BOUND, p
-    assert p["verdict"] != "highly-input-bound"
-    # the corrupt file was counted, skipped, and reported
-    assert p["dataset"]["corrupt"] == 1
-    assert statuses(report)["EC606"] == "fail"
+    def check() -> None:
+        _, report = probe(
+            "--framework", framework, "--data", str(tiny_pngs), "--model", "deep-cnn",
+            "--image-size", "128", "--batch-size", "8", "--workers", "0", "--budget", "12",
+        )  # fmt: skip
+        p = report["probe"]
+        assert p["status"] == "ok", p["failure"]
+        assert p["dataset"]["source"] == "user"
+        # the step hardly waits; on the CPU the share is also the slowdown against the
+        # ceiling measured in another phase, which run-to-run noise can move by a few points
+        assert p["wait_share"] < 0.05, p
+        assert p["input_share"] < HIGHLY_INPUT_BOUND, p
+        assert p["verdict"] != "highly-input-bound"
+        # the corrupt file was counted, skipped, and reported
+        assert p["dataset"]["corrupt"] == 1
+        assert statuses(report)["EC606"] == "fail"
+
+    measured(check)
 
 
 @pytest.mark.parametrize("framework", BACKENDS)
