@@ -144,3 +144,27 @@ def test_a_lightning_trainer_at_its_default_precision_names_its_own_switch(
         LIGHTNING_SCRIPT.replace("PRECISION", ', precision="bf16-mixed"')
     )
     assert audit(tmp_path / "train.py", rules=("EC507",))["EC507"].status.value == "pass"
+
+
+HF_TRAINER = """
+import torch
+from transformers import Trainer
+
+
+class MarginTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs = model(**inputs)
+        loss = outputs.loss
+        self._metrics["margin"].append(outputs.logits.mean().item())
+        return (loss, outputs) if return_outputs else loss
+"""
+
+
+def test_a_hugging_face_trainer_s_compute_loss_runs_every_step(tmp_path: Path) -> None:
+    """The Trainer calls a subclass's `compute_loss(self, model, inputs, ...)` for every
+    batch (trl's trainers log metrics there): its `.item()` is a per-step sync."""
+    from conftest import script_results
+
+    result = script_results(tmp_path, HF_TRAINER, "trainer.py")["EC509"]
+    assert [f.location.line for f in result.findings] == [10]
+    assert "compute_loss" in result.findings[0].message

@@ -724,7 +724,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     `loss.item()` and hands the loss to `self.run_optimizer(loss)`), and so is a Lightning
     `training_step(self, batch, batch_idx)` with the helpers it calls: the Trainer runs
     it every step with the batch already on the device (`self.log(...)` keeps the value
-    on the device). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
+    on the device); likewise a Hugging Face Trainer subclass's `compute_loss(self, model,
+    inputs, ...)` or `training_step(self, model, inputs, ...)` in a file that uses
+    transformers or trl. Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
     the mask's count; the lengths `pack_padded_sequence` requires on the CPU, what a
     reinforcement-learning step must hand to the host every step (the action for
     `env.step(action)` / `envs.step(...)`, new priorities for a CPU replay buffer's

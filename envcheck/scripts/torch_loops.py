@@ -22,7 +22,10 @@ function with a backward pass and an optimizer step outside any loop of its own 
 framework's per-iteration callback) is read as a step too (or its only caller, when that
 runs it once outside any loop: a task's `train_step` handing the loss to
 `self.run_optimizer(loss)`), as is a Lightning
-`training_step(self, batch, batch_idx)`, whose batch arrives on the device.
+`training_step(self, batch, batch_idx)`, whose batch arrives on the device, and a Hugging
+Face Trainer subclass's `compute_loss(self, model, inputs, ...)` / `training_step(self,
+model, inputs, ...)` (trl's trainers too), which that Trainer calls for every batch, its
+inputs already on the device.
 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
 `torch.utils.data.Dataset` subclass. Every observation is a plain JSON dict with `path`,
@@ -64,6 +67,28 @@ Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Loop = Union[ast.For, ast.AsyncFor, ast.While]
 ForLoop = Union[ast.For, ast.AsyncFor]
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# The Hugging Face Trainer's per-step methods a subclass overrides: the Trainer calls
+# them for every batch, with the inputs already on the device.
+HF_TRAINER_HOOKS = ("compute_loss", "training_step")
+
+
+def hf_trainer_hook(function: ast.AST) -> bool:
+    """`compute_loss(self, model, inputs, ...)` or `training_step(self, model, inputs,
+    ...)`: the signature of a Hugging Face Trainer's per-step methods (trl's trainers
+    override them too)."""
+    if not isinstance(function, FUNCTIONS) or function.name not in HF_TRAINER_HOOKS:
+        return False
+    names = [a.arg for a in function.args.args]
+    return names[:3] == ["self", "model", "inputs"]
+
+
+def _hf_trainer_hooks(walker: Walker) -> list[Function]:
+    """The per-step methods of Trainer subclasses in a file that uses transformers or trl."""
+    roots = {qualified.split(".")[0] for qualified in walker.aliases.values()}
+    if not roots & {"transformers", "trl"}:
+        return []
+    return [n for n in ast.walk(walker.module) if isinstance(n, FUNCTIONS) and hf_trainer_hook(n)]
+
 
 SYNC_METHODS = ("item", "cpu", "tolist")
 # Python or NumPy tests of one value: on a tensor they read it on the host first
@@ -146,6 +171,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             inner = function
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
     hooks = [n for n in ast.walk(walker.module) if isinstance(n, FUNCTIONS) and lightning_hook(n)]
+    hooks += _hf_trainer_hooks(walker)
     if (loops or backward_in or hooks) and (
         any(walker.qualname(c.func) in walker.loader_classes for c in calls)
         or any(_trains([c]) for c in calls)
@@ -204,8 +230,12 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
                 continue  # run by a step loop of the file (d2l's Trainer.fit_epoch)
             body = [n for statement in hook.body for n in [statement, *own_nodes(statement)]]
             helpers = _helpers(body, callees, files)
-            loader = "the batches Lightning hands training_step()"
-            batch = hook.args.args[1].arg if len(hook.args.args) > 1 else "batch"
+            hf = hf_trainer_hook(hook)
+            framework = "the Hugging Face Trainer" if hf else "Lightning"
+            loader = f"the batches {framework} hands {hook.name}()"
+            position = 2 if hf else 1  # (self, model, inputs) or (self, batch, batch_idx)
+            args = hook.args.args
+            batch = args[position].arg if len(args) > position else "batch"
             step = _StepLoop(
                 walker, hook, loader, loaders, seen, hook, body, helpers, callees, ((hook, batch),)
             )
