@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
+from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.returns import self_aliases
 from envcheck.scripts.values import Scope, resolve
 
@@ -223,20 +224,7 @@ def class_attributes(cls: ast.ClassDef, scope: Scope) -> Attributes:
     """Class-level defaults read through `self` (`class Configs: data_loader_workers = 8`
     ... `num_workers=self.data_loader_workers`), each once, and only those no method of
     the class assigns to `self` (then the class value is not what every run reads)."""
-    found: Attributes = {}
-    twice: set[str] = set()
-    for statement in cls.body:
-        targets: list[ast.expr] = []
-        value: Optional[ast.expr] = None
-        if isinstance(statement, ast.Assign):
-            targets, value = statement.targets, statement.value
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            targets, value = [statement.target], statement.value
-        for target in targets:
-            if isinstance(target, ast.Name) and value is not None:
-                if target.id in found:
-                    twice.add(target.id)
-                found[target.id] = (value, scope)
+    found = simple_assignments(cls.body)  # a name assigned twice is left out there
     assigned = {
         target.attr
         for method in cls.body
@@ -248,7 +236,7 @@ def class_attributes(cls: ast.ClassDef, scope: Scope) -> Attributes:
         and isinstance(target.value, ast.Name)
         and target.value.id == "self"
     }
-    return {k: v for k, v in found.items() if k not in twice and k not in assigned}
+    return {k: (v, scope) for k, v in found.items() if k not in assigned}
 
 
 def _init(cls: ast.ClassDef) -> Optional[ast.FunctionDef]:
