@@ -1158,3 +1158,43 @@ def test_a_pretrained_class_names_its_kind(tmp_path: Path) -> None:
     assert results(tmp_path, unet)["EC506"].status.value == "fail"
     bert = source.replace("ResNetForImageClassification", "BertForMaskedLM")
     assert results(tmp_path, bert)["EC506"].status.value != "fail"
+
+
+FABRIC_PRECISION_REASSIGNED = """
+import torch
+import lightning as L
+from litgpt import GPT
+from litgpt.utils import get_default_supported_precision
+
+
+def setup(precision=None, quantize=None):
+    precision = precision or get_default_supported_precision(training=True)
+    if quantize is not None:
+        precision = None
+    fabric = L.Fabric(devices=1, precision=precision)
+    fabric.launch(main)
+
+
+def main(fabric):
+    model = fabric.setup(GPT())
+    optimizer = fabric.setup_optimizers(torch.optim.AdamW(model.parameters()))
+    for batch in fabric.setup_dataloaders(loader):
+        loss = model(batch)
+        fabric.backward(loss)
+        optimizer.step()
+"""
+
+
+def test_a_parameter_the_function_reassigns_is_not_its_default(tmp_path: Path) -> None:
+    """litgpt: `precision=None` in the signature, then `precision = precision or
+    get_default_supported_precision()` (bf16-mixed on an A100) and `precision = None`
+    under a test. What reaches Fabric is not the signature's None: unknown, not a
+    float32 finding."""
+    found = results(tmp_path, FABRIC_PRECISION_REASSIGNED)
+    assert found["EC507"].status.value == "unknown"
+    plain = FABRIC_PRECISION_REASSIGNED.replace(
+        "    precision = precision or get_default_supported_precision(training=True)\n"
+        "    if quantize is not None:\n        precision = None\n",
+        "",
+    )
+    assert results(tmp_path, plain)["EC507"].status.value == "fail"

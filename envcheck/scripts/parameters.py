@@ -209,10 +209,12 @@ def passed_expression(
 
 def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> Optional[ast.expr]:
     """The default of `function`'s parameter `name` when the function does not reassign
-    it (`def forward(self, X, device='cpu')`)."""
+    it (`def forward(self, X, device='cpu')`). Reassigned under a test counts too
+    (`precision = precision or default_precision()`, then `precision = None` under `if
+    quantize:`): what the parameter holds where it is read is then not its default."""
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    if name in scope.local_names:
+    if name in scope.local_names or name in scope.local_guarded:
         return None
     return _default(function, name)
 

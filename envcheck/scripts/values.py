@@ -164,10 +164,12 @@ class Scope:
     def lookup(self, name: str) -> Optional[ast.expr]:
         if name in self.local_names:
             return self.local_names[name]
+        if name in self.local_guarded:
+            # a parameter the function reassigns (`precision = precision or default()`,
+            # then `precision = None` under a test): its default is not what is read
+            return self.on_the_path(name, self.local_guarded[name])
         if name in self.defaults:
             return self.defaults[name]
-        if name in self.local_guarded:
-            return self.on_the_path(name, self.local_guarded[name])
         if name in self.module_names:
             return self.module_names[name]
         if name in self.module_guarded:
