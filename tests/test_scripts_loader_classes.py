@@ -872,3 +872,27 @@ def test_a_loop_that_fills_a_dataset_elsewhere_is_no_resampling(tmp_path: Path) 
         "def other():\n    for part in parts:\n        train_dataset.append(part)\n"
     )
     assert lines(script_results(tmp_path, source, "main.py")["EC503"]) == [6]
+
+
+LIBRARY_LOADER = """
+from torchdrug import data, utils
+
+train_loader = data.DataLoader(train_set, 32, shuffle=True, num_workers=1,
+                               persistent_workers=True)
+for epoch in range(10):
+    for batch in train_loader:
+        batch = utils.cuda(batch, device=torch.device("cuda"))
+        loss = model(batch)
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_library_loader_class_leaves_pinning_unknown(tmp_path: Path) -> None:
+    """TorchDrug's `data.DataLoader` collates graphs into its own `PackedGraph`, which
+    has no `pin_memory()`: what pinning would reach is the class's business, out of
+    sight, so EC502 is unknown; torch's own DataLoader in its place is still judged."""
+    found = results(tmp_path, LIBRARY_LOADER)
+    assert found["EC502"].status.value == "unknown"
+    assert "loader class out of sight" in found["EC502"].reason
+    torch_loader = LIBRARY_LOADER.replace("data.DataLoader(", "DataLoader(")
+    assert lines(results(tmp_path, torch_loader)["EC502"]) == [11]

@@ -492,7 +492,10 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     loaders over image datasets (torchvision's, or a class named for images: megabytes
     a batch) are judged. A file that trains with JAX/Flax and uses a
     torch DataLoader only to load data is not judged: `jax.device_put` does not read the
-    loader's pinned memory.
+    loader's pinned memory. A loader class of a library, out of sight (TorchDrug's
+    `data.DataLoader`, whose collate packs graphs into `PackedGraph` objects) makes the
+    rule unknown: DataLoader's pinning reaches only tensors and objects with a
+    `pin_memory()` method, and what its batches are is decided by that class.
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -519,6 +522,12 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return (
                 f"{how}, handed to {loader['built_by']}, which decides how its batches "
                 "reach the GPU"
+            )
+        if loader.get("class_out_of_sight"):
+            return (
+                f"{how}, but {loader['class_out_of_sight']} is a loader class out of sight: "
+                "its own collate makes the batches, and DataLoader pins only tensors and "
+                "objects with a pin_memory() method"
             )
         if not known:
             return how

@@ -139,6 +139,7 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "endless": _endless(walker, node),
             "opaque_kwargs": opaque,
             "caller_kwargs": forwarded,
+            "class_out_of_sight": None if name in walker.loader_classes else name,
         }
     )
 
