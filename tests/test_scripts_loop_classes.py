@@ -710,3 +710,27 @@ def test_a_mask_field_of_a_graph_on_the_device_syncs(tmp_path: Path) -> None:
     """PyG's full-batch step `out[data.train_mask]`: a boolean field of the graph moved to
     the GPU, indexed every step (the CPU waits for its count); an index field is no mask."""
     assert sync_lines(tmp_path, MASK_FIELD) == [9]
+
+
+# -- any()/all() over tensors takes each one's truth value -----------------------------------
+
+ANY_NAN = """
+model = nn.Linear(8, 1).cuda()
+opt = torch.optim.Adam(model.parameters())
+loader = torch.utils.data.DataLoader(data, batch_size=32, pin_memory=True)
+for x, y in loader:
+    g_loss = model(x.cuda()).mean()
+    d_loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+    opt.zero_grad(); (g_loss + d_loss).backward(); opt.step()
+    if any(torch.isnan(l) for l in (g_loss, d_loss)):
+        raise ValueError("NaN")
+    if all(k > 0 for k in (1, 2)):
+        pass
+"""
+
+
+def test_any_over_tensors_tests_each_value(tmp_path: Path) -> None:
+    """`if any(torch.isnan(l) for l in (g_loss, d_loss)):` takes bool() of each device
+    tensor every step (stylegan2-pytorch's NaN guard); `all()` over host numbers waits
+    for nothing."""
+    assert sync_lines(tmp_path, ANY_NAN) == [9]

@@ -911,8 +911,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     the steps faster.
 
     `math.isnan(t)`, `np.isinf(t)`, a branch on a tensor (`if not torch.isfinite(loss):`,
-    `if norm > max_norm:`), `GradScaler.get_scale()` (an `.item()` on the scale) and
-    formatting a tensor (`"{:.6f}".format(norm)`, `%`, f-strings) count like `float(t)`.
+    `if norm > max_norm:`, `if any(torch.isnan(l) for l in losses):`),
+    `GradScaler.get_scale()` (an `.item()` on the scale) and formatting a tensor
+    (`"{:.6f}".format(norm)`, `%`, f-strings) count like `float(t)`.
     A tensor is what `backward` is called on, what is made on or moved to the device
     (`torch.zeros(3, device=device)`, `batch_to_device(batch, device)`) and what is
     computed from those; the step's helpers are followed (`metric.add(loss)` on an

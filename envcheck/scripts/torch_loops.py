@@ -49,7 +49,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
 from envcheck.scripts.host_tensors import SAME_DEVICE, on_host
@@ -1101,6 +1101,10 @@ class _StepLoop:
             return self._tests_tensor(test.operand)
         if isinstance(test, ast.BoolOp):
             return any(self._tests_tensor(v) for v in test.values)
+        element = _any_or_all(test, self.walker.index().functions)
+        if element is not None:
+            # `any(torch.isnan(l) for l in (g_loss, d_loss))` takes bool() of each element
+            return self._tests_tensor(element)
         return isinstance(test, (ast.Compare, ast.Call)) and self._tensor(test)
 
     def _lazy_init(self, branch: ast.If) -> bool:
@@ -1901,6 +1905,23 @@ def _device_argument(call: ast.Call) -> bool:
     if isinstance(target, ast.Attribute) and target.attr in DTYPES:
         return False
     return not (isinstance(target, ast.Constant) and not isinstance(target.value, str))
+
+
+def _any_or_all(test: ast.expr, own: Collection[str]) -> Optional[ast.expr]:
+    """The element of the builtin `any(...)` / `all(...)` over one comprehension (not a
+    function of the file, `own`, by that name), whose truth value it takes for each
+    element; None for anything else."""
+    if not (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id in ("any", "all")
+        and test.func.id not in own
+        and len(test.args) == 1
+        and not test.keywords
+    ):
+        return None
+    argument = test.args[0]
+    return argument.elt if isinstance(argument, (ast.GeneratorExp, ast.ListComp)) else None
 
 
 def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
