@@ -200,3 +200,47 @@ def test_a_shared_sync_helper_called_twice_in_the_step_waits_twice(tmp_path: Pat
     its calls, the second (after the optimizer step) waiting for the whole step."""
     result = ec509(tmp_path, SYNC_HELPER_TWICE)
     assert [f.location.line for f in result.findings] == [14, 19]
+
+
+CLOSURE_STEP = """
+import torch
+from .torch_tools import to_numpy
+
+
+def train_one_epoch(model, loss_fn, data_loader, optimizer, device):
+    for batch in data_loader:
+        _, metrics = take_step(model, loss_fn, batch, optimizer, device)
+
+
+def take_step(model, loss_fn, batch, optimizer, device):
+    batch = batch.to(device)
+
+    def closure():
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(batch), batch)
+        loss.backward()
+        return loss
+
+    loss = closure()
+    optimizer.step()
+    return loss, {"loss": to_numpy(loss)}
+
+
+def take_step_lbfgs(model, loss_fn, batch, optimizer, device):
+    def closure():
+        optimizer.zero_grad()
+        loss = loss_fn(model(batch.to(device)), batch)
+        loss.backward()
+        return loss
+
+    return optimizer.step(closure)
+"""
+
+
+def test_a_step_helper_s_own_closure_runs_its_backward(tmp_path: Path) -> None:
+    """mace's `take_step` defines `def closure(): ... loss.backward()` and calls it: the
+    call runs that closure (not the LBFGS step's of the same name), so the loop calling
+    `take_step` per batch trains, and `to_numpy(loss)` after the step reads the loss
+    every step."""
+    result = ec509(tmp_path, CLOSURE_STEP)
+    assert [f.location.line for f in result.findings] == [22]

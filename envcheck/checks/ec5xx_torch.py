@@ -918,10 +918,12 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     (`torch.zeros(3, device=device)`, `batch_to_device(batch, device)`) and what is
     computed from those; the step's helpers are followed (`metric.add(loss)` on an
     instance of a class of the file, `accuracy(pred, y)`, a module calling itself
-    through `sys.modules[__name__]`); a utility shared with other code (`metric.add(loss)`)
-    is reported where the step calls it, a method of the trainer itself
-    (`self._update_loss(loss)`, shared with evaluation or not) at the sync inside it, its
-    branches taken only when evaluating (`elif self.state == State.VALID:`) left out. A
+    through `sys.modules[__name__]`, a closure the helper defines and calls: `def
+    closure(): ... loss.backward()`, then `loss = closure()`); a utility shared with
+    other code (`metric.add(loss)`) is reported where the step calls it, a method of the
+    trainer itself (`self._update_loss(loss)`, shared with evaluation or not) at the
+    sync inside it, its branches taken only when evaluating (`elif self.state ==
+    State.VALID:`) left out. A
     function that runs a backward pass and an optimizer step outside any loop of its own
     (a framework's per-iteration callback) is a step too, or rather its only caller in the
     file when that runs it once outside any loop (a task's `train_step(self)` that logs

@@ -14,7 +14,7 @@ import ast
 from typing import Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.index import FileIndex, function_owners, module_nodes
+from envcheck.scripts.index import FileIndex, function_owners, module_nodes, own_nodes
 from envcheck.scripts.tensors import dotted
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -52,6 +52,10 @@ class StepHelpers:
     def function(self, call: ast.Call, caller: Optional[Function]) -> Optional[Function]:
         """The function or method of the file `call` (made in `caller`) runs, or None."""
         func = call.func
+        if isinstance(func, ast.Name) and caller is not None:
+            nested = _nested(caller, func.id)
+            if nested is not None:
+                return nested
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
@@ -228,6 +232,18 @@ class StepCallees(Callees):
 
     def calls_of(self, function: Function) -> int:
         return self.plain.calls_of(function)
+
+
+def _nested(caller: Function, name: str) -> Optional[Function]:
+    """The function `caller` itself defines as `name` (`def closure(): ...
+    loss.backward()` inside `take_step`), which a call of `name` there runs, whatever
+    other functions of the file share the name (each step function its own closure)."""
+    found = [
+        node
+        for node in own_nodes(caller)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def host_wrapper(callees: Callees, call: ast.Call) -> Optional[str]:

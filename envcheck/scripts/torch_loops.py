@@ -539,7 +539,7 @@ def _steps_itself(loop: Loop, helpers: list[Function], loaders: _Loaders) -> Opt
     is in its own body (see `_accumulates_inside`). None otherwise."""
     own = [n for statement in loop.body for n in _outside_loops(statement)]
     direct = _direct_helpers(own, helpers)
-    trains = _trains(own) or any(_trains(_outside_own_loops(h)) for h in direct)
+    trains = _trains(own) or any(_runs_backward(h, helpers) for h in direct)
     if not trains and not _accumulates_inside(own, helpers, loaders):
         return None
     if isinstance(loop, (ast.For, ast.AsyncFor)):
@@ -601,6 +601,17 @@ def _augmented_targets(owner: ast.AST) -> frozenset[int]:
 
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _runs_backward(helper: Function, helpers: list[Function]) -> bool:
+    """The helper runs a backward pass outside its loops, itself or in a function it
+    defines and calls there (mace's `take_step`: `def closure(): ... loss.backward()`,
+    then `loss = closure()`, the closure an optimizer like LBFGS would call again)."""
+    nodes = _outside_own_loops(helper)
+    if _trains(nodes):
+        return True
+    defined = {id(n) for n in nodes if isinstance(n, FUNCTIONS)}
+    return any(id(h) in defined and _trains(_outside_own_loops(h)) for h in helpers)
 
 
 def _outside_own_loops(function: Function) -> list[ast.AST]:
