@@ -734,3 +734,33 @@ def test_any_over_tensors_tests_each_value(tmp_path: Path) -> None:
     tensor every step (stylegan2-pytorch's NaN guard); `all()` over host numbers waits
     for nothing."""
     assert sync_lines(tmp_path, ANY_NAN) == [9]
+
+
+# -- a gradient hook runs inside every backward --------------------------------------------
+
+NAN_HOOK = """
+def raise_if_nan(t):
+    if torch.isnan(t):
+        raise ValueError("NaN")
+
+
+def log_grad(t):
+    print("backward")
+
+
+model = nn.Linear(8, 1).cuda()
+opt = torch.optim.Adam(model.parameters())
+loader = torch.utils.data.DataLoader(data, batch_size=32, pin_memory=True)
+for x, y in loader:
+    loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+    loss.register_hook(raise_if_nan)
+    loss.register_hook(log_grad)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_gradient_hook_tests_its_gradient_every_step(tmp_path: Path) -> None:
+    """`loss.register_hook(raise_if_nan)` each step: backward hands the hook the loss's
+    gradient, on the device, and `if torch.isnan(t):` waits for it (stylegan2-pytorch);
+    a hook that does not read its gradient waits for nothing."""
+    assert sync_lines(tmp_path, NAN_HOOK) == [3]

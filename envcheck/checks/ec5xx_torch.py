@@ -919,7 +919,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     computed from those; the step's helpers are followed (`metric.add(loss)` on an
     instance of a class of the file, `accuracy(pred, y)`, a module calling itself
     through `sys.modules[__name__]`, a closure the helper defines and calls: `def
-    closure(): ... loss.backward()`, then `loss = closure()`); a utility shared with
+    closure(): ... loss.backward()`, then `loss = closure()`, a gradient hook the step
+    registers, `loss.register_hook(raise_if_nan)`, which backward hands the gradient);
+    a utility shared with
     other code (`metric.add(loss)`) is reported where the step calls it, a method of the
     trainer itself (`self._update_loss(loss)`, shared with evaluation or not) at the
     sync inside it, its branches taken only when evaluating (`elif self.state ==

@@ -14,7 +14,9 @@ statements of its function): a name or `self.x` attribute holds a device tensor 
   (`loss, loss_items = model(x)`; not `loss, count = ...`, which may be a number);
 - it is a parameter of a helper called with a tensor, or what a helper returns, or a
   parameter of a lambda handed to a call together with tensors (`tree_map(lambda t: ...,
-  out)`); a comprehension's or lambda's own names are kept apart from the function's;
+  out)`), or of a gradient hook registered on one (`loss.register_hook(raise_if_nan)`:
+  backward hands it the gradient); a comprehension's or lambda's own names are kept
+  apart from the function's;
 - a context manager scales it into a tensor (`with amp.scale_loss(loss, opt) as s:`).
 
 `.item()`, `float(t)`, `.cpu()`, `.numpy()`, `.shape`, `.size()` and the like give
@@ -396,6 +398,7 @@ class DeviceTensors:
     def _bind(self, call: ast.Call) -> None:
         """A helper called with a tensor: its parameter holds one."""
         self._bind_lambdas(call)
+        self._bind_hook(call)
         helper = self.resolve_call(call)
         if helper is None:
             return
@@ -413,6 +416,28 @@ class DeviceTensors:
         for keyword in call.keywords:
             if keyword.arg and self.holds(keyword.value):
                 self.keys.add(f"{scope}:{keyword.arg}")
+
+    def _bind_hook(self, call: ast.Call) -> None:
+        """`loss.register_hook(raise_if_nan)`: backward calls the hook with the tensor's
+        gradient, which lives on the tensor's device, so the hook's parameter holds one."""
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == "register_hook"
+            and len(call.args) == 1
+            and isinstance(call.args[0], (ast.Name, ast.Lambda))
+            and self.holds(func.value)
+        ):
+            return
+        hook = call.args[0]
+        function = (
+            hook
+            if isinstance(hook, ast.Lambda)
+            else self.resolve_call(ast.Call(func=hook, args=[], keywords=[]))
+        )
+        parameters = [*function.args.posonlyargs, *function.args.args] if function else []
+        if function is not None and parameters:
+            self.keys.add(f"{id(function)}:{parameters[0].arg}")
 
     def _bind_lambdas(self, call: ast.Call) -> None:
         """`apply_to_collection(out, Tensor, lambda t: ...)`, `tree_map(lambda t: ...,
