@@ -45,6 +45,8 @@ MAX_DECIDING = 64
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
 # The `source` of a value read from a live object by envcheck.inspect(), not from code.
 LIVE = "live object"
+# The key of Lightning's `self.hparams.<name>` among a scope's attributes (inherited.py).
+HPARAMS = "hparams."
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,12 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         found = resolve(expr, init, depth + 1)
         source = f"self.{node.attr} = {ast.unparse(expr)} in __init__ ({found.source})"
         return Value(found.known, found.value, text, source)
+    kept = _hyperparameter(node)
+    if kept is not None and HPARAMS + kept in scope.attributes:
+        expr, init = scope.attributes[HPARAMS + kept]
+        found = resolve(expr, init, depth + 1)
+        source = f"{kept} kept by self.save_hyperparameters() in __init__ ({found.source})"
+        return Value(found.known, found.value, text, source)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         overridden = scope.attribute_set(node, depth) if node.value.id != "self" else None
         if overridden is not None:
@@ -415,6 +423,28 @@ def _gpus_counted(found: Value) -> bool:
     through the names it is assigned to): tested for truth, it holds on a GPU run, as
     `torch.cuda.is_available()` does."""
     return not found.known and found.value == GPU_COUNT
+
+
+def _hyperparameter(node: ast.expr) -> Optional[str]:
+    """The name `self.hparams.num_workers` or `self.hparams["num_workers"]` reads (what
+    Lightning's `save_hyperparameters()` keeps there), or None for anything else."""
+    if isinstance(node, ast.Attribute):
+        holder, name = node.value, node.attr
+    elif (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        holder, name = node.value, node.slice.value
+    else:
+        return None
+    held = (
+        isinstance(holder, ast.Attribute)
+        and holder.attr == "hparams"
+        and isinstance(holder.value, ast.Name)
+        and holder.value.id == "self"
+    )
+    return name if held else None
 
 
 def _attribute_chain(node: ast.expr) -> bool:
