@@ -361,6 +361,9 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         found = resolve(expr, init, depth + 1)
         source = f"{kept} kept by self.save_hyperparameters() in __init__ ({found.source})"
         return Value(found.known, found.value, text, source)
+    held = _held_namespace(node, scope, depth)
+    if held is not None:
+        return held
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         overridden = scope.attribute_set(node, depth) if node.value.id != "self" else None
         if overridden is not None:
@@ -445,6 +448,30 @@ def _hyperparameter(node: ast.expr) -> Optional[str]:
         and holder.value.id == "self"
     )
     return name if held else None
+
+
+def _held_namespace(node: ast.expr, scope: Scope, depth: int) -> Optional[Value]:
+    """`self.args.workers` where the class's `__init__` keeps a name it was handed
+    (`self.args = args`): what `args.workers` reads in that `__init__` (the argparse
+    option's default, as for `args.workers` anywhere in the file); None when that is not
+    known either, the other readings of the attribute then apply."""
+    if not (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "self"
+        and node.value.attr in scope.attributes
+    ):
+        return None
+    expr, init = scope.attributes[node.value.attr]
+    if not isinstance(expr, ast.Name) or expr.id == "self":
+        return None
+    read = ast.Attribute(ast.Name(expr.id, ast.Load()), node.attr, ast.Load())
+    found = resolve(read, init, depth + 1)
+    if not found.known:
+        return None
+    source = f"self.{node.value.attr} = {expr.id} in __init__ ({found.source})"
+    return Value(True, found.value, ast.unparse(node), source)
 
 
 def _attribute_chain(node: ast.expr) -> bool:
