@@ -607,3 +607,37 @@ def test_a_worker_count_only_the_file_sets_on_the_namespace(tmp_path: Path) -> N
     found = verdicts(tmp_path, source)["EC504"]
     assert found.status.value == "fail"
     assert "4 * torch.cuda.device_count() = 32" in found.findings[0].message
+
+
+# pytorchvideo's KineticsDataModule keeps the parsed namespace: `self.args = args`
+NAMESPACE_ON_THE_OBJECT = """
+import argparse
+from torch.utils.data import DataLoader
+
+class KineticsDataModule:
+    def __init__(self, args):
+        self.args = args
+
+    def train_dataloader(self):
+        return DataLoader(ds, batch_size=self.args.batch_size, num_workers=self.args.workers)
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", default=8, type=int)
+    parser.add_argument("--batch_size", default=32, type=int)
+    args = parser.parse_args()
+    data = KineticsDataModule(args)
+"""
+
+
+def test_a_namespace_kept_on_the_object_reads_the_options_defaults(tmp_path: Path) -> None:
+    [found] = workers(analyse(tmp_path, NAMESPACE_ON_THE_OBJECT))
+    assert found["known"] and found["value"] == 8
+    assert "self.args = args in __init__" in found["source"]
+    assert "--workers default" in found["source"]
+
+
+def test_a_namespace_kept_on_the_object_with_an_unknown_option(tmp_path: Path) -> None:
+    source = NAMESPACE_ON_THE_OBJECT.replace("self.args.workers", "self.args.loader_workers")
+    [found] = workers(analyse(tmp_path, source))
+    assert not found["known"]

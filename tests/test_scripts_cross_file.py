@@ -133,8 +133,10 @@ def test_a_file_with_its_own_parser_keeps_its_own_options(tmp_path: Path) -> Non
     (pkg / "data.py").write_text(DATA + PARAMS.format(workers=2).replace("args)", "a)", 1))
     own, chained = workers(pkg)
     assert (own["value"], own["source"]) == (2, "argparse --workers default")
-    # self.args.workers is not read from another file's parser (8) when the file has one
-    assert not chained["known"] and "params.py" not in chained["source"]
+    # self.args.workers (`self.args = args`) is the file's own option too, not another
+    # file's parser's (8)
+    assert chained["value"] == 2 and "params.py" not in chained["source"]
+    assert chained["source"] == "self.args = args in __init__ (argparse --workers default)"
 
 
 @pytest.mark.parametrize("default, status", [(4, "fail"), (1, "pass")])

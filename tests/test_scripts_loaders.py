@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import script_results
 
 from envcheck.scripts.analyze import analyze_file
@@ -167,6 +168,54 @@ def test_arguments_kept_as_attributes_by_save_hyperparameters(tmp_path: Path) ->
     report = analyse(tmp_path, source)
     assert workers(report) == [4]
     assert report.loaders[0]["args"]["batch_size"]["value"] == 64
+
+
+# lightning-hydra-template's MNISTDataModule: Lightning's save_hyperparameters() keeps the
+# arguments in self.hparams
+LIGHTNING_HPARAMS = """
+from lightning import LightningDataModule
+from torch.utils.data import DataLoader
+
+class MNISTDataModule(LightningDataModule):
+    def __init__(self, data_dir="data/", batch_size=64, num_workers=0, pin_memory=False):
+        super().__init__()
+        self.save_hyperparameters(logger=False)
+
+    def train_dataloader(self):
+        return DataLoader(self.data_train, batch_size=self.hparams.batch_size,
+                          num_workers=self.hparams.num_workers,
+                          pin_memory=self.hparams["pin_memory"], shuffle=True)
+"""
+
+
+def test_arguments_kept_in_hparams_by_lightning_save_hyperparameters(tmp_path: Path) -> None:
+    report = analyse(tmp_path, LIGHTNING_HPARAMS)
+    assert workers(report) == [0]
+    assert report.loaders[0]["args"]["pin_memory"]["value"] is False
+    assert "save_hyperparameters" in report.loaders[0]["args"]["num_workers"]["source"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "self.save_hyperparameters(ignore=['num_workers'])",  # not kept
+        "self.save_hyperparameters('batch_size')",  # only batch_size kept
+        "self.save_hyperparameters(config)",  # an object's hparams, not the arguments
+        "self.save_hyperparameters()\n        self.hparams.update(overrides)",
+        "self.save_hyperparameters()\n        self.hparams.num_workers = 4",
+        "if stage:\n            self.save_hyperparameters()",  # not on every construction
+    ],
+)
+def test_hparams_the_arguments_do_not_settle_stay_unknown(tmp_path: Path, change: str) -> None:
+    source = LIGHTNING_HPARAMS.replace("self.save_hyperparameters(logger=False)", change)
+    assert workers(analyse(tmp_path, source)) == [None]
+
+
+def test_hparams_passed_by_the_file_s_construction(tmp_path: Path) -> None:
+    source = LIGHTNING_HPARAMS + "\ndef main():\n    dm = MNISTDataModule(num_workers=8)\n"
+    assert workers(analyse(tmp_path, source)) == [8]
+    passed = LIGHTNING_HPARAMS + "\ndef main():\n    dm = MNISTDataModule(num_workers=n)\n"
+    assert workers(analyse(tmp_path, passed)) == [None]
 
 
 IN_MEMORY = """

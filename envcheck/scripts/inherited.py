@@ -10,7 +10,8 @@ parameter a `*args`/`**kwargs` may carry is left unknown; a subclass `__init__` 
 calls its base's gets nothing from it. A base named through the module's own alias
 (`d2l = sys.modules[__name__]`, `class FashionMNIST(d2l.DataModule)`) is the file's class.
 A constructor's `self.x = value` assignments are read here for the walker too, with the
-arguments a `self.save_hyperparameters()` of the file keeps as attributes.
+arguments a `self.save_hyperparameters()` of the file keeps as attributes, and those
+Lightning's keeps in `self.hparams` (key `hparams.<name>`).
 """
 
 from __future__ import annotations
@@ -20,15 +21,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from envcheck.scripts.assignments import guarded_self_assignments, simple_assignments
-from envcheck.scripts.index import function_owners
+from envcheck.scripts.device import LIGHTNING_ROOTS
+from envcheck.scripts.index import function_owners, qualified_base
 from envcheck.scripts.returns import self_aliases
-from envcheck.scripts.values import Scope, resolve
+from envcheck.scripts.values import HPARAMS, Scope, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
 
 Attributes = dict[str, tuple[ast.expr, Scope]]
 MAX_DEPTH = 6
+# Methods of `self.hparams` (a dict) that leave it as it is.
+READ_ONLY = ("get", "items", "keys", "values", "copy")
 
 
 @dataclass(frozen=True)
@@ -242,6 +246,122 @@ def _argument_keepers(walker: Walker, names: set[str]) -> set[str]:
     return found
 
 
+def lightning_hyperparameters(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attributes:
+    """`self.save_hyperparameters()` in the `__init__` of a Lightning class (a
+    LightningModule or LightningDataModule, through the file's classes), called on
+    every construction (a statement of `init` itself, under no test): Lightning keeps
+    each argument of `init` (those named, if any; less `ignore=[...]`) in `self.hparams`,
+    so `self.hparams.num_workers` is the parameter, read in `scope` (its default unless
+    the file's construction passes it). A parameter `init` reassigns, or one the file
+    changes in `self.hparams` (`self.hparams.x = ...`, `self.hparams.update(...)`), is
+    left out: what `self.hparams` holds then depends on the order of the calls."""
+    cls = walker.owner_class(init)
+    if cls is None or _defines(walker, "save_hyperparameters") or not _lightning(walker, cls, 0):
+        return {}
+    call = next((c for c in _own_calls(init, "save_hyperparameters")), None)
+    changed = _changed_hyperparameters(walker.module)
+    if call is None or changed is None:
+        return {}
+    named = [a.value for a in call.args if isinstance(a, ast.Constant)]
+    if len(named) != len(call.args) or not all(isinstance(n, str) for n in named):
+        return {}  # `save_hyperparameters(config)`: the hparams are that object's
+    ignored = _ignored(call)
+    reassigned = {
+        n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    found: Attributes = {}
+    for arg in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs][1:]:
+        name = arg.arg
+        if (named and name not in named) or name in ignored | reassigned | changed:
+            continue
+        found[HPARAMS + name] = (ast.Name(name, ast.Load()), scope)
+    return found
+
+
+def _own_calls(init: ast.FunctionDef, method: str) -> list[ast.Call]:
+    """`self.<method>(...)` calls made as statements of `init`'s own body."""
+    return [
+        s.value
+        for s in init.body
+        if isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Attribute)
+        and s.value.func.attr == method
+        and isinstance(s.value.func.value, ast.Name)
+        and s.value.func.value.id == "self"
+    ]
+
+
+def _ignored(call: ast.Call) -> set[str]:
+    """The names `ignore=` gives (`ignore=["net"]`, `ignore="net"`)."""
+    for keyword in call.keywords:
+        if keyword.arg != "ignore":
+            continue
+        given = keyword.value
+        values = given.elts if isinstance(given, (ast.List, ast.Tuple)) else [given]
+        return {str(v.value) for v in values if isinstance(v, ast.Constant)}
+    return set()
+
+
+def _changed_hyperparameters(module: ast.Module) -> Optional[set[str]]:
+    """The names the file sets in `self.hparams` (`self.hparams.x = ...`,
+    `self.hparams["x"] = ...`); None when it changes it otherwise (`self.hparams.update(...)`,
+    a key it computes, `self.hparams = ...`), which may touch any name."""
+    found: set[str] = set()
+    for node in ast.walk(module):
+        stored = not isinstance(getattr(node, "ctx", ast.Load()), ast.Load)
+        if _is_hparams(node) and stored:
+            return None  # `self.hparams = ...`
+        if isinstance(node, ast.Attribute) and _is_hparams(node.value) and stored:
+            found.add(node.attr)
+        if isinstance(node, ast.Subscript) and _is_hparams(node.value) and stored:
+            key = node.slice
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            found.add(key.value)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and _is_hparams(node.func.value)
+            and node.func.attr not in READ_ONLY
+        ):
+            return None  # `self.hparams.update(...)`, `.pop(...)`, `.setdefault(...)`
+    return found
+
+
+def _is_hparams(node: ast.AST) -> bool:
+    """`self.hparams` (or Lightning's own `self._hparams`)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in ("hparams", "_hparams")
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _defines(walker: Walker, method: str) -> bool:
+    """A class of the file defines `method` itself."""
+    return any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == method
+        for cls in walker.index().class_nodes
+        for s in cls.body
+    )
+
+
+def _lightning(walker: Walker, cls: ast.ClassDef, depth: int) -> bool:
+    """`cls` derives from a Lightning class, directly or through classes of the file."""
+    if depth > MAX_DEPTH:
+        return False
+    for base in cls.bases:
+        qualified = qualified_base(base, walker.aliases)
+        if qualified.startswith(LIGHTNING_ROOTS):
+            return True
+        parent = walker.index().classes.get(qualified)
+        if parent is not None and parent is not cls and _lightning(walker, parent, depth + 1):
+            return True
+    return False
+
+
 def init_attributes(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attributes:
     """`self.x = value` made once in `init` (and the arguments `self.save_hyperparameters()`
     keeps, see kept_arguments), each read in `scope`; one assigned several times, the
@@ -249,7 +369,7 @@ def init_attributes(walker: Walker, init: ast.FunctionDef, scope: Scope) -> Attr
     self.num_workers`, replaced only `if num_val_workers is not None:`), when the `if`
     tests settle it. `self.y` inside `init` reads what `init` assigns it."""
     by_hyperparameters = kept_arguments(walker, init, scope)
-    found: Attributes = dict(by_hyperparameters)
+    found: Attributes = {**lightning_hyperparameters(walker, init, scope), **by_hyperparameters}
     assigned: dict[str, int] = {}
     for node in ast.walk(init):
         if not isinstance(node, ast.Assign):

@@ -45,6 +45,8 @@ MAX_DECIDING = 64
 CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it runs
 # The `source` of a value read from a live object by envcheck.inspect(), not from code.
 LIVE = "live object"
+# The key of Lightning's `self.hparams.<name>` among a scope's attributes (inherited.py).
+HPARAMS = "hparams."
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,15 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         found = resolve(expr, init, depth + 1)
         source = f"self.{node.attr} = {ast.unparse(expr)} in __init__ ({found.source})"
         return Value(found.known, found.value, text, source)
+    kept = _hyperparameter(node)
+    if kept is not None and HPARAMS + kept in scope.attributes:
+        expr, init = scope.attributes[HPARAMS + kept]
+        found = resolve(expr, init, depth + 1)
+        source = f"{kept} kept by self.save_hyperparameters() in __init__ ({found.source})"
+        return Value(found.known, found.value, text, source)
+    held = _held_namespace(node, scope, depth)
+    if held is not None:
+        return held
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         overridden = scope.attribute_set(node, depth) if node.value.id != "self" else None
         if overridden is not None:
@@ -415,6 +426,52 @@ def _gpus_counted(found: Value) -> bool:
     through the names it is assigned to): tested for truth, it holds on a GPU run, as
     `torch.cuda.is_available()` does."""
     return not found.known and found.value == GPU_COUNT
+
+
+def _hyperparameter(node: ast.expr) -> Optional[str]:
+    """The name `self.hparams.num_workers` or `self.hparams["num_workers"]` reads (what
+    Lightning's `save_hyperparameters()` keeps there), or None for anything else."""
+    if isinstance(node, ast.Attribute):
+        holder, name = node.value, node.attr
+    elif (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        holder, name = node.value, node.slice.value
+    else:
+        return None
+    held = (
+        isinstance(holder, ast.Attribute)
+        and holder.attr == "hparams"
+        and isinstance(holder.value, ast.Name)
+        and holder.value.id == "self"
+    )
+    return name if held else None
+
+
+def _held_namespace(node: ast.expr, scope: Scope, depth: int) -> Optional[Value]:
+    """`self.args.workers` where the class's `__init__` keeps a name it was handed
+    (`self.args = args`): what `args.workers` reads in that `__init__` (the argparse
+    option's default, as for `args.workers` anywhere in the file); None when that is not
+    known either, the other readings of the attribute then apply."""
+    if not (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "self"
+        and node.value.attr in scope.attributes
+    ):
+        return None
+    expr, init = scope.attributes[node.value.attr]
+    if not isinstance(expr, ast.Name) or expr.id == "self":
+        return None
+    read = ast.Attribute(ast.Name(expr.id, ast.Load()), node.attr, ast.Load())
+    found = resolve(read, init, depth + 1)
+    if not found.known:
+        return None
+    source = f"self.{node.value.attr} = {expr.id} in __init__ ({found.source})"
+    return Value(True, found.value, ast.unparse(node), source)
 
 
 def _attribute_chain(node: ast.expr) -> bool:
