@@ -1198,3 +1198,33 @@ def test_a_parameter_the_function_reassigns_is_not_its_default(tmp_path: Path) -
         "",
     )
     assert results(tmp_path, plain)["EC507"].status.value == "fail"
+
+
+DT_WRAPPED = """
+import torch
+from torchrl.envs.libs.gym import set_gym_backend
+from torchrl.modules.tensordict_module import DecisionTransformerInferenceWrapper
+from utils import make_dt_model, make_offline_replay_buffer
+
+device = torch.device("cuda")
+buffer = make_offline_replay_buffer()
+actor = make_dt_model(device=device)
+optim = torch.optim.Adam(actor.parameters())
+policy = DecisionTransformerInferenceWrapper(policy=actor, inference_context=5)
+for i in range(1000):
+    data = buffer.sample().to(device)
+    loss = actor(data).sum()
+    optim.zero_grad()
+    loss.backward()
+    optim.step()
+"""
+
+
+def test_a_wrapper_around_a_model_built_elsewhere_names_no_model(tmp_path: Path) -> None:
+    """`DecisionTransformerInferenceWrapper(policy=actor)` wraps a policy built out of sight
+    (`make_dt_model()`): the wrapper's name says nothing of the size of the model, so an RL
+    agent's precision verdicts are unknown, not a float32 transformer's findings."""
+    found = results(tmp_path, DT_WRAPPED)
+    assert found["EC507"].status.value == "unknown"
+    assert found["EC508"].status.value == "unknown"
+
