@@ -1228,3 +1228,52 @@ def test_a_wrapper_around_a_model_built_elsewhere_names_no_model(tmp_path: Path)
     assert found["EC507"].status.value == "unknown"
     assert found["EC508"].status.value == "unknown"
 
+
+PPO_ROLLOUTS = """
+import gym
+import torch
+from torch import nn
+
+envs = gym.vector.SyncVectorEnv([lambda: gym.make("BreakoutNoFrameskip-v4")] * 8)
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+agent = nn.Sequential(
+    nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
+    nn.Flatten(), nn.Linear(64 * 9 * 9, 512), nn.ReLU(), nn.Linear(512, 4),
+).to(device)
+optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4)
+obs = torch.zeros((128, 8, 4, 84, 84)).to(device)
+next_obs = torch.Tensor(envs.reset()).to(device)
+for update in range(1000):
+    for step in range(128):
+        obs[step] = next_obs
+        with torch.no_grad():
+            action = agent(next_obs).argmax(1)
+        next_obs, reward, done, info = envs.step(action.cpu().numpy())
+        next_obs = torch.Tensor(next_obs).to(device)
+    loss = agent(obs.flatten(0, 1)).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_an_agent_stepping_its_environment_in_the_training_loop_is_not_known(
+    tmp_path: Path,
+) -> None:
+    """PPO's rollouts: `envs.step(action)` on the CPU in the loop of every update; the run
+    waits for the simulator, and the agent's network is small: whether autocast would
+    speed it up is not known, whatever network is in sight."""
+    found = results(tmp_path, PPO_ROLLOUTS)
+    assert found["EC507"].status.value == "unknown"
+    assert "steps its environment (envs.step(...) at line" in str(found["EC507"].reason)
+
+
+def test_an_agent_stepping_no_environment_in_its_update_loop_is_judged(tmp_path: Path) -> None:
+    """An agent whose update loop steps no environment (an offline data set) trains its
+    convolutional network in float32: the finding stands."""
+    source = PPO_ROLLOUTS.replace(
+        "next_obs, reward, done, info = envs.step(action.cpu().numpy())",
+        "next_obs = replay[step]",
+    )
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value == "fail"

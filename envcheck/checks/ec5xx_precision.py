@@ -192,6 +192,13 @@ RL_POLICY = (
     "(Stable-Baselines3's MlpPolicy: two 64-unit layers), where autocast gains nothing; "
     "whether this one is large enough is not known"
 )
+# An agent that steps its environment in the loop of its updates.
+RL_ROLLOUTS = (
+    "a reinforcement-learning agent whose training loop steps its environment ({at}) "
+    "before each update: the step waits for the simulator on the CPU, and agents' networks "
+    "are small (a few convolutions or 64-unit layers), so how much of the run autocast "
+    "would speed up is not known"
+)
 ACCELERATE_FIX = "Accelerator(mixed_precision='bf16')   # or 'fp16' before Ampere"
 HF_FIX = "TrainingArguments(..., bf16=True)   # or fp16=True before Ampere"
 LIGHTNING_FIX = "{short}(..., precision='bf16-mixed')   # or '16-mixed' before Ampere"
@@ -274,7 +281,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     agent (on Gym or an RL library, or sampling a replay memory for its updates) whose
     policy network is built out of sight (Stable-Baselines3's `PPO(policy="MlpPolicy",
     ...)`, two 64-unit layers by default) the
-    rule is unknown: RL policies are often too small to gain.
+    rule is unknown: RL policies are often too small to gain; so it is for an agent whose
+    training loop steps its environment before each update (PPO's `envs.step(action)`
+    rollouts, then the update), whatever network is in sight: the run waits on the
+    simulator, and the agent's network is a small part of each step.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -301,6 +311,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         gate = f.get("amp_gate")
         if not isinstance(gate, dict) and _out_of_sight(f) and f.get("rl_environment"):
             unknown.append(f"{f.get('path')}: {RL_POLICY}")
+        elif not isinstance(gate, dict) and f.get("env_rollouts"):
+            at = f.get("env_rollouts")
+            unknown.append(f"{f.get('path')}: {RL_ROLLOUTS.format(at=at)}")
         elif not isinstance(gate, dict):
             how = FLOAT32 + (MODEL_UNSEEN if _out_of_sight(f) else "")
             hits.append(_file_hit(f, cap=cap, how=how, fix=AUTOCAST_FIX))

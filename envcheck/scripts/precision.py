@@ -52,7 +52,9 @@
 - `rl_environment`: the file imports Gym or Gymnasium (or an RL library on them:
   TorchRL, Tianshou, Stable-Baselines3, dm_env, PettingZoo) or samples a replay memory
   in a file of actions (`mem.sample(batch_size)`), a reinforcement-learning agent whose
-  network (its policy, when out of sight) is the caller's choice.
+  network (its policy, when out of sight) is the caller's choice; `env_rollouts`: the
+  `envs.step(...)` call of such an agent's training loop (the loop of its backward pass
+  steps the environment: each update waits for the simulator), or None.
 
 Size: one reader, one walk. Each call is read once for the precision it switches on and
 the model it builds, under the conditions in force at that point (the gates) and the
@@ -261,6 +263,35 @@ def _replay_agent(walker: Walker) -> bool:
             if last is not None and REPLAY_MEMORY.match(last):
                 return True
     return False
+
+
+# An environment an agent steps (`envs.step(action)`, `train_env.step(...)`): the
+# receiver's last name.
+ENVIRONMENT = re.compile(r"^(\w+_)?(env|envs)$")
+
+
+def _environment_rollouts(walker: Walker) -> Optional[str]:
+    """The call that steps an environment inside the loop that also runs the backward pass
+    (cleanrl's PPO: `envs.step(action.cpu().numpy())` for each rollout step, then the
+    update), or None: each update waits for the simulator on the CPU, and the network's
+    arithmetic is a small part of the step."""
+    if not any(".step(" in line for line in walker.lines):
+        return None  # a look at the text first
+    for loop in ast.walk(walker.module):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        methods = [
+            (n.func, n.lineno)
+            for n in ast.walk(loop)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        ]
+        if not any(func.attr == "backward" for func, _ in methods):
+            continue
+        for func, line in methods:
+            receiver = _last_name(func.value)
+            if func.attr == "step" and receiver is not None and ENVIRONMENT.match(receiver):
+                return f"{ast.unparse(func)}(...) at line {line}"
+    return None
 
 
 # Batch samplers that group images of like aspect ratio, each group at its own size
@@ -981,6 +1012,9 @@ class _Reader:
         found["toy_model"] = bool(self.matmul and toy and not self.library_model)
         roots = {qualified.split(".")[0] for qualified in self.walker.aliases.values()}
         found["rl_environment"] = bool(roots & RL_ENVIRONMENTS) or _replay_agent(self.walker)
+        found["env_rollouts"] = (
+            _environment_rollouts(self.walker) if found["rl_environment"] else None
+        )
         found["varying_input"] = _aspect_ratio_batches(self.walker)
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
