@@ -1277,3 +1277,34 @@ def test_an_agent_stepping_no_environment_in_its_update_loop_is_judged(tmp_path:
     )
     found = results(tmp_path, source)
     assert found["EC507"].status.value == "fail"
+
+
+MODEL_BUILT_IN_CONFIG_DTYPE = """
+import torch
+from nanotron.models import build_model
+
+
+class Trainer:
+    def __init__(self, config):
+        self.config = config
+        self.model = build_model(model_builder=self.builder, dtype=config.model.dtype)
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+    def train(self, loader):
+        for batch in loader:
+            loss = self.model(**{k: v.cuda() for k, v in batch.items()}).loss
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_model_built_in_a_config_dtype_sets_its_precision_out_of_sight(
+    tmp_path: Path,
+) -> None:
+    """`build_model(..., dtype=config.model.dtype)`: the parameters are made in the run
+    config's dtype (bfloat16 in the recipes): precision is a setting, not absent."""
+    found = results(tmp_path, MODEL_BUILT_IN_CONFIG_DTYPE)
+    assert found["EC507"].status.value == "unknown"
+    assert "config.model.dtype" in str(found["EC507"].reason)
+    source = MODEL_BUILT_IN_CONFIG_DTYPE.replace("config.model.dtype", "torch.bfloat16")
+    assert results(tmp_path, source)["EC507"].status.value == "pass"

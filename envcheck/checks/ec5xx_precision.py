@@ -243,7 +243,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     `model.half()`, apex `amp.initialize`, a precision setting handed to the project's
     own classes (`MixedPrecisionTrainer(use_fp16=...)`), a model built, loaded or cast in
     bfloat16/float16 (`set_default_dtype`, `torch_dtype=`, `model.to(dtype=
-    torch.bfloat16)`), an FSDP mixed-precision policy that casts the parameters to one
+    torch.bfloat16)`, a model builder of the project given the dtype: `build_model(...,
+    dtype=config.model.dtype)`, a setting the source does not show), an FSDP
+    mixed-precision policy that casts the parameters to one
     (FSDP2's `fully_shard(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))`,
     FSDP1's `mixed_precision=MixedPrecision(param_dtype=...)`). Behind a command-line
     flag that defaults to off (`--amp`, `action="store_true"`, a string option such as

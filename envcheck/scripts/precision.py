@@ -630,13 +630,17 @@ class _Reader:
     def _model_dtype(self, node: ast.Call, name: str, gates: list[ast.expr], scope: Scope) -> None:
         """The dtype the model is built or loaded in: `set_default_dtype(dtype)` (torch's,
         or a project's context manager around the model's construction) and
-        `from_pretrained(..., torch_dtype=dtype)`. bfloat16/float16 is low precision on
+        `from_pretrained(..., torch_dtype=dtype)`, a project's model builder given the
+        dtype (`build_model(..., dtype=config.model.dtype)`: its parameters are made in
+        it). bfloat16/float16 is low precision on
         the tensor cores; a dtype the source does not show (a recipe's config) is a gate."""
         expr: Optional[ast.expr] = None
         if name.rsplit(".", 1)[-1] == "set_default_dtype" and node.args:
             expr = node.args[0]
         elif keyword_arg(node, "torch_dtype") is not None:
             expr = keyword_arg(node, "torch_dtype")
+        elif _model_builder(node, name):
+            expr = keyword_arg(node, "dtype")
         if expr is None:
             return
         kind = self._dtype_kind(expr, scope)
@@ -1107,6 +1111,18 @@ def _asserted_class(node: ast.Call) -> Optional[str]:
     ):
         return node.args[1].id
     return None
+
+
+def _model_builder(node: ast.Call, name: str) -> bool:
+    """A function of the project that builds a model in a dtype it is given
+    (`build_model(..., dtype=config.model.dtype)`, `create_model(cfg, dtype=dtype)`): not
+    a library's tensor factory (`torch.zeros(..., dtype=...)`)."""
+    callee = _callee(node) or ""
+    return (
+        keyword_arg(node, "dtype") is not None
+        and not name.startswith(LIBRARIES)
+        and "model" in callee.lower()
+    )
 
 
 def _callee(node: ast.Call) -> Optional[str]:
