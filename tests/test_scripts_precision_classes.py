@@ -1308,3 +1308,37 @@ def test_a_model_built_in_a_config_dtype_sets_its_precision_out_of_sight(
     assert "config.model.dtype" in str(found["EC507"].reason)
     source = MODEL_BUILT_IN_CONFIG_DTYPE.replace("config.model.dtype", "torch.bfloat16")
     assert results(tmp_path, source)["EC507"].status.value == "pass"
+
+
+GRAPH_TRAINER = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model.cuda()
+        self.optimizer = optimizer
+
+    def train(self, loader):
+        for graphs, targets in loader:
+            graphs = [g.to("cuda") for g in graphs]
+            prediction = self.model(graphs, task="ef")
+            loss = torch.nn.functional.mse_loss(prediction, targets.cuda())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_model_out_of_sight_fed_graphs_is_not_known(tmp_path: Path) -> None:
+    """A trainer handed its model, which it feeds batches of graphs (`self.model(graphs,
+    ...)`, or a file on a graph library: `from torchdrug import data`): message passing
+    is gather/scatter-bound and such networks are often narrow, so whether autocast
+    would gain is not known; the same trainer fed images is judged."""
+    found = results(tmp_path, GRAPH_TRAINER)
+    assert found["EC507"].status.value == "unknown"
+    assert "fed graphs (self.model(graphs, ...) at line" in str(found["EC507"].reason)
+    source = "from torchdrug import data\n" + GRAPH_TRAINER.replace("graphs", "images")
+    assert results(tmp_path, source)["EC507"].status.value == "unknown"
+    images = GRAPH_TRAINER.replace("graphs", "images")
+    assert results(tmp_path, images)["EC507"].status.value == "fail"

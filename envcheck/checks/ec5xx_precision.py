@@ -192,6 +192,13 @@ RL_POLICY = (
     "(Stable-Baselines3's MlpPolicy: two 64-unit layers), where autocast gains nothing; "
     "whether this one is large enough is not known"
 )
+# A model out of sight fed graphs.
+GRAPH_BATCHES = (
+    "the model is built out of this file and fed graphs ({at}): a graph network's "
+    "message passing is bound by gathers and scatters over the edges, not by the matmuls "
+    "tensor cores speed up, and such networks are often narrow: whether autocast would "
+    "gain is not known"
+)
 # An agent that steps its environment in the loop of its updates.
 RL_ROLLOUTS = (
     "a reinforcement-learning agent whose training loop steps its environment ({at}) "
@@ -286,7 +293,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     rule is unknown: RL policies are often too small to gain; so it is for an agent whose
     training loop steps its environment before each update (PPO's `envs.step(action)`
     rollouts, then the update), whatever network is in sight: the run waits on the
-    simulator, and the agent's network is a small part of each step.
+    simulator, and the agent's network is a small part of each step. A model out of sight
+    that the file feeds graphs (it imports PyG, DGL or TorchDrug, or calls `self.model(
+    graphs, ...)`) is unknown too: message passing is bound by gathers and scatters over
+    the edges, and such networks are often narrow.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -313,6 +323,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         gate = f.get("amp_gate")
         if not isinstance(gate, dict) and _out_of_sight(f) and f.get("rl_environment"):
             unknown.append(f"{f.get('path')}: {RL_POLICY}")
+        elif not isinstance(gate, dict) and _out_of_sight(f) and f.get("graph_batches"):
+            at = f.get("graph_batches")
+            unknown.append(f"{f.get('path')}: {GRAPH_BATCHES.format(at=at)}")
         elif not isinstance(gate, dict) and f.get("env_rollouts"):
             at = f.get("env_rollouts")
             unknown.append(f"{f.get('path')}: {RL_ROLLOUTS.format(at=at)}")

@@ -54,7 +54,9 @@
   in a file of actions (`mem.sample(batch_size)`), a reinforcement-learning agent whose
   network (its policy, when out of sight) is the caller's choice; `env_rollouts`: the
   `envs.step(...)` call of such an agent's training loop (the loop of its backward pass
-  steps the environment: each update waits for the simulator), or None.
+  steps the environment: each update waits for the simulator), or None;
+- `graph_batches`: for a model out of sight, what shows it is fed graphs (an import of
+  PyG, DGL or TorchDrug; `self.model(graphs, ...)`), or None.
 
 Size: one reader, one walk. Each call is read once for the precision it switches on and
 the model it builds, under the conditions in force at that point (the gates) and the
@@ -292,6 +294,41 @@ def _environment_rollouts(walker: Walker) -> Optional[str]:
             if func.attr == "step" and receiver is not None and ENVIRONMENT.match(receiver):
                 return f"{ast.unparse(func)}(...) at line {line}"
     return None
+
+
+# Libraries of graph data and message passing (PyG, DGL, TorchDrug), by a part of the
+# module imported (a project's vendored `from . import torch_geometric` included).
+GRAPH_DATA = {"torch_geometric", "dgl", "torchdrug"}
+# A batch of graphs handed to the model (`self.model(graphs, task=...)`).
+GRAPH_VALUE = re.compile(r"(?i)^(\w+_)?graphs?$")
+
+
+def _graph_batches(walker: Walker) -> Optional[str]:
+    """What shows the model is fed graphs, or None: an import of a graph library
+    (`from torchdrug import data`, `from . import torch_geometric`), or the model called
+    on a value named for graphs (`self.model(graphs, task=...)`)."""
+    text = "\n".join(walker.lines).lower()
+    if "graph" not in text and not any(library in text for library in GRAPH_DATA):
+        return None  # a look at the text first
+    for node in ast.walk(walker.module):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom):
+                modules = [f"{node.module or ''}.{m}" for m in modules]
+            for module in modules:
+                if GRAPH_DATA.intersection(module.split(".")):
+                    return f"import {module.lstrip('.')} at line {node.lineno}"
+        elif isinstance(node, ast.Call) and _model_fed_graphs(node):
+            called = f"{ast.unparse(node.func)}({ast.unparse(node.args[0])}, ...)"
+            return f"{called} at line {node.lineno}"
+    return None
+
+
+def _model_fed_graphs(node: ast.Call) -> bool:
+    """`self.model(graphs, ...)`, `net(batch_graph)`: a model called on graphs."""
+    return bool(MODEL_PARAMETER.match(_last_name(node.func) or "")) and any(
+        GRAPH_VALUE.match(_last_name(a) or "") for a in node.args
+    )
 
 
 # Batch samplers that group images of like aspect ratio, each group at its own size
@@ -1020,6 +1057,7 @@ class _Reader:
             _environment_rollouts(self.walker) if found["rl_environment"] else None
         )
         found["varying_input"] = _aspect_ratio_batches(self.walker)
+        found["graph_batches"] = None if self.matmul or self.conv else _graph_batches(self.walker)
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
