@@ -1198,3 +1198,147 @@ def test_a_parameter_the_function_reassigns_is_not_its_default(tmp_path: Path) -
         "",
     )
     assert results(tmp_path, plain)["EC507"].status.value == "fail"
+
+
+DT_WRAPPED = """
+import torch
+from torchrl.envs.libs.gym import set_gym_backend
+from torchrl.modules.tensordict_module import DecisionTransformerInferenceWrapper
+from utils import make_dt_model, make_offline_replay_buffer
+
+device = torch.device("cuda")
+buffer = make_offline_replay_buffer()
+actor = make_dt_model(device=device)
+optim = torch.optim.Adam(actor.parameters())
+policy = DecisionTransformerInferenceWrapper(policy=actor, inference_context=5)
+for i in range(1000):
+    data = buffer.sample().to(device)
+    loss = actor(data).sum()
+    optim.zero_grad()
+    loss.backward()
+    optim.step()
+"""
+
+
+def test_a_wrapper_around_a_model_built_elsewhere_names_no_model(tmp_path: Path) -> None:
+    """`DecisionTransformerInferenceWrapper(policy=actor)` wraps a policy built out of sight
+    (`make_dt_model()`): the wrapper's name says nothing of the size of the model, so an RL
+    agent's precision verdicts are unknown, not a float32 transformer's findings."""
+    found = results(tmp_path, DT_WRAPPED)
+    assert found["EC507"].status.value == "unknown"
+    assert found["EC508"].status.value == "unknown"
+
+
+PPO_ROLLOUTS = """
+import gym
+import torch
+from torch import nn
+
+envs = gym.vector.SyncVectorEnv([lambda: gym.make("BreakoutNoFrameskip-v4")] * 8)
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+agent = nn.Sequential(
+    nn.Conv2d(4, 32, 8, stride=4), nn.ReLU(), nn.Conv2d(32, 64, 4, stride=2), nn.ReLU(),
+    nn.Flatten(), nn.Linear(64 * 9 * 9, 512), nn.ReLU(), nn.Linear(512, 4),
+).to(device)
+optimizer = torch.optim.Adam(agent.parameters(), lr=2.5e-4)
+obs = torch.zeros((128, 8, 4, 84, 84)).to(device)
+next_obs = torch.Tensor(envs.reset()).to(device)
+for update in range(1000):
+    for step in range(128):
+        obs[step] = next_obs
+        with torch.no_grad():
+            action = agent(next_obs).argmax(1)
+        next_obs, reward, done, info = envs.step(action.cpu().numpy())
+        next_obs = torch.Tensor(next_obs).to(device)
+    loss = agent(obs.flatten(0, 1)).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_an_agent_stepping_its_environment_in_the_training_loop_is_not_known(
+    tmp_path: Path,
+) -> None:
+    """PPO's rollouts: `envs.step(action)` on the CPU in the loop of every update; the run
+    waits for the simulator, and the agent's network is small: whether autocast would
+    speed it up is not known, whatever network is in sight."""
+    found = results(tmp_path, PPO_ROLLOUTS)
+    assert found["EC507"].status.value == "unknown"
+    assert "steps its environment (envs.step(...) at line" in str(found["EC507"].reason)
+
+
+def test_an_agent_stepping_no_environment_in_its_update_loop_is_judged(tmp_path: Path) -> None:
+    """An agent whose update loop steps no environment (an offline data set) trains its
+    convolutional network in float32: the finding stands."""
+    source = PPO_ROLLOUTS.replace(
+        "next_obs, reward, done, info = envs.step(action.cpu().numpy())",
+        "next_obs = replay[step]",
+    )
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value == "fail"
+
+
+MODEL_BUILT_IN_CONFIG_DTYPE = """
+import torch
+from nanotron.models import build_model
+
+
+class Trainer:
+    def __init__(self, config):
+        self.config = config
+        self.model = build_model(model_builder=self.builder, dtype=config.model.dtype)
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+    def train(self, loader):
+        for batch in loader:
+            loss = self.model(**{k: v.cuda() for k, v in batch.items()}).loss
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_model_built_in_a_config_dtype_sets_its_precision_out_of_sight(
+    tmp_path: Path,
+) -> None:
+    """`build_model(..., dtype=config.model.dtype)`: the parameters are made in the run
+    config's dtype (bfloat16 in the recipes): precision is a setting, not absent."""
+    found = results(tmp_path, MODEL_BUILT_IN_CONFIG_DTYPE)
+    assert found["EC507"].status.value == "unknown"
+    assert "config.model.dtype" in str(found["EC507"].reason)
+    source = MODEL_BUILT_IN_CONFIG_DTYPE.replace("config.model.dtype", "torch.bfloat16")
+    assert results(tmp_path, source)["EC507"].status.value == "pass"
+
+
+GRAPH_TRAINER = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model.cuda()
+        self.optimizer = optimizer
+
+    def train(self, loader):
+        for graphs, targets in loader:
+            graphs = [g.to("cuda") for g in graphs]
+            prediction = self.model(graphs, task="ef")
+            loss = torch.nn.functional.mse_loss(prediction, targets.cuda())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_model_out_of_sight_fed_graphs_is_not_known(tmp_path: Path) -> None:
+    """A trainer handed its model, which it feeds batches of graphs (`self.model(graphs,
+    ...)`, or a file on a graph library: `from torchdrug import data`): message passing
+    is gather/scatter-bound and such networks are often narrow, so whether autocast
+    would gain is not known; the same trainer fed images is judged."""
+    found = results(tmp_path, GRAPH_TRAINER)
+    assert found["EC507"].status.value == "unknown"
+    assert "fed graphs (self.model(graphs, ...) at line" in str(found["EC507"].reason)
+    source = "from torchdrug import data\n" + GRAPH_TRAINER.replace("graphs", "images")
+    assert results(tmp_path, source)["EC507"].status.value == "unknown"
+    images = GRAPH_TRAINER.replace("graphs", "images")
+    assert results(tmp_path, images)["EC507"].status.value == "fail"

@@ -192,6 +192,20 @@ RL_POLICY = (
     "(Stable-Baselines3's MlpPolicy: two 64-unit layers), where autocast gains nothing; "
     "whether this one is large enough is not known"
 )
+# A model out of sight fed graphs.
+GRAPH_BATCHES = (
+    "the model is built out of this file and fed graphs ({at}): a graph network's "
+    "message passing is bound by gathers and scatters over the edges, not by the matmuls "
+    "tensor cores speed up, and such networks are often narrow: whether autocast would "
+    "gain is not known"
+)
+# An agent that steps its environment in the loop of its updates.
+RL_ROLLOUTS = (
+    "a reinforcement-learning agent whose training loop steps its environment ({at}) "
+    "before each update: the step waits for the simulator on the CPU, and agents' networks "
+    "are small (a few convolutions or 64-unit layers), so how much of the run autocast "
+    "would speed up is not known"
+)
 ACCELERATE_FIX = "Accelerator(mixed_precision='bf16')   # or 'fp16' before Ampere"
 HF_FIX = "TrainingArguments(..., bf16=True)   # or fp16=True before Ampere"
 LIGHTNING_FIX = "{short}(..., precision='bf16-mixed')   # or '16-mixed' before Ampere"
@@ -236,7 +250,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     `model.half()`, apex `amp.initialize`, a precision setting handed to the project's
     own classes (`MixedPrecisionTrainer(use_fp16=...)`), a model built, loaded or cast in
     bfloat16/float16 (`set_default_dtype`, `torch_dtype=`, `model.to(dtype=
-    torch.bfloat16)`), an FSDP mixed-precision policy that casts the parameters to one
+    torch.bfloat16)`, a model builder of the project given the dtype: `build_model(...,
+    dtype=config.model.dtype)`, a setting the source does not show), an FSDP
+    mixed-precision policy that casts the parameters to one
     (FSDP2's `fully_shard(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))`,
     FSDP1's `mixed_precision=MixedPrecision(param_dtype=...)`). Behind a command-line
     flag that defaults to off (`--amp`, `action="store_true"`, a string option such as
@@ -274,7 +290,13 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     agent (on Gym or an RL library, or sampling a replay memory for its updates) whose
     policy network is built out of sight (Stable-Baselines3's `PPO(policy="MlpPolicy",
     ...)`, two 64-unit layers by default) the
-    rule is unknown: RL policies are often too small to gain.
+    rule is unknown: RL policies are often too small to gain; so it is for an agent whose
+    training loop steps its environment before each update (PPO's `envs.step(action)`
+    rollouts, then the update), whatever network is in sight: the run waits on the
+    simulator, and the agent's network is a small part of each step. A model out of sight
+    that the file feeds graphs (it imports PyG, DGL or TorchDrug, or calls `self.model(
+    graphs, ...)`) is unknown too: message passing is bound by gathers and scatters over
+    the edges, and such networks are often narrow.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -301,6 +323,12 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         gate = f.get("amp_gate")
         if not isinstance(gate, dict) and _out_of_sight(f) and f.get("rl_environment"):
             unknown.append(f"{f.get('path')}: {RL_POLICY}")
+        elif not isinstance(gate, dict) and _out_of_sight(f) and f.get("graph_batches"):
+            at = f.get("graph_batches")
+            unknown.append(f"{f.get('path')}: {GRAPH_BATCHES.format(at=at)}")
+        elif not isinstance(gate, dict) and f.get("env_rollouts"):
+            at = f.get("env_rollouts")
+            unknown.append(f"{f.get('path')}: {RL_ROLLOUTS.format(at=at)}")
         elif not isinstance(gate, dict):
             how = FLOAT32 + (MODEL_UNSEEN if _out_of_sight(f) else "")
             hits.append(_file_hit(f, cap=cap, how=how, fix=AUTOCAST_FIX))

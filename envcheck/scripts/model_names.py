@@ -113,6 +113,10 @@ NOT_CONV = ("conver",)
 NOT_MODEL_VERBS = {"check", "activate", "is", "has", "validate", "verify", "print", "log"}
 # A name with one of these words handles data, not a model (`bert_data_tuple(...)`).
 DATA_WORDS = {"data", "dataset", "loader", "tuple", "preprocess", "preprocessor", "tokenizer"}
+# The last word of a class that wraps a model handed to it (`DecisionTransformerInference
+# Wrapper(policy=actor)`): the model is built elsewhere, and its own construction names
+# its kind and size, not the wrapper around it.
+WRAPPER_WORDS = {"wrapper"}
 
 
 def architecture(name: str) -> Optional[str]:
@@ -125,6 +129,8 @@ def architecture(name: str) -> Optional[str]:
     words = [w.lower() for w in WORD_START.split(name) if w]
     if words and (words[0] in NOT_MODEL_VERBS or DATA_WORDS.intersection(words)):
         return None
+    if words and words[-1] in WRAPPER_WORDS:
+        return None  # wraps a model built elsewhere: that one's name says its kind
     if DATA_WORDS.intersection(w.lower() for w in CAMEL_WORDS.split(name)):
         return None  # `GINDataset`: the data of a graph network, no model
     parts = tails(name)

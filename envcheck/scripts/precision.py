@@ -52,7 +52,11 @@
 - `rl_environment`: the file imports Gym or Gymnasium (or an RL library on them:
   TorchRL, Tianshou, Stable-Baselines3, dm_env, PettingZoo) or samples a replay memory
   in a file of actions (`mem.sample(batch_size)`), a reinforcement-learning agent whose
-  network (its policy, when out of sight) is the caller's choice.
+  network (its policy, when out of sight) is the caller's choice; `env_rollouts`: the
+  `envs.step(...)` call of such an agent's training loop (the loop of its backward pass
+  steps the environment: each update waits for the simulator), or None;
+- `graph_batches`: for a model out of sight, what shows it is fed graphs (an import of
+  PyG, DGL or TorchDrug; `self.model(graphs, ...)`), or None.
 
 Size: one reader, one walk. Each call is read once for the precision it switches on and
 the model it builds, under the conditions in force at that point (the gates) and the
@@ -261,6 +265,70 @@ def _replay_agent(walker: Walker) -> bool:
             if last is not None and REPLAY_MEMORY.match(last):
                 return True
     return False
+
+
+# An environment an agent steps (`envs.step(action)`, `train_env.step(...)`): the
+# receiver's last name.
+ENVIRONMENT = re.compile(r"^(\w+_)?(env|envs)$")
+
+
+def _environment_rollouts(walker: Walker) -> Optional[str]:
+    """The call that steps an environment inside the loop that also runs the backward pass
+    (cleanrl's PPO: `envs.step(action.cpu().numpy())` for each rollout step, then the
+    update), or None: each update waits for the simulator on the CPU, and the network's
+    arithmetic is a small part of the step."""
+    if not any(".step(" in line for line in walker.lines):
+        return None  # a look at the text first
+    for loop in ast.walk(walker.module):
+        if not isinstance(loop, (ast.For, ast.While)):
+            continue
+        methods = [
+            (n.func, n.lineno)
+            for n in ast.walk(loop)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        ]
+        if not any(func.attr == "backward" for func, _ in methods):
+            continue
+        for func, line in methods:
+            receiver = _last_name(func.value)
+            if func.attr == "step" and receiver is not None and ENVIRONMENT.match(receiver):
+                return f"{ast.unparse(func)}(...) at line {line}"
+    return None
+
+
+# Libraries of graph data and message passing (PyG, DGL, TorchDrug), by a part of the
+# module imported (a project's vendored `from . import torch_geometric` included).
+GRAPH_DATA = {"torch_geometric", "dgl", "torchdrug"}
+# A batch of graphs handed to the model (`self.model(graphs, task=...)`).
+GRAPH_VALUE = re.compile(r"(?i)^(\w+_)?graphs?$")
+
+
+def _graph_batches(walker: Walker) -> Optional[str]:
+    """What shows the model is fed graphs, or None: an import of a graph library
+    (`from torchdrug import data`, `from . import torch_geometric`), or the model called
+    on a value named for graphs (`self.model(graphs, task=...)`)."""
+    text = "\n".join(walker.lines).lower()
+    if "graph" not in text and not any(library in text for library in GRAPH_DATA):
+        return None  # a look at the text first
+    for node in ast.walk(walker.module):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom):
+                modules = [f"{node.module or ''}.{m}" for m in modules]
+            for module in modules:
+                if GRAPH_DATA.intersection(module.split(".")):
+                    return f"import {module.lstrip('.')} at line {node.lineno}"
+        elif isinstance(node, ast.Call) and _model_fed_graphs(node):
+            called = f"{ast.unparse(node.func)}({ast.unparse(node.args[0])}, ...)"
+            return f"{called} at line {node.lineno}"
+    return None
+
+
+def _model_fed_graphs(node: ast.Call) -> bool:
+    """`self.model(graphs, ...)`, `net(batch_graph)`: a model called on graphs."""
+    return bool(MODEL_PARAMETER.match(_last_name(node.func) or "")) and any(
+        GRAPH_VALUE.match(_last_name(a) or "") for a in node.args
+    )
 
 
 # Batch samplers that group images of like aspect ratio, each group at its own size
@@ -599,13 +667,17 @@ class _Reader:
     def _model_dtype(self, node: ast.Call, name: str, gates: list[ast.expr], scope: Scope) -> None:
         """The dtype the model is built or loaded in: `set_default_dtype(dtype)` (torch's,
         or a project's context manager around the model's construction) and
-        `from_pretrained(..., torch_dtype=dtype)`. bfloat16/float16 is low precision on
+        `from_pretrained(..., torch_dtype=dtype)`, a project's model builder given the
+        dtype (`build_model(..., dtype=config.model.dtype)`: its parameters are made in
+        it). bfloat16/float16 is low precision on
         the tensor cores; a dtype the source does not show (a recipe's config) is a gate."""
         expr: Optional[ast.expr] = None
         if name.rsplit(".", 1)[-1] == "set_default_dtype" and node.args:
             expr = node.args[0]
         elif keyword_arg(node, "torch_dtype") is not None:
             expr = keyword_arg(node, "torch_dtype")
+        elif _model_builder(node, name):
+            expr = keyword_arg(node, "dtype")
         if expr is None:
             return
         kind = self._dtype_kind(expr, scope)
@@ -981,7 +1053,11 @@ class _Reader:
         found["toy_model"] = bool(self.matmul and toy and not self.library_model)
         roots = {qualified.split(".")[0] for qualified in self.walker.aliases.values()}
         found["rl_environment"] = bool(roots & RL_ENVIRONMENTS) or _replay_agent(self.walker)
+        found["env_rollouts"] = (
+            _environment_rollouts(self.walker) if found["rl_environment"] else None
+        )
         found["varying_input"] = _aspect_ratio_batches(self.walker)
+        found["graph_batches"] = None if self.matmul or self.conv else _graph_batches(self.walker)
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
@@ -1073,6 +1149,18 @@ def _asserted_class(node: ast.Call) -> Optional[str]:
     ):
         return node.args[1].id
     return None
+
+
+def _model_builder(node: ast.Call, name: str) -> bool:
+    """A function of the project that builds a model in a dtype it is given
+    (`build_model(..., dtype=config.model.dtype)`, `create_model(cfg, dtype=dtype)`): not
+    a library's tensor factory (`torch.zeros(..., dtype=...)`)."""
+    callee = _callee(node) or ""
+    return (
+        keyword_arg(node, "dtype") is not None
+        and not name.startswith(LIBRARIES)
+        and "model" in callee.lower()
+    )
 
 
 def _callee(node: ast.Call) -> Optional[str]:
