@@ -872,3 +872,60 @@ def test_a_loop_that_fills_a_dataset_elsewhere_is_no_resampling(tmp_path: Path) 
         "def other():\n    for part in parts:\n        train_dataset.append(part)\n"
     )
     assert lines(script_results(tmp_path, source, "main.py")["EC503"]) == [6]
+
+
+MEMOISED = """
+import functools
+from torch.utils.data import Dataset
+
+
+class Crystals(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    @functools.cache
+    def __getitem__(self, idx):
+        return convert(load(self.paths[idx]))
+
+
+class Graphs(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __getitem__(self, idx):
+        return torch.load(self.paths[idx])
+
+    def loader(self, num_workers=0):
+        return DataLoader(Graphs(self.paths), batch_size=32, num_workers=num_workers)
+
+
+def get_loader(dataset, num_workers=0):
+    return DataLoader(dataset, batch_size=32, num_workers=num_workers)
+
+
+train_loader = DataLoader(Crystals(paths), batch_size=32)
+for epoch in range(10):
+    for x, y in train_loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_dataset_memoising_its_items_keeps_its_loader_in_process(tmp_path: Path) -> None:
+    """`@functools.cache` on `__getitem__` keeps every built sample in the training
+    process; workers would each fill a copy that dies every epoch, so no workers is the
+    design (chgnet's StructureJsonData). So is a helper of the file over the caller's
+    dataset when the file's Dataset classes without a loader of their own (Crystals: the
+    ones the helper is for) are all memoised. Graphs reads a file per item, uncached: its
+    own loader is still judged (line 33)."""
+    found = results(tmp_path, MEMOISED)
+    assert lines(found["EC501"]) == [33]
+
+
+def test_a_bounded_lru_cache_keeps_only_the_latest_items(tmp_path: Path) -> None:
+    """`@functools.lru_cache()` holds 128 samples: most are built again every epoch."""
+    source = MEMOISED.replace("@functools.cache", "@functools.lru_cache()")
+    assert lines(results(tmp_path, source)["EC501"]) == [33, 37, 40]

@@ -323,7 +323,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A loader over an in-memory `TensorDataset`, text tokenised up front
     (`DataLoader(tokenized["train"])` after `raw.map(tokenize_function)`) or a Dataset class of the
     file (or of a file of the same run it is imported from) whose `__getitem__` only indexes data it
-    holds (`return self.centers[i], self.contexts[i]`; not one that memory-maps its data), or a
+    holds (`return self.centers[i], self.contexts[i]`; not one that memory-maps its data) or is
+    memoised without bound (`@functools.cache`: each sample stays in the training process, a cache
+    worker processes would discard every epoch; so is a helper's loader over the caller's dataset
+    when every Dataset class of the file without a loader of its own is memoised), or a
     public one known to hold its data in memory (Lightning's demo `WikiText2`, one tensor of token
     ids; also the parts `random_split` makes of it; Lit-GPT's `PackedDataset`/`CombinedDataset` of
     pre-tokenised token shards), is not flagged: its batches come from memory, and workers add

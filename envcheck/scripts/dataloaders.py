@@ -15,7 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
-from envcheck.scripts.datasets import in_memory, library_in_memory
+from envcheck.scripts.datasets import in_memory, library_in_memory, memoised
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.hf_trainers import trainer_loaders
 from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
@@ -366,9 +366,10 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
             "text": _clip(built),
             "up_front": up_front,
         }
-    node = _built_by(walker, node, function, 0)
-    if not isinstance(node, ast.Call):
-        return None
+    maker = _built_by(walker, node, function, 0)
+    if not isinstance(maker, ast.Call):
+        return _callers_dataset(walker, node, function)
+    node = maker
     name = walker.qualname(node.func) or ""
     short = name.rsplit(".", 1)[-1]
     if not short:
@@ -387,6 +388,58 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if held is not None:
         found["in_memory"] = held
     return found
+
+
+def _callers_dataset(
+    walker: Walker, node: Optional[ast.expr], function: Optional[ast.AST]
+) -> Optional[dict[str, Any]]:
+    """`def get_loader(dataset, ...): return DataLoader(dataset, ...)`, which nothing in the
+    file calls: the dataset is the caller's, and the file's Dataset classes that build no
+    loader of their own are the ones such a helper is for. When each of those memoises its
+    `__getitem__` (`@functools.cache`), the helper serves cached samples: held in memory
+    as that class's own loader would be."""
+    if not isinstance(node, ast.Name) or not isinstance(
+        function, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return None
+    params = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+    calls = _calls_by_name(walker.module, walker.index().function_nodes)
+    if node.id not in {a.arg for a in params} or calls.get(function.name):
+        return None
+    index = walker.index()
+    served = [
+        c
+        for c in index.class_nodes
+        if c.name in index.derived_from(TORCH_DATASETS) and not _loader_in(walker, c)
+    ]
+    cached = [_memoised_getitem(c) for c in served]
+    if not served or any(c is None for c in cached):
+        return None
+    names = ", ".join(c.name for c in served)
+    return {
+        "class": None,
+        "qualname": None,
+        "text": node.id,
+        "in_memory": f"{node.id} is the caller's, and the file's Dataset classes for it "
+        f"({names}) memoise __getitem__ ({cached[0]}): samples stay in the training process, "
+        "a cache worker processes would discard every epoch",
+    }
+
+
+def _loader_in(walker: Walker, cls: ast.ClassDef) -> bool:
+    """Whether `cls` builds a DataLoader of its own (a `get_train_val_test_loader` method)."""
+    return any(
+        isinstance(n, ast.Call) and walker.qualname(n.func) in walker.loader_classes
+        for n in ast.walk(cls)
+    )
+
+
+def _memoised_getitem(cls: ast.ClassDef) -> Optional[str]:
+    getitem = next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"),
+        None,
+    )
+    return memoised(getitem) if getitem is not None else None
 
 
 def _arrays_every_branch(
