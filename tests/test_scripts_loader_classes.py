@@ -929,3 +929,38 @@ def test_a_bounded_lru_cache_keeps_only_the_latest_items(tmp_path: Path) -> None
     """`@functools.lru_cache()` holds 128 samples: most are built again every epoch."""
     source = MEMOISED.replace("@functools.cache", "@functools.lru_cache()")
     assert lines(results(tmp_path, source)["EC501"]) == [33, 37, 40]
+
+
+TWO_WAYS = """
+
+class Data:
+    def __init__(self, module, num_workers=0):
+        self.module = module
+        self.num_workers = num_workers
+
+    def train_dataloader(self):
+        if hasattr(self.module, "process_train_dataset"):
+            loader = self.module.process_train_dataset(ds, 32, num_workers=self.num_workers)
+        else:
+            loader = DataLoader(ds, batch_size=32, num_workers=self.num_workers)
+        return loader
+
+
+for epoch in range(10):
+    for x, y in Data(model).train_dataloader():
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_maker_in_one_arm_and_a_loader_in_the_other_are_one_loader(tmp_path: Path) -> None:
+    """A hook out of sight handed the worker count in the `if` arm whose `else` builds the
+    DataLoader with the same count (Lightning Flash's `process_train_dataset`): one
+    loader built one of two ways, judged once, at the DataLoader (line 19)."""
+    assert lines(results(tmp_path, TWO_WAYS)["EC501"]) == [19]
+
+
+def test_a_maker_handed_another_count_than_the_other_arm_is_judged(tmp_path: Path) -> None:
+    """The other arm's DataLoader with its own count is another loader's settings."""
+    source = TWO_WAYS.replace("batch_size=32, num_workers=self.num_workers", "num_workers=0")
+    assert lines(results(tmp_path, source)["EC501"]) == [17, 19]

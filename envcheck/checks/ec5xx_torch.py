@@ -380,7 +380,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A loader-making function out of sight handed a worker count (`create_loader(ds,
     num_workers=args.workers)`, `make_data_loader(args, **kwargs)` with `kwargs =
     {"num_workers": ...}`) is judged on that count (EC501, EC504); what it does about
-    pinning and persistent workers is its own, so EC502 and EC503 say unknown there.
+    pinning and persistent workers is its own, so EC502 and EC503 say unknown there. One
+    in an arm of an `if` whose other arm builds a DataLoader handed the same worker count
+    (a hook `process_train_dataset(ds, num_workers=self.num_workers)`, else `DataLoader(ds,
+    num_workers=self.num_workers)`) is that loader built another way: judged once, there.
     A value read from a config object of the file (`cfg.num_workers` with `class
     DataConfig: num_workers: int = 4`, or `C.num_workers = 4` in a
     `get_default_config()` that returns `C`) is judged at its default, as an argparse

@@ -292,6 +292,8 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     written = keyword_expressions(node, walker.scope()).get("num_workers")
     if written is None or off_by_default(walker, node, choices_taken=True):
         return
+    if _other_arm_builds(walker, node, written):
+        return  # one loader built one of two ways: judged at the DataLoader in sight
     line = node.lineno
     walker.report.loaders.append(
         {
@@ -311,6 +313,37 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
             "opaque_kwargs": [],
             "gpu_sampling": gpu_sampling(walker, node, name),
         }
+    )
+
+
+def _other_arm_builds(walker: Walker, node: ast.Call, written: ast.expr) -> bool:
+    """`if hasattr(module, "process_train_dataset"): loader = module.process_train_dataset(ds,
+    num_workers=self.num_workers) else: loader = DataLoader(ds, num_workers=self.num_workers)`:
+    the maker out of sight and the DataLoader in the other arm of the same `if` build one
+    loader with the same worker count, so it is judged once, at the DataLoader."""
+    owner: ast.AST = walker.functions[-1] if walker.functions else walker.module
+    count = ast.unparse(written)
+    for branch in ast.walk(owner):
+        if not isinstance(branch, ast.If) or not branch.orelse:
+            continue
+        for here, there in ((branch.body, branch.orelse), (branch.orelse, branch.body)):
+            if _holds(here, node) and _loader_with_workers(walker, there, count):
+                return True
+    return False
+
+
+def _holds(statements: list[ast.stmt], node: ast.AST) -> bool:
+    return any(n is node for s in statements for n in ast.walk(s))
+
+
+def _loader_with_workers(walker: Walker, statements: list[ast.stmt], count: str) -> bool:
+    """Whether `statements` build a DataLoader handed `num_workers=<count>`, as written."""
+    return any(
+        isinstance(n, ast.Call)
+        and walker.qualname(n.func) in walker.loader_classes
+        and any(k.arg == "num_workers" and ast.unparse(k.value) == count for k in n.keywords)
+        for s in statements
+        for n in ast.walk(s)
     )
 
 
