@@ -964,3 +964,36 @@ def test_a_maker_handed_another_count_than_the_other_arm_is_judged(tmp_path: Pat
     """The other arm's DataLoader with its own count is another loader's settings."""
     source = TWO_WAYS.replace("batch_size=32, num_workers=self.num_workers", "num_workers=0")
     assert lines(results(tmp_path, source)["EC501"]) == [17, 19]
+
+
+ONE_ITEM = """
+
+def predict(item):
+    with torch.no_grad():
+        for x in DataLoader([item], batch_size=1):
+            return model(x.cuda())
+
+
+for epoch in range(10):
+    for x, y in DataLoader(train_set, batch_size=64, num_workers=2, pin_memory=True):
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+    print(predict(sample))
+"""
+
+
+def test_a_loader_over_a_list_of_one_item_reads_one_batch(tmp_path: Path) -> None:
+    """`DataLoader([item])` (fastai's `predict(item)`: `test_dl([item], num_workers=0)`)
+    serves a single item: workers and pinning buy nothing for one batch."""
+    found = results(tmp_path, ONE_ITEM)
+    assert found["EC501"].status.value == "pass"
+    assert found["EC502"].status.value == "pass"
+
+
+def test_a_maker_handed_a_list_of_one_dataset_serves_all_its_samples(tmp_path: Path) -> None:
+    """`build_loader([test_set], num_workers=0)` (a maker out of sight concatenating the
+    datasets it is handed) names a dataset, not an item: still judged."""
+    source = ONE_ITEM.replace(
+        "DataLoader([item], batch_size=1)", "data.build_loader([test_set], num_workers=0)"
+    )
+    assert lines(results(tmp_path, source)["EC501"]) == [12]

@@ -331,7 +331,8 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     ids; also the parts `random_split` makes of it; Lit-GPT's `PackedDataset`/`CombinedDataset` of
     pre-tokenised token shards), is not flagged: its batches come from memory, and workers add
     little (the probe measures whether a loader keeps up); nor is a loader built to read
-    a single batch, `next(iter(DataLoader(...)))`, or a few (a local loader whose one
+    a single batch, `next(iter(DataLoader(...)))`, or a list of one item written in the call
+    (`test_dl([item], num_workers=0)` in a `predict(item)`), or a few (a local loader whose one
     loop stops itself: `if ii == 1: break`, a preview), nor one whose batches stay on the
     CPU (one loop that only reduces them with torch/numpy functions and tensor methods:
     the normalisation statistics computed before training), nor one of an inference method
@@ -479,7 +480,8 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     synchronous; from pinned memory they are faster and, with `non_blocking=True`, overlap
     with the previous step's compute (PyTorch's memory-pinning notes).
 
-    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`) or a
+    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`, or
+    one over a list of one item written in the call: `DataLoader([sample])`) or a
     few (its one loop stops itself: `if ii == 1: break`), or one of an inference method
     nothing in the file calls (`evaluate()` reading it under `torch.no_grad()` beside the
     `fit()` that trains), or a data module's `__main__` self-test that only prints what
