@@ -997,3 +997,33 @@ def test_a_maker_handed_a_list_of_one_dataset_serves_all_its_samples(tmp_path: P
         "DataLoader([item], batch_size=1)", "data.build_loader([test_set], num_workers=0)"
     )
     assert lines(results(tmp_path, source)["EC501"]) == [12]
+
+
+RAW_RECORDS = """
+
+def estimate(datasets, tokenizer):
+    for dataset in datasets:
+        for batch in DataLoader(dataset, batch_size=8, collate_fn=list):
+            prompts = [example["prompt"] for example in batch]
+            inputs = tokenizer(prompts, return_tensors="pt").to("cuda")
+            loss = model(**inputs).loss
+            opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_loader_of_raw_records_collated_as_a_list_is_left_alone(tmp_path: Path) -> None:
+    """`collate_fn=list` over a dataset out of sight: each batch is the raw records in a
+    list that the loop tokenises itself (trl's prompt datasets); nothing is decoded or
+    collated in the loader for workers to take over, and no tensor batch to pin."""
+    found = results(tmp_path, RAW_RECORDS)
+    assert found["EC501"].status.value == "pass"
+    assert found["EC502"].status.value == "pass"
+
+
+def test_raw_records_of_a_dataset_that_decodes_are_judged(tmp_path: Path) -> None:
+    """The same collate over an ImageFolder: each item is decoded in __getitem__."""
+    source = RAW_RECORDS.replace(
+        "for dataset in datasets:",
+        "for root in datasets:\n        dataset = torchvision.datasets.ImageFolder(root)",
+    )
+    assert lines(results(tmp_path, source)["EC501"]) == [13]

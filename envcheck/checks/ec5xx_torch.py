@@ -211,6 +211,20 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
     return None
 
 
+def raw_records(loader: dict[str, Any]) -> Optional[str]:
+    """Why the loader's batches are raw records the loop turns into tensors itself
+    (`collate_fn=list` over a dataset out of sight: prompt records tokenised in the loop),
+    or None. A dataset in sight (a Dataset class decoding images, a torchvision one) is
+    judged on what it does per item."""
+    raw = loader.get("raw_items")
+    if not raw or loader.get("dataset"):
+        return None
+    return (
+        f"{raw} hands the loop each batch of the dataset's items as they are, a Python "
+        "list it takes apart itself"
+    )
+
+
 def gpu_run_settings_on_the_cpu(
     loader: dict[str, Any], facts: Facts, file_facts: dict[str, Any]
 ) -> Optional[str]:
@@ -371,7 +385,11 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     code is judged at them, the finding saying the caller may pass `num_workers` there;
     a helper that reads or fills its `**kwargs` itself, or a DataLoader subclass's
     `__init__` forwarding them, stays unknown. A loader over `range(n)` reads nothing
-    per item (its items are integers computed on access). In a
+    per item (its items are integers computed on access). One with `collate_fn=list` (or
+    `lambda batch: batch`) over a dataset out of sight hands the loop its raw records in a
+    list, which the loop takes apart itself (prompt dicts it then tokenises): not flagged,
+    nor by EC502 (no tensor batch to pin); over a dataset in sight it is judged on what
+    that dataset does per item. In a
     file that trains, a loader stored on the object or in a plain name that nothing in
     the file reads (`self.valid_dl = cycle(DataLoader(...))`, `test_loader =
     DataLoader(...)`, never used) is not judged by EC501-EC504: no worker starts for it. A
@@ -449,6 +467,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads {loader['one_batch']}")
         if loader.get("inference_only"):
             return Clear(f"{how}, but {loader['inference_only']}")
+        raw = raw_records(loader)
+        if raw:
+            return Clear(f"{how}, but {raw}: nothing is decoded or collated in the loader")
         fix = f"DataLoader(..., num_workers={workers}, pin_memory=True, persistent_workers=True)"
         if loader.get("kind") == HF_TRAINER:
             fix = f"TrainingArguments(..., dataloader_num_workers={workers})"
@@ -536,6 +557,9 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads {loader['one_batch']}")
         if loader.get("inference_only"):
             return Clear(f"{how}, but {loader['inference_only']}")
+        raw = raw_records(loader)
+        if raw:
+            return Clear(f"{how}, but {raw}: no tensor batch to pin")
         if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
             return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
         if (loader.get("dataset") or {}).get("class") == "tokenised-text":

@@ -137,10 +137,29 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
             "dataset": _dataset(walker, node),
             "endless": _endless(walker, node),
+            "raw_items": _raw_items(node),
             "opaque_kwargs": opaque,
             "caller_kwargs": forwarded,
         }
     )
+
+
+def _raw_items(call: ast.Call) -> Optional[str]:
+    """`collate_fn=list` (or `lambda batch: batch`), as written: each batch is the dataset's
+    items as they are, in a Python list that the loop takes apart itself (raw prompt
+    records it then tokenises). A loader of decoded samples would collate them into
+    tensors. None for any other collate."""
+    collate = next((k.value for k in call.keywords if k.arg == "collate_fn"), None)
+    if isinstance(collate, ast.Name) and collate.id == "list":
+        return "collate_fn=list"
+    if (
+        isinstance(collate, ast.Lambda)
+        and len(collate.args.args) == 1
+        and isinstance(collate.body, ast.Name)
+        and collate.body.id == collate.args.args[0].arg
+    ):
+        return f"collate_fn={ast.unparse(collate)}"
+    return None
 
 
 def _from_makers_callers(
