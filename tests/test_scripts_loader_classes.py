@@ -887,6 +887,46 @@ for epoch in range(10):
 """
 
 
+MEMOISED = """
+import functools
+from torch.utils.data import Dataset
+
+
+class Crystals(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __len__(self):
+        return len(self.paths)
+
+    @functools.cache
+    def __getitem__(self, idx):
+        return convert(load(self.paths[idx]))
+
+
+class Graphs(Dataset):
+    def __init__(self, paths):
+        self.paths = paths
+
+    def __getitem__(self, idx):
+        return torch.load(self.paths[idx])
+
+    def loader(self, num_workers=0):
+        return DataLoader(Graphs(self.paths), batch_size=32, num_workers=num_workers)
+
+
+def get_loader(dataset, num_workers=0):
+    return DataLoader(dataset, batch_size=32, num_workers=num_workers)
+
+
+train_loader = DataLoader(Crystals(paths), batch_size=32)
+for epoch in range(10):
+    for x, y in train_loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
 def test_a_library_loader_class_leaves_pinning_unknown(tmp_path: Path) -> None:
     """TorchDrug's `data.DataLoader` collates graphs into its own `PackedGraph`, which
     has no `pin_memory()`: what pinning would reach is the class's business, out of
@@ -896,3 +936,118 @@ def test_a_library_loader_class_leaves_pinning_unknown(tmp_path: Path) -> None:
     assert "loader class out of sight" in found["EC502"].reason
     torch_loader = LIBRARY_LOADER.replace("data.DataLoader(", "DataLoader(")
     assert lines(results(tmp_path, torch_loader)["EC502"]) == [11]
+
+
+def test_a_dataset_memoising_its_items_keeps_its_loader_in_process(tmp_path: Path) -> None:
+    """`@functools.cache` on `__getitem__` keeps every built sample in the training
+    process; workers would each fill a copy that dies every epoch, so no workers is the
+    design (chgnet's StructureJsonData). So is a helper of the file over the caller's
+    dataset when the file's Dataset classes without a loader of their own (Crystals: the
+    ones the helper is for) are all memoised. Graphs reads a file per item, uncached: its
+    own loader is still judged (line 33)."""
+    found = results(tmp_path, MEMOISED)
+    assert lines(found["EC501"]) == [33]
+
+
+def test_a_bounded_lru_cache_keeps_only_the_latest_items(tmp_path: Path) -> None:
+    """`@functools.lru_cache()` holds 128 samples: most are built again every epoch."""
+    source = MEMOISED.replace("@functools.cache", "@functools.lru_cache()")
+    assert lines(results(tmp_path, source)["EC501"]) == [33, 37, 40]
+
+
+TWO_WAYS = """
+
+class Data:
+    def __init__(self, module, num_workers=0):
+        self.module = module
+        self.num_workers = num_workers
+
+    def train_dataloader(self):
+        if hasattr(self.module, "process_train_dataset"):
+            loader = self.module.process_train_dataset(ds, 32, num_workers=self.num_workers)
+        else:
+            loader = DataLoader(ds, batch_size=32, num_workers=self.num_workers)
+        return loader
+
+
+for epoch in range(10):
+    for x, y in Data(model).train_dataloader():
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_maker_in_one_arm_and_a_loader_in_the_other_are_one_loader(tmp_path: Path) -> None:
+    """A hook out of sight handed the worker count in the `if` arm whose `else` builds the
+    DataLoader with the same count (Lightning Flash's `process_train_dataset`): one
+    loader built one of two ways, judged once, at the DataLoader (line 19)."""
+    assert lines(results(tmp_path, TWO_WAYS)["EC501"]) == [19]
+
+
+def test_a_maker_handed_another_count_than_the_other_arm_is_judged(tmp_path: Path) -> None:
+    """The other arm's DataLoader with its own count is another loader's settings."""
+    source = TWO_WAYS.replace("batch_size=32, num_workers=self.num_workers", "num_workers=0")
+    assert lines(results(tmp_path, source)["EC501"]) == [17, 19]
+
+
+ONE_ITEM = """
+
+def predict(item):
+    with torch.no_grad():
+        for x in DataLoader([item], batch_size=1):
+            return model(x.cuda())
+
+
+for epoch in range(10):
+    for x, y in DataLoader(train_set, batch_size=64, num_workers=2, pin_memory=True):
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad(); loss.backward(); opt.step()
+    print(predict(sample))
+"""
+
+
+def test_a_loader_over_a_list_of_one_item_reads_one_batch(tmp_path: Path) -> None:
+    """`DataLoader([item])` (fastai's `predict(item)`: `test_dl([item], num_workers=0)`)
+    serves a single item: workers and pinning buy nothing for one batch."""
+    found = results(tmp_path, ONE_ITEM)
+    assert found["EC501"].status.value == "pass"
+    assert found["EC502"].status.value == "pass"
+
+
+def test_a_maker_handed_a_list_of_one_dataset_serves_all_its_samples(tmp_path: Path) -> None:
+    """`build_loader([test_set], num_workers=0)` (a maker out of sight concatenating the
+    datasets it is handed) names a dataset, not an item: still judged."""
+    source = ONE_ITEM.replace(
+        "DataLoader([item], batch_size=1)", "data.build_loader([test_set], num_workers=0)"
+    )
+    assert lines(results(tmp_path, source)["EC501"]) == [12]
+
+
+RAW_RECORDS = """
+
+def estimate(datasets, tokenizer):
+    for dataset in datasets:
+        for batch in DataLoader(dataset, batch_size=8, collate_fn=list):
+            prompts = [example["prompt"] for example in batch]
+            inputs = tokenizer(prompts, return_tensors="pt").to("cuda")
+            loss = model(**inputs).loss
+            opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_loader_of_raw_records_collated_as_a_list_is_left_alone(tmp_path: Path) -> None:
+    """`collate_fn=list` over a dataset out of sight: each batch is the raw records in a
+    list that the loop tokenises itself (trl's prompt datasets); nothing is decoded or
+    collated in the loader for workers to take over, and no tensor batch to pin."""
+    found = results(tmp_path, RAW_RECORDS)
+    assert found["EC501"].status.value == "pass"
+    assert found["EC502"].status.value == "pass"
+
+
+def test_raw_records_of_a_dataset_that_decodes_are_judged(tmp_path: Path) -> None:
+    """The same collate over an ImageFolder: each item is decoded in __getitem__."""
+    source = RAW_RECORDS.replace(
+        "for dataset in datasets:",
+        "for root in datasets:\n        dataset = torchvision.datasets.ImageFolder(root)",
+    )
+    assert lines(results(tmp_path, source)["EC501"]) == [13]

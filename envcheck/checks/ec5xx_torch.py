@@ -211,6 +211,20 @@ def in_memory_dataset(loader: dict[str, Any]) -> Optional[str]:
     return None
 
 
+def raw_records(loader: dict[str, Any]) -> Optional[str]:
+    """Why the loader's batches are raw records the loop turns into tensors itself
+    (`collate_fn=list` over a dataset out of sight: prompt records tokenised in the loop),
+    or None. A dataset in sight (a Dataset class decoding images, a torchvision one) is
+    judged on what it does per item."""
+    raw = loader.get("raw_items")
+    if not raw or loader.get("dataset"):
+        return None
+    return (
+        f"{raw} hands the loop each batch of the dataset's items as they are, a Python "
+        "list it takes apart itself"
+    )
+
+
 def gpu_run_settings_on_the_cpu(
     loader: dict[str, Any], facts: Facts, file_facts: dict[str, Any]
 ) -> Optional[str]:
@@ -323,12 +337,16 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A loader over an in-memory `TensorDataset`, text tokenised up front
     (`DataLoader(tokenized["train"])` after `raw.map(tokenize_function)`) or a Dataset class of the
     file (or of a file of the same run it is imported from) whose `__getitem__` only indexes data it
-    holds (`return self.centers[i], self.contexts[i]`; not one that memory-maps its data), or a
+    holds (`return self.centers[i], self.contexts[i]`; not one that memory-maps its data) or is
+    memoised without bound (`@functools.cache`: each sample stays in the training process, a cache
+    worker processes would discard every epoch; so is a helper's loader over the caller's dataset
+    when every Dataset class of the file without a loader of its own is memoised), or a
     public one known to hold its data in memory (Lightning's demo `WikiText2`, one tensor of token
     ids; also the parts `random_split` makes of it; Lit-GPT's `PackedDataset`/`CombinedDataset` of
     pre-tokenised token shards), is not flagged: its batches come from memory, and workers add
     little (the probe measures whether a loader keeps up); nor is a loader built to read
-    a single batch, `next(iter(DataLoader(...)))`, or a few (a local loader whose one
+    a single batch, `next(iter(DataLoader(...)))`, or a list of one item written in the call
+    (`test_dl([item], num_workers=0)` in a `predict(item)`), or a few (a local loader whose one
     loop stops itself: `if ii == 1: break`, a preview), nor one whose batches stay on the
     CPU (one loop that only reduces them with torch/numpy functions and tensor methods:
     the normalisation statistics computed before training), nor one of an inference method
@@ -367,7 +385,11 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     code is judged at them, the finding saying the caller may pass `num_workers` there;
     a helper that reads or fills its `**kwargs` itself, or a DataLoader subclass's
     `__init__` forwarding them, stays unknown. A loader over `range(n)` reads nothing
-    per item (its items are integers computed on access). In a
+    per item (its items are integers computed on access). One with `collate_fn=list` (or
+    `lambda batch: batch`) over a dataset out of sight hands the loop its raw records in a
+    list, which the loop takes apart itself (prompt dicts it then tokenises): not flagged,
+    nor by EC502 (no tensor batch to pin); over a dataset in sight it is judged on what
+    that dataset does per item. In a
     file that trains, a loader stored on the object or in a plain name that nothing in
     the file reads (`self.valid_dl = cycle(DataLoader(...))`, `test_loader =
     DataLoader(...)`, never used) is not judged by EC501-EC504: no worker starts for it. A
@@ -377,7 +399,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A loader-making function out of sight handed a worker count (`create_loader(ds,
     num_workers=args.workers)`, `make_data_loader(args, **kwargs)` with `kwargs =
     {"num_workers": ...}`) is judged on that count (EC501, EC504); what it does about
-    pinning and persistent workers is its own, so EC502 and EC503 say unknown there.
+    pinning and persistent workers is its own, so EC502 and EC503 say unknown there. One
+    in an arm of an `if` whose other arm builds a DataLoader handed the same worker count
+    (a hook `process_train_dataset(ds, num_workers=self.num_workers)`, else `DataLoader(ds,
+    num_workers=self.num_workers)`) is that loader built another way: judged once, there.
     A value read from a config object of the file (`cfg.num_workers` with `class
     DataConfig: num_workers: int = 4`, or `C.num_workers = 4` in a
     `get_default_config()` that returns `C`) is judged at its default, as an argparse
@@ -442,6 +467,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads {loader['one_batch']}")
         if loader.get("inference_only"):
             return Clear(f"{how}, but {loader['inference_only']}")
+        raw = raw_records(loader)
+        if raw:
+            return Clear(f"{how}, but {raw}: nothing is decoded or collated in the loader")
         fix = f"DataLoader(..., num_workers={workers}, pin_memory=True, persistent_workers=True)"
         if loader.get("kind") == HF_TRAINER:
             fix = f"TrainingArguments(..., dataloader_num_workers={workers})"
@@ -473,7 +501,8 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     synchronous; from pinned memory they are faster and, with `non_blocking=True`, overlap
     with the previous step's compute (PyTorch's memory-pinning notes).
 
-    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`) or a
+    Not flagged: a loader that reads a single batch (`next(iter(DataLoader(...)))`, or
+    one over a list of one item written in the call: `DataLoader([sample])`) or a
     few (its one loop stops itself: `if ii == 1: break`), or one of an inference method
     nothing in the file calls (`evaluate()` reading it under `torch.no_grad()` beside the
     `fit()` that trains), or a data module's `__main__` self-test that only prints what
@@ -537,6 +566,9 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(f"{how}, but the loader only reads {loader['one_batch']}")
         if loader.get("inference_only"):
             return Clear(f"{how}, but {loader['inference_only']}")
+        raw = raw_records(loader)
+        if raw:
+            return Clear(f"{how}, but {raw}: no tensor batch to pin")
         if (loader.get("dataset") or {}).get("class") == "pre-tokenised":
             return Clear(f"{how}, but {in_memory_dataset(loader)}: batches of a few KB")
         if (loader.get("dataset") or {}).get("class") == "tokenised-text":

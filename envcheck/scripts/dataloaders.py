@@ -15,7 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
-from envcheck.scripts.datasets import in_memory, library_in_memory
+from envcheck.scripts.datasets import in_memory, library_in_memory, memoised
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.hf_trainers import trainer_loaders
 from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
@@ -137,11 +137,30 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
             "dataset": _dataset(walker, node),
             "endless": _endless(walker, node),
+            "raw_items": _raw_items(node),
             "opaque_kwargs": opaque,
             "caller_kwargs": forwarded,
             "class_out_of_sight": None if name in walker.loader_classes else name,
         }
     )
+
+
+def _raw_items(call: ast.Call) -> Optional[str]:
+    """`collate_fn=list` (or `lambda batch: batch`), as written: each batch is the dataset's
+    items as they are, in a Python list that the loop takes apart itself (raw prompt
+    records it then tokenises). A loader of decoded samples would collate them into
+    tensors. None for any other collate."""
+    collate = next((k.value for k in call.keywords if k.arg == "collate_fn"), None)
+    if isinstance(collate, ast.Name) and collate.id == "list":
+        return "collate_fn=list"
+    if (
+        isinstance(collate, ast.Lambda)
+        and len(collate.args.args) == 1
+        and isinstance(collate.body, ast.Name)
+        and collate.body.id == collate.args.args[0].arg
+    ):
+        return f"collate_fn={ast.unparse(collate)}"
+    return None
 
 
 def _from_makers_callers(
@@ -293,6 +312,8 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     written = keyword_expressions(node, walker.scope()).get("num_workers")
     if written is None or off_by_default(walker, node, choices_taken=True):
         return
+    if _other_arm_builds(walker, node, written):
+        return  # one loader built one of two ways: judged at the DataLoader in sight
     line = node.lineno
     walker.report.loaders.append(
         {
@@ -312,6 +333,37 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
             "opaque_kwargs": [],
             "gpu_sampling": gpu_sampling(walker, node, name),
         }
+    )
+
+
+def _other_arm_builds(walker: Walker, node: ast.Call, written: ast.expr) -> bool:
+    """`if hasattr(module, "process_train_dataset"): loader = module.process_train_dataset(ds,
+    num_workers=self.num_workers) else: loader = DataLoader(ds, num_workers=self.num_workers)`:
+    the maker out of sight and the DataLoader in the other arm of the same `if` build one
+    loader with the same worker count, so it is judged once, at the DataLoader."""
+    owner: ast.AST = walker.functions[-1] if walker.functions else walker.module
+    count = ast.unparse(written)
+    for branch in ast.walk(owner):
+        if not isinstance(branch, ast.If) or not branch.orelse:
+            continue
+        for here, there in ((branch.body, branch.orelse), (branch.orelse, branch.body)):
+            if _holds(here, node) and _loader_with_workers(walker, there, count):
+                return True
+    return False
+
+
+def _holds(statements: list[ast.stmt], node: ast.AST) -> bool:
+    return any(n is node for s in statements for n in ast.walk(s))
+
+
+def _loader_with_workers(walker: Walker, statements: list[ast.stmt], count: str) -> bool:
+    """Whether `statements` build a DataLoader handed `num_workers=<count>`, as written."""
+    return any(
+        isinstance(n, ast.Call)
+        and walker.qualname(n.func) in walker.loader_classes
+        and any(k.arg == "num_workers" and ast.unparse(k.value) == count for k in n.keywords)
+        for s in statements
+        for n in ast.walk(s)
     )
 
 
@@ -367,9 +419,10 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
             "text": _clip(built),
             "up_front": up_front,
         }
-    node = _built_by(walker, node, function, 0)
-    if not isinstance(node, ast.Call):
-        return None
+    maker = _built_by(walker, node, function, 0)
+    if not isinstance(maker, ast.Call):
+        return _callers_dataset(walker, node, function)
+    node = maker
     name = walker.qualname(node.func) or ""
     short = name.rsplit(".", 1)[-1]
     if not short:
@@ -388,6 +441,58 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if held is not None:
         found["in_memory"] = held
     return found
+
+
+def _callers_dataset(
+    walker: Walker, node: Optional[ast.expr], function: Optional[ast.AST]
+) -> Optional[dict[str, Any]]:
+    """`def get_loader(dataset, ...): return DataLoader(dataset, ...)`, which nothing in the
+    file calls: the dataset is the caller's, and the file's Dataset classes that build no
+    loader of their own are the ones such a helper is for. When each of those memoises its
+    `__getitem__` (`@functools.cache`), the helper serves cached samples: held in memory
+    as that class's own loader would be."""
+    if not isinstance(node, ast.Name) or not isinstance(
+        function, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return None
+    params = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
+    calls = _calls_by_name(walker.module, walker.index().function_nodes)
+    if node.id not in {a.arg for a in params} or calls.get(function.name):
+        return None
+    index = walker.index()
+    served = [
+        c
+        for c in index.class_nodes
+        if c.name in index.derived_from(TORCH_DATASETS) and not _loader_in(walker, c)
+    ]
+    cached = [_memoised_getitem(c) for c in served]
+    if not served or any(c is None for c in cached):
+        return None
+    names = ", ".join(c.name for c in served)
+    return {
+        "class": None,
+        "qualname": None,
+        "text": node.id,
+        "in_memory": f"{node.id} is the caller's, and the file's Dataset classes for it "
+        f"({names}) memoise __getitem__ ({cached[0]}): samples stay in the training process, "
+        "a cache worker processes would discard every epoch",
+    }
+
+
+def _loader_in(walker: Walker, cls: ast.ClassDef) -> bool:
+    """Whether `cls` builds a DataLoader of its own (a `get_train_val_test_loader` method)."""
+    return any(
+        isinstance(n, ast.Call) and walker.qualname(n.func) in walker.loader_classes
+        for n in ast.walk(cls)
+    )
+
+
+def _memoised_getitem(cls: ast.ClassDef) -> Optional[str]:
+    getitem = next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"),
+        None,
+    )
+    return memoised(getitem) if getitem is not None else None
 
 
 def _arrays_every_branch(

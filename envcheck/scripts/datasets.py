@@ -7,7 +7,10 @@ little there (EC501/EC502, as for a TensorDataset). A `__getitem__` that calls a
 beyond indexing, cheap conversions and methods of its own class that do no more
 (`self.transform(...)`, `Image.open`, a crop function) is not in memory by this
 reading, nor is a class that memory-maps or opens a store (`np.memmap`, `h5py.File`,
-lmdb, zarr), whose indexing reads the disk.
+lmdb, zarr), whose indexing reads the disk. A `__getitem__` memoised without bound
+(`@functools.cache`, `@lru_cache(maxsize=None)`) keeps each sample in the training process
+once it is built: later epochs read memory, and worker processes would each fill a copy
+of the cache that dies with them at the end of every epoch, so no workers is the design.
 """
 
 from __future__ import annotations
@@ -136,6 +139,12 @@ def in_memory(cls: ast.ClassDef) -> Optional[str]:
     )
     if getitem is None:
         return None
+    cached = memoised(getitem)
+    if cached is not None:
+        return (
+            f"{cls.name}.__getitem__ is memoised ({cached}): each sample stays in the training "
+            "process after its first load, a cache worker processes would discard every epoch"
+        )
     text = ast.unparse(cls)
     if any(word in text for word in LAZY_STORES):
         return None
@@ -154,6 +163,26 @@ def in_memory(cls: ast.ClassDef) -> Optional[str]:
         return None
     names = ", ".join(dict.fromkeys(held))
     return f"{cls.name}.__getitem__ only indexes data it holds ({names})"
+
+
+UNBOUNDED_CACHES = {"cache", "functools.cache"}
+BOUNDED_CACHES = {"lru_cache", "functools.lru_cache"}
+
+
+def memoised(method: ast.FunctionDef) -> Optional[str]:
+    """The decorator that memoises every result of `method` (`@functools.cache`,
+    `@lru_cache(maxsize=None)`), as written, or None. A bounded `lru_cache` (128 entries
+    by default) keeps only the latest samples of a dataset: most are built again."""
+    for decorator in method.decorator_list:
+        written = ast.unparse(decorator)
+        if written in UNBOUNDED_CACHES:
+            return f"@{written}"
+        if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) in BOUNDED_CACHES:
+            size = next((k.value for k in decorator.keywords if k.arg == "maxsize"), None)
+            size = decorator.args[0] if decorator.args else size
+            if isinstance(size, ast.Constant) and size.value is None:
+                return f"@{written}"
+    return None
 
 
 def _cheap_body(cls: ast.ClassDef, method: ast.FunctionDef, depth: int) -> bool:

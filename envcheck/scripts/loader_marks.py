@@ -35,11 +35,16 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
 
 def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     """`one_batch`: the loader is built only to read one batch, `next(iter(DataLoader(...)))`
-    (a sample for a plot or a callback), so its workers and pinning would buy nothing."""
+    (a sample for a plot or a callback), or over a list of one item written in the call
+    (fastai's `predict(item)`: `test_dl([item], num_workers=0)`), so its workers and
+    pinning would buy nothing."""
     if not loaders:
         return
     places = set()
+    single: dict[tuple[int, int], str] = {}
     for node in module_nodes(module):
+        if isinstance(node, ast.Call) and _one_item(node):
+            single[(node.lineno, node.col_offset + 1)] = ast.unparse(node.args[0])
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -54,8 +59,31 @@ def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             inner = node.args[0].args[0]
             places.add((inner.lineno, inner.col_offset + 1))
     for loader in loaders:
-        here = (loader["line"], loader["column"]) in places
-        loader["one_batch"] = "one batch (next(iter(...)))" if here else None
+        here = (loader["line"], loader["column"])
+        items = single.get(here)
+        loader["one_batch"] = (
+            "one batch (next(iter(...)))"
+            if here in places
+            else f"a single item ({items})"
+            if items
+            else None
+        )
+
+
+def _one_item(call: ast.Call) -> bool:
+    """Whether the call's data (its first argument) is a list or tuple of one item, as
+    written: `DataLoader([sample])`. A maker handed a list of one dataset
+    (`build_loader([train_ds])`, concatenated inside) serves all its samples."""
+    data = call.args[0] if call.args else None
+    if not isinstance(data, (ast.List, ast.Tuple)) or len(data.elts) != 1:
+        return False
+    item = data.elts[0]
+    name = (item.attr if isinstance(item, ast.Attribute) else getattr(item, "id", "")).lower()
+    return not isinstance(item, ast.Starred) and not name.endswith(DATASET_NAMES)
+
+
+# names of a dataset, not an item: `dataset`, `train_set`, `val_ds`, `datasets`
+DATASET_NAMES = ("dataset", "datasets", "set", "ds")
 
 
 def _drop_fallbacks_mark_non_blocking(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
