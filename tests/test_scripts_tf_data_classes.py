@@ -742,3 +742,28 @@ def test_a_map_reaching_py_function_through_a_method_of_the_class(tmp_path: Path
     assert lines(tmp_path, METHOD_PY_FUNCTION, "EC513") == [24]
     tf_only = METHOD_PY_FUNCTION.replace("return self._spec(path), label", "return path, label")
     assert lines(tmp_path, tf_only, "EC513") == []
+
+
+# A parameter only mapped (no batch or shuffle in sight) is a tf.data pipeline when the
+# map's function wraps Python in tf.py_func: only a TensorFlow graph runs one (lingvo's
+# `_Process(self, dataset)` hook, whose map settings come from the base class).
+
+PY_FUNC_HOOK = """
+class PunctuatorInput:
+    def _Process(self, dataset):
+        return dataset.map(self._ProcessLine, **self._map_args)
+
+    def _ProcessLine(self, line):
+        def Normalize(text):
+            return b" ".join(text.lower().split())
+
+        return tf.py_func(Normalize, [line], tf.string, stateful=False)
+"""
+
+
+def test_a_parameter_mapped_with_a_py_func_is_a_pipeline(tmp_path: Path) -> None:
+    assert lines(tmp_path, PY_FUNC_HOOK, "EC513") == [7]
+    tf_only = PY_FUNC_HOOK.replace(
+        "tf.py_func(Normalize, [line], tf.string, stateful=False)", "tf.strings.lower(line)"
+    )
+    assert lines(tmp_path, tf_only, "EC513") == []

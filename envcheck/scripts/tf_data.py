@@ -1348,8 +1348,8 @@ def _returned_calls(statement: ast.stmt) -> dict[int, str]:
 def _dataset_parameters(walker: Walker, function: Optional[ast.AST]) -> set[str]:
     """Parameters of `function` that hold a tf.data pipeline: annotated `tf.data.Dataset`
     (`Optional[...]` and `... | None` too), or only ever extended with dataset operations,
-    one of them distinctive (`dataset.map(f)` ... `.shuffle(n).batch(b)`), directly or
-    through the names assigned from them."""
+    one of them distinctive (`dataset.map(f)` ... `.shuffle(n).batch(b)`) or a map whose
+    function wraps Python in tf.py_func, directly or through the names assigned from them."""
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return set()
     arguments = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
@@ -1361,11 +1361,14 @@ def _dataset_parameters(walker: Walker, function: Optional[ast.AST]) -> set[str]
         return found
     methods: list[tuple[str, str]] = []  # (base name, method) of every method chain call
     assigned: list[tuple[str, str]] = []  # (target, base name) of `x = base.op(...)`
+    maps: list[tuple[str, ast.Call]] = []  # (base name, call) of `base.map(f)`
     for node in own_nodes(function):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = _chain_base(node)
             if base is not None:
                 methods.append((base, node.func.attr))
+            if base is not None and node.func.attr == "map":
+                maps.append((base, node))
         elif (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -1379,9 +1382,26 @@ def _dataset_parameters(walker: Walker, function: Optional[ast.AST]) -> set[str]
         for _ in range(2):  # names assigned from chains on the parameter, then theirs
             names |= {target for target, base in assigned if base in names}
         used = {method for base, method in methods if base in names}
-        if used and used <= DATASET_OPS and used & DISTINCTIVE_OPS:
+        if not used or not used <= DATASET_OPS:
+            continue
+        mapped = [call for base, call in maps if base in names]
+        if used & DISTINCTIVE_OPS or any(_python_in_graph_map(walker, function, m) for m in mapped):
             found.add(parameter)
     return found
+
+
+def _python_in_graph_map(walker: Walker, function: ast.AST, call: ast.Call) -> bool:
+    """`dataset.map(self._ProcessLine)` where the function (a lambda, a function or method
+    of this file) wraps Python in `tf.py_func`/`tf.py_function`, which only a TensorFlow
+    graph runs: a tf.data map, not a pandas or Python one, even with no batch or shuffle
+    in sight (lingvo's `_Process(self, dataset)` hooks)."""
+    func = call.args[0] if call.args else keyword_arg(call, "map_func")
+    targets = map_targets(walker, walker.index(), func, walker.scope_of(function))
+    return any(
+        isinstance(node, ast.Call) and walker.qualname(node.func) in PY_FUNCTIONS
+        for target in targets
+        for node in ast.walk(target.root)
+    )
 
 
 def _chain_base(node: ast.expr) -> Optional[str]:
