@@ -767,3 +767,41 @@ def test_a_parameter_mapped_with_a_py_func_is_a_pipeline(tmp_path: Path) -> None
         "tf.py_func(Normalize, [line], tf.string, stateful=False)", "tf.strings.lower(line)"
     )
     assert lines(tmp_path, tf_only, "EC513") == []
+
+
+# A dataset past `if is_tf_dataset(ds): return ...`, or inside `if is_grain_dataset(ds):`
+# (an isinstance test against another library's classes, directly or through a function
+# of the file), is no tf.data pipeline: keras-hub's grain MapDataset.map runs on grain's
+# own thread pool.
+
+GRAIN_BRANCHES = """
+import functools
+import grain
+
+def _is_tf_dataset(x):
+    return isinstance(x, tf.data.Dataset)
+
+def _is_grain_dataset(x):
+    if grain is None:
+        return False
+    return isinstance(x, (grain.MapDataset, grain.IterDataset))
+
+def _apply_preprocessing(ds, preprocess):
+    if _is_tf_dataset(ds):
+        return ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    return ds.map(functools.partial(_grain_preprocess, preprocess))
+
+def _grain_preprocess(preprocess, element):
+    return preprocess(element)
+
+def fit(model, x, preprocess, class_weight=None):
+    x = _apply_preprocessing(tf.data.Dataset.from_tensor_slices(x).batch(8), preprocess)
+    if class_weight is not None and _is_grain_dataset(x):
+        x = x.map(functools.partial(_apply_class_weight, class_weight))
+    model.fit(x)
+"""
+
+
+def test_grain_branches_of_a_dataset_are_no_tf_data_maps(tmp_path: Path) -> None:
+    assert lines(tmp_path, GRAIN_BRANCHES, "EC511") == []
+    assert lines(tmp_path, GRAIN_BRANCHES, "EC512") == []

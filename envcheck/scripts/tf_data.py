@@ -12,7 +12,9 @@ Library loader code is followed too: a parameter that holds a pipeline (annotate
 `tf.data.Dataset`, or only extended with dataset operations) is a source, continued in
 the caller that hands its own pipeline in; pipelines stored in lists, returned in one,
 merged by `choose_from_datasets`/`zip` or read by a TF1 iterator are consumed, not
-demonstrations. A pipeline handed to a function of the file is consumed by it when the
+demonstrations. A name type-tested as another library's dataset (inside `if
+is_grain_dataset(x):`, or past `if is_tf_dataset(x): return ...`) is none there. A
+pipeline handed to a function of the file is consumed by it when the
 function loops over it doing work, only looked at when it takes a few elements. A
 pipeline a function returns carries where (`returned_by`: the function, its place in a
 returned tuple), and a file that consumes what an imported function returns as it comes
@@ -275,6 +277,8 @@ class _Pipelines:
         # pipelines a function of another module returns, consumed here as they come
         self.imported_uses: list[dict[str, Any]] = []
         self.parameters = parameters if parameters is not None else set()
+        # names past `if is_tf_dataset(x): return ...`: another kind of dataset from there on
+        self.other_kind: set[str] = set()
 
     def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
@@ -349,15 +353,114 @@ class _Pipelines:
             self.pending[name] = call
         self._split_of_loader(statement)
         # Plain statements nested in blocks (if/for/with/try) are read in order too.
+        other = self._other_kind_branch(statement)
         for field in ("body", "orelse", "finalbody"):
+            held = self._set_aside(other) if field == "body" and other else None
             for child in getattr(statement, field, []) or []:
                 if isinstance(child, ast.stmt) and not isinstance(
                     child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
                 ):
                     self._statement(child)
+            if held is not None:
+                self._restore(*held)
         for handler in getattr(statement, "handlers", []) or []:
             for child in handler.body:
                 self._statement(child)
+        if target is not None:
+            self.other_kind.discard(target)
+        tested = self._tf_branch_left(statement)
+        if tested is not None:
+            self.live.pop(tested, None)
+            self.other_kind.add(tested)
+
+    def _set_aside(self, name: str) -> tuple[str, Optional[dict[str, Any]], bool]:
+        """Reading a branch where `name` is another kind of dataset: not a pipeline there."""
+        held = (name, self.live.pop(name, None), name in self.other_kind)
+        self.other_kind.add(name)
+        return held
+
+    def _restore(self, name: str, record: Optional[dict[str, Any]], other: bool) -> None:
+        """After that branch, `name` is what it was before it (the other branch's value)."""
+        if not other:
+            self.other_kind.discard(name)
+        if record is not None:
+            self.live[name] = record
+
+    def _tf_branch_left(self, statement: ast.stmt) -> Optional[str]:
+        """`x` for `if is_tf_dataset(x): return x.map(f).prefetch(n)`: the tf.data case
+        has returned, so past the `if` `x` is some other dataset (a grain MapDataset, whose
+        `map` runs on grain's own threads), no tf.data pipeline."""
+        if not (
+            isinstance(statement, ast.If)
+            and statement.body
+            and isinstance(statement.body[-1], (ast.Return, ast.Raise))
+        ):
+            return None
+        tested = self._type_test(statement.test)
+        return tested[0] if tested is not None and tested[1] else None
+
+    def _other_kind_branch(self, statement: ast.stmt) -> Optional[str]:
+        """`x` for `if ... and is_grain_dataset(x):` (an isinstance test against classes
+        of another library, directly or through a function of the file): in that branch
+        `x` is no tf.data pipeline."""
+        if not isinstance(statement, ast.If):
+            return None
+        test = statement.test
+        tests = [test]
+        if isinstance(test, ast.BoolOp):
+            tests = test.values if isinstance(test.op, ast.And) else []
+        for test in tests:
+            tested = self._type_test(test)
+            if tested is not None and not tested[1]:
+                return tested[0]
+        return None
+
+    def _type_test(self, test: ast.expr) -> Optional[tuple[str, bool]]:
+        """(`x`, whether the class is tf.data's) for `isinstance(x, cls)` or a function of
+        the file that returns such a test of its argument (`return grain is not None and
+        isinstance(x, grain.MapDataset)`; constant returns aside); else None."""
+        if not (isinstance(test, ast.Call) and test.args and isinstance(test.args[0], ast.Name)):
+            return None
+        name = test.args[0].id
+        func = test.func
+        if isinstance(func, ast.Name) and func.id == "isinstance":
+            kind = self._classes_kind(test)
+            return (name, kind) if kind is not None else None
+        if not (isinstance(func, ast.Name) and func.id in self.files.functions):
+            return None
+        returned = [
+            r.value
+            for r in own_nodes(self.files.functions[func.id])
+            if isinstance(r, ast.Return)
+            and r.value is not None
+            and not isinstance(r.value, ast.Constant)
+        ]
+        kinds: set[Optional[bool]] = set()
+        for value in returned:
+            checks = [
+                self._classes_kind(n)
+                for n in ast.walk(value)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == "isinstance"
+            ]
+            kinds |= set(checks) if checks else {None}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        return (name, kind) if kind is not None else None
+
+    def _classes_kind(self, call: ast.Call) -> Optional[bool]:
+        """For `isinstance(x, classes)`: True when a class is tf.data's Dataset, False when
+        every class is imported from a library other than TensorFlow or Keras, else None."""
+        if len(call.args) != 2:
+            return None
+        classes = call.args[1]
+        nodes = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+        names = [self.walker.qualname(n) for n in nodes]
+        if any(n in DATASET_CLASSES for n in names):
+            return True
+        if all(n is not None and "." in n and n.split(".")[0] not in LIBRARY_ROOTS for n in names):
+            return False
+        return None
 
     def _wrapper(self, statement: ast.stmt) -> None:
         """`pbar = tqdm.tqdm(ds, total=n)` (a progress bar kept to set its postfix): a
@@ -530,7 +633,7 @@ class _Pipelines:
         variable holds a pipeline built out of sight, from the call that assigned it."""
         names = {op.func.attr for op in ops if isinstance(op.func, ast.Attribute)}
         call = self.pending.get(variable)
-        if not names <= DATASET_OPS:
+        if not names <= DATASET_OPS or variable in self.other_kind:
             return
         if call is None and variable in self.parameters:
             # a parameter holding a pipeline (annotated tf.data.Dataset, or only ever
