@@ -805,3 +805,46 @@ def fit(model, x, preprocess, class_weight=None):
 def test_grain_branches_of_a_dataset_are_no_tf_data_maps(tmp_path: Path) -> None:
     assert lines(tmp_path, GRAIN_BRANCHES, "EC511") == []
     assert lines(tmp_path, GRAIN_BRANCHES, "EC512") == []
+
+
+# Through `functools.partial(f, is_training=...)`, the host calls f makes outside every
+# `if` count (they run whatever the bound settings are), followed into the file's helpers;
+# those under a branch the settings choose do not (magenta's onsets-and-frames input).
+
+PARTIAL_PY_FUNC = """
+import functools
+
+def spectrogram_op(audio):
+    return tf.py_func(compute_spectrogram, [audio], tf.float32)
+
+def truncate_op(sequence):
+    return tf.py_func(truncate, [sequence], tf.string)
+
+def parse_preprocessed(record):
+    return tf.io.parse_single_example(record, FEATURES)
+
+def preprocess(record, is_training):
+    spec = spectrogram_op(record["audio"])
+    return spec, record["label"]
+
+def to_model_input(record, is_training):
+    if is_training:
+        sequence = tf.constant(0)
+    else:
+        sequence = truncate_op(record["sequence"])
+    return tf.reshape(record["spec"], (-1, 229)), sequence
+
+def provide_batch(files, is_training, preprocess_examples):
+    ds = tf.data.TFRecordDataset(files, num_parallel_reads=8)
+    if preprocess_examples:
+        map_fn = functools.partial(preprocess, is_training=is_training)
+    else:
+        map_fn = parse_preprocessed
+    ds = ds.map(map_fn, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(functools.partial(to_model_input, is_training=is_training))
+    return ds.batch(8).prefetch(2)
+"""
+
+
+def test_host_calls_a_partial_makes_whatever_its_settings(tmp_path: Path) -> None:
+    assert lines(tmp_path, PARTIAL_PY_FUNC, "EC513") == [33]

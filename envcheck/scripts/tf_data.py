@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.index import FileIndex, code_at, header_nodes, keyword_arg, own_nodes
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
-from envcheck.scripts.map_functions import map_targets
+from envcheck.scripts.map_functions import MapTarget, map_targets
 from envcheck.scripts.parameters import parameter_value
 from envcheck.scripts.structural_maps import structural_only
 from envcheck.scripts.values import Scope, keyword_values, resolve
@@ -817,11 +817,15 @@ class _Pipelines:
         """Host-bound calls and random augmentation inside a map function."""
         host: list[dict[str, Any]] = []
         random: list[dict[str, Any]] = []
-        # Host calls are not looked for through `functools.partial(f, ...)`: the settings
-        # a partial binds (`is_training=...`) choose the branches of f that run Python, and
-        # the source does not settle them (magenta's onsets-and-frames runs its py_funcs
-        # only when not training). The structural test follows partials: it only clears.
+        # Through `functools.partial(f, ...)` only the calls f makes whatever its settings
+        # are count: the settings a partial binds (`is_training=...`) choose the branches
+        # of f that run Python, and the source does not settle them (magenta's
+        # onsets-and-frames runs one py_func only when not training). The structural test
+        # follows partials fully: it only clears.
         targets = map_targets(self.walker, self.files, func, self.scope, partials=False)
+        if not targets:
+            bound = map_targets(self.walker, self.files, func, self.scope)
+            return {"host_calls": self._unconditional_host_calls(bound), "random_augmentation": []}
         todo = [target.root for target in targets]
         for root in todo:
             wrapper = self._py_function_decorator(root)
@@ -864,6 +868,36 @@ class _Pipelines:
                         elif (wrapped_method := self._own_method(target)) is not None:
                             todo.append(wrapped_method)
         return {"host_calls": host, "random_augmentation": random}
+
+    def _unconditional_host_calls(self, targets: list[MapTarget]) -> list[dict[str, Any]]:
+        """The host calls the bodies make outside every `if` (and conditional expression),
+        followed into the file's functions they call there: what runs whatever the
+        settings bound to the function (`preprocess_example` computes its spectrogram in a
+        tf.py_func on every call; its jitter only `if is_training`)."""
+        host: list[dict[str, Any]] = []
+        todo = [target.root for target in targets]
+        visited: set[int] = set()
+        while todo:
+            root = todo.pop()
+            if id(root) in visited:
+                continue
+            visited.add(id(root))
+            for node in _unconditional_nodes(root):
+                if not isinstance(node, ast.Call):
+                    continue
+                kind = self._host_kind(node)
+                if kind is not None:
+                    host.append(
+                        {
+                            "line": node.lineno,
+                            "call": ast.unparse(node.func),
+                            "code": code_at(self.walker.lines, node.lineno),
+                            "kind": kind,
+                        }
+                    )
+                if isinstance(node.func, ast.Name) and node.func.id in self.files.functions:
+                    todo.append(self.files.functions[node.func.id])
+        return host
 
     def _own_method(self, func: ast.expr) -> Optional[ast.AST]:
         """`self.name`: the one method of that name the file's classes define, else None."""
@@ -1213,6 +1247,24 @@ class _Pipelines:
             # an input of such a merge, not consumed itself: judged as the merged one
             "merged_pipeline": bool(record.get("merged_pipeline")) and not record["used_by"],
         }
+
+
+def _unconditional_nodes(root: ast.AST) -> list[ast.AST]:
+    """The nodes under `root` outside every `if` statement and conditional expression
+    (their tests included: evaluated every time), not inside nested functions, classes or
+    lambdas."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(root))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.If, ast.IfExp)):
+            stack.append(node.test)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _method_names(ops: list[ast.Call]) -> set[str]:
