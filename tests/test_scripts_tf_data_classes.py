@@ -742,3 +742,109 @@ def test_a_map_reaching_py_function_through_a_method_of_the_class(tmp_path: Path
     assert lines(tmp_path, METHOD_PY_FUNCTION, "EC513") == [24]
     tf_only = METHOD_PY_FUNCTION.replace("return self._spec(path), label", "return path, label")
     assert lines(tmp_path, tf_only, "EC513") == []
+
+
+# A parameter only mapped (no batch or shuffle in sight) is a tf.data pipeline when the
+# map's function wraps Python in tf.py_func: only a TensorFlow graph runs one (lingvo's
+# `_Process(self, dataset)` hook, whose map settings come from the base class).
+
+PY_FUNC_HOOK = """
+class PunctuatorInput:
+    def _Process(self, dataset):
+        return dataset.map(self._ProcessLine, **self._map_args)
+
+    def _ProcessLine(self, line):
+        def Normalize(text):
+            return b" ".join(text.lower().split())
+
+        return tf.py_func(Normalize, [line], tf.string, stateful=False)
+"""
+
+
+def test_a_parameter_mapped_with_a_py_func_is_a_pipeline(tmp_path: Path) -> None:
+    assert lines(tmp_path, PY_FUNC_HOOK, "EC513") == [7]
+    tf_only = PY_FUNC_HOOK.replace(
+        "tf.py_func(Normalize, [line], tf.string, stateful=False)", "tf.strings.lower(line)"
+    )
+    assert lines(tmp_path, tf_only, "EC513") == []
+
+
+# A dataset past `if is_tf_dataset(ds): return ...`, or inside `if is_grain_dataset(ds):`
+# (an isinstance test against another library's classes, directly or through a function
+# of the file), is no tf.data pipeline: keras-hub's grain MapDataset.map runs on grain's
+# own thread pool.
+
+GRAIN_BRANCHES = """
+import functools
+import grain
+
+def _is_tf_dataset(x):
+    return isinstance(x, tf.data.Dataset)
+
+def _is_grain_dataset(x):
+    if grain is None:
+        return False
+    return isinstance(x, (grain.MapDataset, grain.IterDataset))
+
+def _apply_preprocessing(ds, preprocess):
+    if _is_tf_dataset(ds):
+        return ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    return ds.map(functools.partial(_grain_preprocess, preprocess))
+
+def _grain_preprocess(preprocess, element):
+    return preprocess(element)
+
+def fit(model, x, preprocess, class_weight=None):
+    x = _apply_preprocessing(tf.data.Dataset.from_tensor_slices(x).batch(8), preprocess)
+    if class_weight is not None and _is_grain_dataset(x):
+        x = x.map(functools.partial(_apply_class_weight, class_weight))
+    model.fit(x)
+"""
+
+
+def test_grain_branches_of_a_dataset_are_no_tf_data_maps(tmp_path: Path) -> None:
+    assert lines(tmp_path, GRAIN_BRANCHES, "EC511") == []
+    assert lines(tmp_path, GRAIN_BRANCHES, "EC512") == []
+
+
+# Through `functools.partial(f, is_training=...)`, the host calls f makes outside every
+# `if` count (they run whatever the bound settings are), followed into the file's helpers;
+# those under a branch the settings choose do not (magenta's onsets-and-frames input).
+
+PARTIAL_PY_FUNC = """
+import functools
+
+def spectrogram_op(audio):
+    return tf.py_func(compute_spectrogram, [audio], tf.float32)
+
+def truncate_op(sequence):
+    return tf.py_func(truncate, [sequence], tf.string)
+
+def parse_preprocessed(record):
+    return tf.io.parse_single_example(record, FEATURES)
+
+def preprocess(record, is_training):
+    spec = spectrogram_op(record["audio"])
+    return spec, record["label"]
+
+def to_model_input(record, is_training):
+    if is_training:
+        sequence = tf.constant(0)
+    else:
+        sequence = truncate_op(record["sequence"])
+    return tf.reshape(record["spec"], (-1, 229)), sequence
+
+def provide_batch(files, is_training, preprocess_examples):
+    ds = tf.data.TFRecordDataset(files, num_parallel_reads=8)
+    if preprocess_examples:
+        map_fn = functools.partial(preprocess, is_training=is_training)
+    else:
+        map_fn = parse_preprocessed
+    ds = ds.map(map_fn, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(functools.partial(to_model_input, is_training=is_training))
+    return ds.batch(8).prefetch(2)
+"""
+
+
+def test_host_calls_a_partial_makes_whatever_its_settings(tmp_path: Path) -> None:
+    assert lines(tmp_path, PARTIAL_PY_FUNC, "EC513") == [33]

@@ -529,7 +529,9 @@ def tf_data_host_bound_map(facts: Facts) -> Outcome:
     the time a call spends sleeping or waiting for I/O overlaps: a `py_function` that only
     sleeps, as in the tf.data guide's simulated latency, is not flagged); not wrapped,
     NumPy and PIL run once while the function is traced and their result is baked into
-    the graph (a silent bug rather than a slowdown).
+    the graph (a silent bug rather than a slowdown). Through `functools.partial(f,
+    is_training=...)` only the calls f makes outside its `if` branches count: the settings
+    the partial binds choose the branches, and the source does not settle them.
 
     **Best practice.** Express the transformation with TensorFlow ops (`tf.io`,
     `tf.image`, `tf.strings`) so it runs in the tf.data C++ runtime in parallel, or do

@@ -12,7 +12,9 @@ Library loader code is followed too: a parameter that holds a pipeline (annotate
 `tf.data.Dataset`, or only extended with dataset operations) is a source, continued in
 the caller that hands its own pipeline in; pipelines stored in lists, returned in one,
 merged by `choose_from_datasets`/`zip` or read by a TF1 iterator are consumed, not
-demonstrations. A pipeline handed to a function of the file is consumed by it when the
+demonstrations. A name type-tested as another library's dataset (inside `if
+is_grain_dataset(x):`, or past `if is_tf_dataset(x): return ...`) is none there. A
+pipeline handed to a function of the file is consumed by it when the
 function loops over it doing work, only looked at when it takes a few elements. A
 pipeline a function returns carries where (`returned_by`: the function, its place in a
 returned tuple), and a file that consumes what an imported function returns as it comes
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.index import FileIndex, code_at, header_nodes, keyword_arg, own_nodes
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
-from envcheck.scripts.map_functions import map_targets
+from envcheck.scripts.map_functions import MapTarget, map_targets
 from envcheck.scripts.parameters import parameter_value
 from envcheck.scripts.structural_maps import structural_only
 from envcheck.scripts.values import Scope, keyword_values, resolve
@@ -275,6 +277,8 @@ class _Pipelines:
         # pipelines a function of another module returns, consumed here as they come
         self.imported_uses: list[dict[str, Any]] = []
         self.parameters = parameters if parameters is not None else set()
+        # names past `if is_tf_dataset(x): return ...`: another kind of dataset from there on
+        self.other_kind: set[str] = set()
 
     def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
@@ -349,15 +353,114 @@ class _Pipelines:
             self.pending[name] = call
         self._split_of_loader(statement)
         # Plain statements nested in blocks (if/for/with/try) are read in order too.
+        other = self._other_kind_branch(statement)
         for field in ("body", "orelse", "finalbody"):
+            held = self._set_aside(other) if field == "body" and other else None
             for child in getattr(statement, field, []) or []:
                 if isinstance(child, ast.stmt) and not isinstance(
                     child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
                 ):
                     self._statement(child)
+            if held is not None:
+                self._restore(*held)
         for handler in getattr(statement, "handlers", []) or []:
             for child in handler.body:
                 self._statement(child)
+        if target is not None:
+            self.other_kind.discard(target)
+        tested = self._tf_branch_left(statement)
+        if tested is not None:
+            self.live.pop(tested, None)
+            self.other_kind.add(tested)
+
+    def _set_aside(self, name: str) -> tuple[str, Optional[dict[str, Any]], bool]:
+        """Reading a branch where `name` is another kind of dataset: not a pipeline there."""
+        held = (name, self.live.pop(name, None), name in self.other_kind)
+        self.other_kind.add(name)
+        return held
+
+    def _restore(self, name: str, record: Optional[dict[str, Any]], other: bool) -> None:
+        """After that branch, `name` is what it was before it (the other branch's value)."""
+        if not other:
+            self.other_kind.discard(name)
+        if record is not None:
+            self.live[name] = record
+
+    def _tf_branch_left(self, statement: ast.stmt) -> Optional[str]:
+        """`x` for `if is_tf_dataset(x): return x.map(f).prefetch(n)`: the tf.data case
+        has returned, so past the `if` `x` is some other dataset (a grain MapDataset, whose
+        `map` runs on grain's own threads), no tf.data pipeline."""
+        if not (
+            isinstance(statement, ast.If)
+            and statement.body
+            and isinstance(statement.body[-1], (ast.Return, ast.Raise))
+        ):
+            return None
+        tested = self._type_test(statement.test)
+        return tested[0] if tested is not None and tested[1] else None
+
+    def _other_kind_branch(self, statement: ast.stmt) -> Optional[str]:
+        """`x` for `if ... and is_grain_dataset(x):` (an isinstance test against classes
+        of another library, directly or through a function of the file): in that branch
+        `x` is no tf.data pipeline."""
+        if not isinstance(statement, ast.If):
+            return None
+        test = statement.test
+        tests = [test]
+        if isinstance(test, ast.BoolOp):
+            tests = test.values if isinstance(test.op, ast.And) else []
+        for test in tests:
+            tested = self._type_test(test)
+            if tested is not None and not tested[1]:
+                return tested[0]
+        return None
+
+    def _type_test(self, test: ast.expr) -> Optional[tuple[str, bool]]:
+        """(`x`, whether the class is tf.data's) for `isinstance(x, cls)` or a function of
+        the file that returns such a test of its argument (`return grain is not None and
+        isinstance(x, grain.MapDataset)`; constant returns aside); else None."""
+        if not (isinstance(test, ast.Call) and test.args and isinstance(test.args[0], ast.Name)):
+            return None
+        name = test.args[0].id
+        func = test.func
+        if isinstance(func, ast.Name) and func.id == "isinstance":
+            kind = self._classes_kind(test)
+            return (name, kind) if kind is not None else None
+        if not (isinstance(func, ast.Name) and func.id in self.files.functions):
+            return None
+        returned = [
+            r.value
+            for r in own_nodes(self.files.functions[func.id])
+            if isinstance(r, ast.Return)
+            and r.value is not None
+            and not isinstance(r.value, ast.Constant)
+        ]
+        kinds: set[Optional[bool]] = set()
+        for value in returned:
+            checks = [
+                self._classes_kind(n)
+                for n in ast.walk(value)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == "isinstance"
+            ]
+            kinds |= set(checks) if checks else {None}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        return (name, kind) if kind is not None else None
+
+    def _classes_kind(self, call: ast.Call) -> Optional[bool]:
+        """For `isinstance(x, classes)`: True when a class is tf.data's Dataset, False when
+        every class is imported from a library other than TensorFlow or Keras, else None."""
+        if len(call.args) != 2:
+            return None
+        classes = call.args[1]
+        nodes = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+        names = [self.walker.qualname(n) for n in nodes]
+        if any(n in DATASET_CLASSES for n in names):
+            return True
+        if all(n is not None and "." in n and n.split(".")[0] not in LIBRARY_ROOTS for n in names):
+            return False
+        return None
 
     def _wrapper(self, statement: ast.stmt) -> None:
         """`pbar = tqdm.tqdm(ds, total=n)` (a progress bar kept to set its postfix): a
@@ -530,7 +633,7 @@ class _Pipelines:
         variable holds a pipeline built out of sight, from the call that assigned it."""
         names = {op.func.attr for op in ops if isinstance(op.func, ast.Attribute)}
         call = self.pending.get(variable)
-        if not names <= DATASET_OPS:
+        if not names <= DATASET_OPS or variable in self.other_kind:
             return
         if call is None and variable in self.parameters:
             # a parameter holding a pipeline (annotated tf.data.Dataset, or only ever
@@ -714,11 +817,15 @@ class _Pipelines:
         """Host-bound calls and random augmentation inside a map function."""
         host: list[dict[str, Any]] = []
         random: list[dict[str, Any]] = []
-        # Host calls are not looked for through `functools.partial(f, ...)`: the settings
-        # a partial binds (`is_training=...`) choose the branches of f that run Python, and
-        # the source does not settle them (magenta's onsets-and-frames runs its py_funcs
-        # only when not training). The structural test follows partials: it only clears.
+        # Through `functools.partial(f, ...)` only the calls f makes whatever its settings
+        # are count: the settings a partial binds (`is_training=...`) choose the branches
+        # of f that run Python, and the source does not settle them (magenta's
+        # onsets-and-frames runs one py_func only when not training). The structural test
+        # follows partials fully: it only clears.
         targets = map_targets(self.walker, self.files, func, self.scope, partials=False)
+        if not targets:
+            bound = map_targets(self.walker, self.files, func, self.scope)
+            return {"host_calls": self._unconditional_host_calls(bound), "random_augmentation": []}
         todo = [target.root for target in targets]
         for root in todo:
             wrapper = self._py_function_decorator(root)
@@ -761,6 +868,36 @@ class _Pipelines:
                         elif (wrapped_method := self._own_method(target)) is not None:
                             todo.append(wrapped_method)
         return {"host_calls": host, "random_augmentation": random}
+
+    def _unconditional_host_calls(self, targets: list[MapTarget]) -> list[dict[str, Any]]:
+        """The host calls the bodies make outside every `if` (and conditional expression),
+        followed into the file's functions they call there: what runs whatever the
+        settings bound to the function (`preprocess_example` computes its spectrogram in a
+        tf.py_func on every call; its jitter only `if is_training`)."""
+        host: list[dict[str, Any]] = []
+        todo = [target.root for target in targets]
+        visited: set[int] = set()
+        while todo:
+            root = todo.pop()
+            if id(root) in visited:
+                continue
+            visited.add(id(root))
+            for node in _unconditional_nodes(root):
+                if not isinstance(node, ast.Call):
+                    continue
+                kind = self._host_kind(node)
+                if kind is not None:
+                    host.append(
+                        {
+                            "line": node.lineno,
+                            "call": ast.unparse(node.func),
+                            "code": code_at(self.walker.lines, node.lineno),
+                            "kind": kind,
+                        }
+                    )
+                if isinstance(node.func, ast.Name) and node.func.id in self.files.functions:
+                    todo.append(self.files.functions[node.func.id])
+        return host
 
     def _own_method(self, func: ast.expr) -> Optional[ast.AST]:
         """`self.name`: the one method of that name the file's classes define, else None."""
@@ -1112,6 +1249,24 @@ class _Pipelines:
         }
 
 
+def _unconditional_nodes(root: ast.AST) -> list[ast.AST]:
+    """The nodes under `root` outside every `if` statement and conditional expression
+    (their tests included: evaluated every time), not inside nested functions, classes or
+    lambdas."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(root))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.If, ast.IfExp)):
+            stack.append(node.test)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _method_names(ops: list[ast.Call]) -> set[str]:
     """The method names of a chain's calls."""
     return {op.func.attr for op in ops if isinstance(op.func, ast.Attribute)}
@@ -1348,8 +1503,8 @@ def _returned_calls(statement: ast.stmt) -> dict[int, str]:
 def _dataset_parameters(walker: Walker, function: Optional[ast.AST]) -> set[str]:
     """Parameters of `function` that hold a tf.data pipeline: annotated `tf.data.Dataset`
     (`Optional[...]` and `... | None` too), or only ever extended with dataset operations,
-    one of them distinctive (`dataset.map(f)` ... `.shuffle(n).batch(b)`), directly or
-    through the names assigned from them."""
+    one of them distinctive (`dataset.map(f)` ... `.shuffle(n).batch(b)`) or a map whose
+    function wraps Python in tf.py_func, directly or through the names assigned from them."""
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return set()
     arguments = [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]
@@ -1361,11 +1516,14 @@ def _dataset_parameters(walker: Walker, function: Optional[ast.AST]) -> set[str]
         return found
     methods: list[tuple[str, str]] = []  # (base name, method) of every method chain call
     assigned: list[tuple[str, str]] = []  # (target, base name) of `x = base.op(...)`
+    maps: list[tuple[str, ast.Call]] = []  # (base name, call) of `base.map(f)`
     for node in own_nodes(function):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = _chain_base(node)
             if base is not None:
                 methods.append((base, node.func.attr))
+            if base is not None and node.func.attr == "map":
+                maps.append((base, node))
         elif (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
@@ -1379,9 +1537,26 @@ def _dataset_parameters(walker: Walker, function: Optional[ast.AST]) -> set[str]
         for _ in range(2):  # names assigned from chains on the parameter, then theirs
             names |= {target for target, base in assigned if base in names}
         used = {method for base, method in methods if base in names}
-        if used and used <= DATASET_OPS and used & DISTINCTIVE_OPS:
+        if not used or not used <= DATASET_OPS:
+            continue
+        mapped = [call for base, call in maps if base in names]
+        if used & DISTINCTIVE_OPS or any(_python_in_graph_map(walker, function, m) for m in mapped):
             found.add(parameter)
     return found
+
+
+def _python_in_graph_map(walker: Walker, function: ast.AST, call: ast.Call) -> bool:
+    """`dataset.map(self._ProcessLine)` where the function (a lambda, a function or method
+    of this file) wraps Python in `tf.py_func`/`tf.py_function`, which only a TensorFlow
+    graph runs: a tf.data map, not a pandas or Python one, even with no batch or shuffle
+    in sight (lingvo's `_Process(self, dataset)` hooks)."""
+    func = call.args[0] if call.args else keyword_arg(call, "map_func")
+    targets = map_targets(walker, walker.index(), func, walker.scope_of(function))
+    return any(
+        isinstance(node, ast.Call) and walker.qualname(node.func) in PY_FUNCTIONS
+        for target in targets
+        for node in ast.walk(target.root)
+    )
 
 
 def _chain_base(node: ast.expr) -> Optional[str]:
