@@ -259,3 +259,85 @@ def test_a_data_module_fitted_by_a_gpu_trainer_of_the_run_is_judged(tmp_path: Pa
     assert [f.location.line for f in found.findings] == [6]
     alone = run_results(tmp_path / "alone", {"data.py": data})["EC502"]
     assert alone.status.value == "unknown" and "a data module" in alone.reason
+
+
+MAKER = (
+    "from torch.utils.data import DataLoader\n"
+    "def make_data_loader(args, **kwargs):\n"
+    "    train = DataLoader(Images(args), batch_size=8, shuffle=True, {settings}**kwargs)\n"
+    "    val = DataLoader(Images(args), batch_size=8, **kwargs)\n"
+    "    return train, val\n"
+)
+MAKER_TRAIN = (
+    "import argparse\n"
+    "from dataloaders import make_data_loader\n"
+    "parser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--workers', type=int, default=4)\n"
+    "args = parser.parse_args()\n"
+    "kwargs = {'num_workers': args.workers, 'pin_memory': True}\n"
+    "train_loader, val_loader = make_data_loader(args, **kwargs)\n"
+    "for epoch in range(50):\n"
+    "    for batch in train_loader:\n"
+    "        step(batch)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "settings, persistent",
+    [
+        ("", (True, False)),  # set by neither: DataLoader's default
+        ("persistent_workers=True, ", None),  # the maker's own setting: left to it
+        ("**{}, ", None),  # another ** merged in: left to the maker
+        ("kwargs.setdefault", None),  # the maker changes its kwargs: left to it
+    ],
+)
+def test_a_maker_of_the_run_forwarding_the_caller_s_kwargs(
+    tmp_path: Path, settings: str, persistent: Any
+) -> None:
+    """pytorch-deeplab-xception: train.py's `make_data_loader(args, **kwargs)`, `kwargs =
+    {'num_workers': args.workers, 'pin_memory': True}`, defined in the run's
+    dataloaders/__init__.py, whose DataLoaders take the caller's **kwargs whole: what
+    neither sets is DataLoader's default (persistent_workers False, EC503 at the call);
+    a setting of the maker's own counts; a maker that changes its kwargs, or is out of
+    the run, leaves the settings it is not handed unknown (left to the maker, as for one
+    out of sight)."""
+    (tmp_path / "dataloaders").mkdir()
+    maker = MAKER.format(settings="" if settings == "kwargs.setdefault" else settings)
+    if settings == "kwargs.setdefault":
+        rewrite = "    kwargs.setdefault('drop_last', True)\n"
+        maker = maker.replace("    train =", rewrite + "    train =")
+    (tmp_path / "dataloaders" / "__init__.py").write_text(maker)
+    (tmp_path / "train.py").write_text(MAKER_TRAIN)
+
+    def call(*paths: Path) -> dict[str, Any]:
+        ctx = CollectContext(interpreter=interpreter.current(), scripts=paths)
+        [found] = [x for x in collect(ctx)["scripts"]["loaders"] if x["path"].endswith("train.py")]
+        return found  # type: ignore[no-any-return]
+
+    found = call(tmp_path / "train.py", tmp_path / "dataloaders" / "__init__.py")
+    alone = call(tmp_path / "train.py")
+    assert "persistent_workers" not in alone["args"]
+    assert alone["built_by"] == "make_data_loader(), out of this file"
+    if persistent is None:
+        assert "persistent_workers" not in found["args"]
+        return
+    setting = found["args"]["persistent_workers"]
+    assert (setting["known"], setting["value"]) == persistent
+    assert found["args"]["pin_memory"]["value"] is True
+    assert found["built_by"].startswith("make_data_loader() in ")
+
+
+def test_ec503_at_the_call_of_a_maker_of_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finding is placed at the call handed the settings (train.py:7), as for a maker
+    out of sight; with the maker out of the run, EC503 cannot say."""
+    (tmp_path / "dataloaders").mkdir()
+    (tmp_path / "dataloaders" / "__init__.py").write_text(MAKER.format(settings=""))
+    (tmp_path / "train.py").write_text(MAKER_TRAIN)
+    monkeypatch.chdir(tmp_path)
+    both = ["scripts", "train.py", "dataloaders/__init__.py", "--select", "EC503"]
+    result = CliRunner().invoke(app, [*both, "--exit-zero"], catch_exceptions=False)
+    assert "train.py:7:" in result.stdout and " EC503 " in result.stdout, result.stdout
+    alone = CliRunner().invoke(app, [*both[:2], *both[3:], "--exit-zero"])
+    assert " EC503 " not in alone.stdout, alone.stdout

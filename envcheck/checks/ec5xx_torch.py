@@ -622,7 +622,11 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     DataLoader's own keywords (schnetpack's `AtomsLoader(dataset, batch_size=...,
     num_workers=8, pin_memory=...)`, deepspeech's `AudioDataLoader`) is taken for a
     DataLoader subclass: a setting it is not given is DataLoader's default, whereas a
-    maker function out of sight (`create_loader(...)`) keeps its own defaults (unknown).
+    maker function out of sight (`create_loader(...)`) keeps its own defaults (unknown);
+    for a maker another file of the same run defines, handing the caller's `**kwargs`
+    whole to each of its DataLoaders (deeplab's `make_data_loader(args, **kwargs)`), a
+    setting neither the call hands nor the maker sets is DataLoader's default, judged at
+    the call.
     Nor is a worker count from settings only a GPU run gets (`**kwargs` with `kwargs =
     {'num_workers': 1} if use_cuda else {}`) in a file that trains on the CPU (EC504
     leaves it too).

@@ -113,6 +113,7 @@ def analyze_file(
         if run is not None:  # config trees hold whether or not the file parses options
             walker.module_scope.configs = functools.partial(run.config, shown)
             walker.held_elsewhere = functools.partial(run.held_in_memory, shown)
+            walker.maker_elsewhere = functools.partial(run.maker, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
         walker.run()
     except RecursionError:  # `a + b + ...`, `elif` over thousands: one file, not the run
@@ -160,6 +161,9 @@ class Walker(ast.NodeVisitor):
         # `qualname` -> why a Dataset class another file of the run defines is held in
         # memory (run_options.py), set for a file audited in a run of several
         self.held_elsewhere: Optional[Callable[[str], Optional[str]]] = None
+        # `qualname` -> (the file, the DataLoader keywords it sets) of a loader maker another
+        # file of the run defines, building its DataLoaders from the caller's **kwargs
+        self.maker_elsewhere: Optional[Callable[[str], Optional[tuple[str, frozenset[str]]]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,

@@ -24,7 +24,7 @@ from envcheck.scripts.loader_marks import mark_loaders
 from envcheck.scripts.parameters import MAX_CALLS, with_handed_values
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.tokenised_maps import tokenised_by_callers, tokenised_map
-from envcheck.scripts.values import keyword_expressions, keyword_values, resolve
+from envcheck.scripts.values import Value, keyword_expressions, keyword_values, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -315,11 +315,12 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     if _other_arm_builds(walker, node, written):
         return  # one loader built one of two ways: judged at the DataLoader in sight
     line = node.lineno
+    built_by, args = _maker_settings(walker, node, name, written)
     walker.report.loaders.append(
         {
             "kind": "torch.DataLoader",
             "callee": name,
-            "built_by": f"{short}(), out of this file",
+            "built_by": built_by,
             "path": walker.report.path,
             "line": line,
             "column": node.col_offset + 1,
@@ -327,13 +328,38 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
             "function": getattr(walker.functions[-1] if walker.functions else None, "name", None),
             "module_level": not walker.functions,
             "in_main_guard": walker.in_main_guard,
-            "args": {"num_workers": resolve(written, walker.scope()).to_json()},
+            "args": args,
             "dataset": None,
             "endless": None,
             "opaque_kwargs": [],
             "gpu_sampling": gpu_sampling(walker, node, name),
         }
     )
+
+
+def _maker_settings(
+    walker: Walker, node: ast.Call, name: str, written: ast.expr
+) -> tuple[str, dict[str, Any]]:
+    """(built_by, args) of a maker's loaders. Out of sight, only the worker count is
+    known. A maker another file of the run defines, building its DataLoaders from the
+    caller's `**kwargs` alone (run_options.forwarding_makers), gets what the call hands
+    it, and DataLoader's default for a setting neither hands nor the maker sets
+    (deeplab's `make_data_loader(args, **kwargs)` with `kwargs = {'num_workers': ...,
+    'pin_memory': True}`: no persistent workers)."""
+    short = name.rsplit(".", 1)[-1]
+    workers = {"num_workers": resolve(written, walker.scope()).to_json()}
+    found = walker.maker_elsewhere(name) if walker.maker_elsewhere is not None else None
+    values, opaque = keyword_values(node, walker.scope())
+    if found is None or opaque:
+        return f"{short}(), out of this file", workers
+    where, sets_itself = found
+    args = {k: v.to_json() for k, v in values.items() if k in DATALOADER_PARAMETERS}
+    for setting, default in (("pin_memory", False), ("persistent_workers", False)):
+        if setting not in args and setting not in sets_itself:
+            args[setting] = Value(
+                True, default, repr(default), "not handed over, nor set there: DataLoader's default"
+            ).to_json()
+    return f"{short}() in {where}", args
 
 
 def _other_arm_builds(walker: Walker, node: ast.Call, written: ast.expr) -> bool:

@@ -46,8 +46,10 @@ def module_constants(module: ast.Module) -> dict[str, ast.Constant]:
 def file_of_module(shown: str, module: str) -> bool:
     """Whether the run's file `shown` may be `module` (`pkg.config` is .../config.py, or
     in a flattened copy `repo__pkg_config.py`): its stem ends with the module's last
-    name at a name boundary."""
-    stem = re.sub(r"\.pyw?$", "", re.split(r"[/\\]", shown)[-1])
+    name at a name boundary. A package is its `__init__` (`dataloaders` is
+    dataloaders/__init__.py, flattened `repo__dataloaders___init__.py`)."""
+    path = re.sub(r"[/\\_]__init__$", "", re.sub(r"\.pyw?$", "", shown))
+    stem = re.split(r"[/\\]", path)[-1]
     last = module.rsplit(".", 1)[-1]
     if stem == last:
         return True

@@ -18,6 +18,11 @@ run linked to it by imports its default, the path read after the object's own na
 longest path that matches), as argparse defaults are taken for a default run; this holds
 for a file with a parser of its own too (`--cfg` names a YAML file that overrides the
 tree at run time).
+
+Loader makers are shared too: `make_data_loader(args, **kwargs)` in train.py, defined in
+`dataloaders/__init__.py` of the run, builds every DataLoader of its own from the
+caller's `**kwargs` (forwarding_makers); a worker setting neither the call hands it nor
+the maker sets is DataLoader's default there, not the out-of-sight maker's unknown.
 """
 
 from __future__ import annotations
@@ -111,6 +116,7 @@ class RunOptions:
         self.aliases: dict[str, dict[str, str]] = {}  # file -> name -> module it is bound to
         self.constants: dict[str, dict[str, ast.Constant]] = {}  # file -> its constants
         self.in_memory: dict[str, dict[str, str]] = {}  # file -> Dataset class -> why held
+        self.makers: dict[str, dict[str, frozenset[str]]] = {}  # file -> maker -> set by it
 
     def add(self, shown: str, module: ast.Module, text: str) -> None:
         self.imports[shown] = imported_modules(module)
@@ -118,6 +124,7 @@ class RunOptions:
         self.aliases[shown] = module_aliases(module)
         self.constants[shown] = module_constants(module)
         self.in_memory[shown] = _in_memory_datasets(module)
+        self.makers[shown] = forwarding_makers(module)
         if adds_to_sys_path(module):
             self.path_adders.add(shown)
         self._linked = None
@@ -179,6 +186,24 @@ class RunOptions:
             and self.linked(reader, shown)
         ]
         return f"{self.in_memory[files[0]][name]} (in {files[0]})" if len(files) == 1 else None
+
+    def maker(self, reader: str, qualname: str) -> Optional[tuple[str, frozenset[str]]]:
+        """(the file, the DataLoader keywords it sets itself) for the loader maker
+        `qualname` (`dataloaders.make_data_loader`, imported by `reader`) when one file of
+        the run linked to `reader` defines it as a maker forwarding the caller's
+        `**kwargs` (forwarding_makers), else None."""
+        module, _, name = qualname.rpartition(".")
+        if not module or not name:
+            return None
+        files = [
+            shown
+            for shown, makers in self.makers.items()
+            if shown != reader
+            and name in makers
+            and file_of_module(shown, module)
+            and self.linked(reader, shown)
+        ]
+        return (files[0], self.makers[files[0]][name]) if len(files) == 1 else None
 
     def _module_constant(self, reader: str, chain: tuple[str, ...], text: str) -> Optional[Value]:
         """`cfg.NUM_WORKERS` with `import config as cfg`: the constant config.py of the
@@ -427,3 +452,47 @@ def _in_memory_datasets(module: ast.Module) -> dict[str, str]:
             if why:
                 found[node.name] = why
     return found
+
+
+TORCH_DATALOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+
+
+def forwarding_makers(module: ast.Module) -> dict[str, frozenset[str]]:
+    """The file's top-level functions that build each of their DataLoaders with their own
+    `**kwargs` passed on whole (`def make_data_loader(args, **kwargs): ...
+    DataLoader(train_set, batch_size=args.batch_size, shuffle=True, **kwargs)`), with the
+    keywords those DataLoaders set themselves: what the caller does not hand over, and
+    the maker does not set, is DataLoader's default. A function that reads or changes
+    its kwargs otherwise (`kwargs.setdefault(...)`, `kwargs["persistent_workers"] =
+    True`), or builds a DataLoader without them, is left out: its settings are not only
+    the caller's."""
+    aliases = module_aliases(module)
+    found: dict[str, frozenset[str]] = {}
+    for node in module.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.kwarg:
+            continue
+        forwarded = node.args.kwarg.arg
+        loaders = [
+            n
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call) and _qualified(n.func, aliases) in TORCH_DATALOADERS
+        ]
+        passes = [
+            k
+            for call in loaders
+            for k in call.keywords
+            if k.arg is None and isinstance(k.value, ast.Name) and k.value.id == forwarded
+        ]
+        uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == forwarded]
+        if not loaders or len(passes) != len(loaders) or len(uses) != len(passes):
+            continue
+        if any(len([k for k in c.keywords if k.arg is None]) != 1 for c in loaders):
+            continue  # another `**dict` merged in: settings from elsewhere too
+        found[node.name] = frozenset(k.arg for c in loaders for k in c.keywords if k.arg)
+    return found
+
+
+def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:
+    """`DataLoader` with `from torch.utils.data import DataLoader` -> its dotted name."""
+    head, _, rest = ast.unparse(node).partition(".")
+    return aliases.get(head, head) + (f".{rest}" if rest else "")
