@@ -303,6 +303,97 @@ def test_a_random_window_of_data_held_in_memory_is_in_memory(tmp_path: Path) -> 
     assert analyse(tmp_path, reading).loaders[0]["dataset"].get("in_memory") is None
 
 
+ALIASED_FIELDS = """
+import torch
+import torch.utils.data as data
+
+class Pairs(data.Dataset):
+    def __init__(self, features, labels):
+        self.features_ps, self.labels = features, labels
+
+    def ng_sample(self):
+        self.features_fill = self.features_ps + draw(self.features_ps)
+
+    def __getitem__(self, idx):
+        features = self.features_fill if self.is_training else self.features_ps
+        labels = self.labels
+        return features[idx][0], features[idx][1], labels[idx]
+
+model = torch.nn.Embedding(100, 8).cuda()
+loader = data.DataLoader(Pairs(train_data, labels), batch_size=256)
+for user, item, label in loader:
+    model(user.cuda()).sum().backward()
+"""
+
+
+def test_a_local_name_for_data_held_is_indexed_data_held(tmp_path: Path) -> None:
+    """NCF's `features = self.features_fill if self.is_training else self.features_ps`,
+    then `features[idx][0]`: a sample indexes what the instance holds, as
+    `self.features_ps[idx]` would. A name also bound to a read is not."""
+    report = analyse(tmp_path, ALIASED_FIELDS)
+    assert report.loaders[0]["dataset"].get("in_memory") == (
+        "Pairs.__getitem__ only indexes data it holds "
+        "(self.features_fill, self.features_ps, self.labels)"
+    )
+    results = verdicts(tmp_path, ALIASED_FIELDS)
+    assert not results["EC501"].findings and not results["EC502"].findings
+    read = ALIASED_FIELDS.replace(
+        "        labels = self.labels\n",
+        "        labels = self.labels\n        features = load(self.paths[idx])\n",
+    )
+    assert analyse(tmp_path, read).loaders[0]["dataset"].get("in_memory") is None
+
+
+TENSOR_FILE = """
+import os
+import torch
+from a2c_ppo_acktr.algo import gail
+
+def main(args):
+    model = torch.nn.Linear(8, 1).cuda()
+    file_name = os.path.join(args.experts_dir, "trajs_{}.pt".format(args.env_name))
+    expert_dataset = gail.ExpertDataset(file_name, num_trajectories=4, subsample_frequency=20)
+    loader = torch.utils.data.DataLoader(dataset=expert_dataset, batch_size=128, shuffle=True)
+    for epoch in range(10):
+        for states, actions in loader:
+            model(states.cuda()).sum().backward()
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "held"),
+    [
+        ("", True),
+        ('f"{args.experts_dir}/trajs_{args.env_name}.pth"', True),
+        ('"trajs_{}.pkl".format(args.env_name)', False),  # pickled records may hold paths
+        ("args.experts_dir", False),  # a directory: files read per sample
+    ],
+)
+def test_a_dataset_out_of_sight_handed_one_torch_saved_file(
+    tmp_path: Path, change: str, held: bool
+) -> None:
+    """GAIL's `ExpertDataset("trajs_halfcheetah.pt", num_trajectories=4)`: torch.load
+    reads the file whole, so the class out of sight serves tensors from memory."""
+    source = TENSOR_FILE
+    if change:
+        source = source.replace(
+            'os.path.join(args.experts_dir, "trajs_{}.pt".format(args.env_name))', change
+        )
+    report = analyse(tmp_path, source)
+    assert bool(report.loaders[0]["dataset"].get("in_memory")) is held
+    results = verdicts(tmp_path, source)
+    assert bool(results["EC501"].findings) is not held
+    assert bool(results["EC502"].findings) is not held
+    other = source.replace("num_trajectories=4", "split=args.split")  # a string, unknown
+    assert analyse(tmp_path, other).loaders[0]["dataset"].get("in_memory") is None
+    # torch.load itself may return any pickled object, a Dataset reading files included
+    loaded = source.replace(
+        "gail.ExpertDataset(file_name, num_trajectories=4, subsample_frequency=20)",
+        "torch.load(file_name)",
+    )
+    assert analyse(tmp_path, loaded).loaders[0]["dataset"].get("in_memory") is None
+
+
 def test_a_data_module_leaves_pinning_to_its_importer(tmp_path: Path) -> None:
     """A file that neither trains nor names a device: EC502 is unknown (where its batches
     go is decided elsewhere), while EC501 still judges the worker count."""

@@ -341,6 +341,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     memoised without bound (`@functools.cache`: each sample stays in the training process, a cache
     worker processes would discard every epoch; so is a helper's loader over the caller's dataset
     when every Dataset class of the file without a loader of its own is memoised), or a
+    class out of sight handed one file `torch.save` wrote and otherwise only numbers
+    (`ExpertDataset("trajs_halfcheetah.pt", num_trajectories=4)`: torch.load reads it
+    whole), or a
     public one known to hold its data in memory (Lightning's demo `WikiText2`, one tensor of token
     ids; also the parts `random_split` makes of it; Lit-GPT's `PackedDataset`/`CombinedDataset` of
     pre-tokenised token shards), is not flagged: its batches come from memory, and workers add

@@ -15,7 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
-from envcheck.scripts.datasets import in_memory, library_in_memory, memoised
+from envcheck.scripts.datasets import in_memory, library_in_memory, memoised, tensor_file
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.hf_trainers import trainer_loaders
 from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
@@ -464,6 +464,8 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
         )
         if held is not None:
             found["handed_arrays"] = True  # an estimator's fit(X, y): feature rows
+        elif not any(c.name == short for c in walker.index().class_nodes):
+            held = tensor_file(node, walker.scope_of(owners.get(id(node))))
     if held is not None:
         found["in_memory"] = held
     return found

@@ -11,6 +11,10 @@ lmdb, zarr), whose indexing reads the disk. A `__getitem__` memoised without bou
 (`@functools.cache`, `@lru_cache(maxsize=None)`) keeps each sample in the training process
 once it is built: later epochs read memory, and worker processes would each fill a copy
 of the cache that dies with them at the end of every epoch, so no workers is the design.
+A Dataset class out of sight handed one file that `torch.save` wrote (`.pt`, `.pth`) and
+otherwise only numbers (GAIL's `ExpertDataset("trajs_halfcheetah.pt",
+num_trajectories=4)`) holds tensors too: `torch.load` reads such a file whole, and there
+is no directory or list of files left to read per sample.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import ast
 from typing import Optional
 
 from envcheck.scripts.index import own_nodes
+from envcheck.scripts.values import Scope, resolve
 
 # calls a sample may make and still be a slice of memory: conversions, shape changes
 CHEAP_METHODS = {
@@ -151,18 +156,111 @@ def in_memory(cls: ast.ClassDef) -> Optional[str]:
     if not _cheap_body(cls, getitem, 0):
         return None
     held: list[str] = []
+    aliases = _aliases(getitem)
     for node in own_nodes(getitem):
-        if (
-            isinstance(node, ast.Subscript)
-            and isinstance(node.value, ast.Attribute)
-            and isinstance(node.value.value, ast.Name)
-            and node.value.value.id == "self"
-        ):
-            held.append(f"self.{node.value.attr}")
+        if not isinstance(node, ast.Subscript):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in aliases:
+            held.extend(aliases[node.value.id])
+        elif _self_attribute(node.value):
+            held.append(ast.unparse(node.value))
     if not held:
         return None
     names = ", ".join(dict.fromkeys(held))
     return f"{cls.name}.__getitem__ only indexes data it holds ({names})"
+
+
+def _self_attribute(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _aliases(method: ast.FunctionDef) -> dict[str, list[str]]:
+    """Local names of `method` bound only to data the instance holds, with what they
+    stand for: NCF's `features = self.features_fill if self.is_training else
+    self.features_ps`, then `features[idx][0]`, indexes what the class holds as surely
+    as `self.features_ps[idx]` does. A name bound anywhere to anything else (a call, a
+    loop variable, a parameter) stands for none."""
+    bindings: dict[str, int] = {}
+    bound: dict[str, list[list[str]]] = {}
+    for node in own_nodes(method):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bindings[node.id] = bindings.get(node.id, 0) + 1
+        if isinstance(node, ast.Assign) and [type(t) for t in node.targets] == [ast.Name]:
+            value = node.value
+            choices = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            if all(_self_attribute(c) for c in choices):
+                name = node.targets[0].id  # type: ignore[attr-defined]
+                bound.setdefault(name, []).append([ast.unparse(c) for c in choices])
+    parameters = {a.arg for a in ast.walk(method.args) if isinstance(a, ast.arg)}
+    return {
+        name: [attribute for choice in stands for attribute in choice]
+        for name, stands in bound.items()
+        if bindings.get(name) == len(stands) and name not in parameters
+    }
+
+
+# what torch.save writes and torch.load reads back whole
+TORCH_FILES = (".pt", ".pth")
+
+
+def tensor_file(call: ast.Call, scope: Scope) -> Optional[str]:
+    """Why the dataset `call` (of a class out of sight) serves a torch-saved file from
+    memory ("ExpertDataset is handed one torch-saved file (trajs_{}.pt), read whole by
+    torch.load"), or None: the callee is a class (CapWords), exactly one argument names
+    a `.pt`/`.pth` file, every other one is a number, a flag or None."""
+    name = ast.unparse(call.func).rsplit(".", 1)[-1]
+    if not name[:1].isupper():
+        # a function, not a class (`torch.load("train.pt")` itself): what it returns may
+        # be any object torch.save pickled, a Dataset reading files per sample included
+        return None
+    if any(k.arg is None for k in call.keywords):
+        return None  # `**options`: what else it is handed is not in sight
+    files: list[str] = []
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        named = _file_named(argument, scope, 0)
+        if named is not None:
+            files.append(named)
+            continue
+        value = resolve(argument, scope)
+        if not value.known or not (value.value is None or isinstance(value.value, (int, float))):
+            return None
+    if len(files) != 1:
+        return None
+    return f"{name} is handed one torch-saved file ({files[0]}), read whole by torch.load"
+
+
+def _file_named(node: ast.expr, scope: Scope, depth: int) -> Optional[str]:
+    """The file name `node` ends with when it is a torch-saved one: a literal, an
+    f-string, `"trajs_{}.pt".format(env)`, `"%s.pt" % env`, `dir + "x.pt"`,
+    `os.path.join(dir, name)`, `Path(dir) / name`, or a name assigned one of those."""
+    if depth > 4:
+        return None
+    tail: Optional[ast.expr] = None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value if node.value.endswith(TORCH_FILES) else None
+    if isinstance(node, ast.JoinedStr) and node.values:
+        tail = node.values[-1]
+    elif isinstance(node, ast.Name):
+        tail = scope.lookup(node.id)
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        tail = node.left
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
+        tail = node.right
+    elif isinstance(node, ast.Call) and node.args and ast.unparse(node.func) == "os.path.join":
+        tail = node.args[-1]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+    ):
+        tail = node.func.value
+    if tail is None:
+        return None
+    return _file_named(tail, scope, depth + 1)
 
 
 UNBOUNDED_CACHES = {"cache", "functools.cache"}
