@@ -349,6 +349,11 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     `tf.data.Dataset.zip((a, b))` of pipelines the source builds is the pipeline
     consumed: the finding points at the zip, which passes when it prefetches or when
     every pipeline it zips does.
+    A pipeline read once by an evaluation loop after training (`for x, y in test:
+    correct += accuracy(params, x, y)` in no other loop, after the loop over the training
+    pipeline, in a function no loop calls, making no training step, no `repeat()`) passes:
+    one pass with no step to overlap. One read by an evaluation a training loop calls
+    (`for x in train: step(x); evaluate()`) is read again and again, and judged.
     Pipelines built in a serving/export input function (`serving_input_fn`,
     `serving_input_receiver_fn`: one request's serialized examples parsed at export
     time) are not training input and are not judged, here nor by EC511/EC513.
@@ -364,6 +369,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     importers = _importer_uses(facts, items)
     out_of_sight: list[str] = []
     in_memory: list[str] = []
+    evaluated: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         importer = importers.get(id(pipeline))
@@ -399,6 +405,9 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             return []
         if pipeline.get("in_memory"):
             in_memory.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
+            return []
+        if pipeline.get("evaluated_once") and not pipeline.get("discarded"):
+            evaluated.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
             return []
         if pipeline.get("finished_elsewhere"):
             out_of_sight.append(
@@ -454,6 +463,12 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             "no prefetch before batch; the pipelines without a final prefetch only slice, "
             f"shuffle and batch tensors already in memory ({', '.join(in_memory)}): nothing "
             "to decode or read for a prefetch to overlap"
+        )
+    if outcome.status is Status.PASS and evaluated:
+        return Outcome.passed(
+            "no prefetch before batch; the pipelines without a final prefetch are read once, "
+            f"by an evaluation loop after training ({', '.join(evaluated)}): a single pass "
+            "with no training step for a prefetch to overlap"
         )
     if outcome.status is Status.PASS and injects:
         version = ".".join(str(x) for x in release or ())

@@ -31,7 +31,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from envcheck.scripts.index import FileIndex, code_at, header_nodes, keyword_arg, own_nodes
+from envcheck.scripts.index import (
+    FileIndex,
+    code_at,
+    header_nodes,
+    keyword_arg,
+    module_nodes,
+    own_nodes,
+)
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
 from envcheck.scripts.map_functions import MapTarget, map_targets
 from envcheck.scripts.parameters import parameter_value
@@ -147,6 +154,10 @@ AFTER_PREFETCH_OK = {"with_options", "take", "repeat", "skip", "enumerate"}
 # Rounds of reading a file's bodies at most: the first finds the factories, each next one
 # what factories that extend others' pipelines return (a chain of three, then a check).
 FACTORY_ROUNDS = 4
+# Words in the name of a call that steps the training (`train_step`, `apply_gradients`,
+# `optimizer.minimize`, `value_and_grad`, `loss.backward`, `model.fit`): a loop making
+# one is a training loop, not an evaluation pass.
+TRAINING_MARKS = ("grad", "train", "optimi", "minimize", "backward", "fit")
 PY_FUNCTIONS = {
     "tensorflow.py_function",
     "tensorflow.numpy_function",
@@ -279,6 +290,8 @@ class _Pipelines:
         self.parameters = parameters if parameters is not None else set()
         # names past `if is_tf_dataset(x): return ...`: another kind of dataset from there on
         self.other_kind: set[str] = set()
+        self.loop_depth = 0  # loops around the statement read now, in this body
+        self.looped: list[int] = []  # pipelines read by a loop so far, by id
 
     def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
@@ -354,13 +367,16 @@ class _Pipelines:
         self._split_of_loader(statement)
         # Plain statements nested in blocks (if/for/with/try) are read in order too.
         other = self._other_kind_branch(statement)
+        looping = isinstance(statement, (ast.For, ast.AsyncFor, ast.While))
         for field in ("body", "orelse", "finalbody"):
             held = self._set_aside(other) if field == "body" and other else None
+            self.loop_depth += looping and field == "body"
             for child in getattr(statement, field, []) or []:
                 if isinstance(child, ast.stmt) and not isinstance(
                     child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
                 ):
                     self._statement(child)
+            self.loop_depth -= looping and field == "body"
             if held is not None:
                 self._restore(*held)
         for handler in getattr(statement, "handlers", []) or []:
@@ -966,6 +982,8 @@ class _Pipelines:
             if isinstance(iterable, ast.Name):
                 self._mark(iterable.id, "for loop")
                 self._imported(iterable.id, "for loop", statement)
+                if loop is not None and iterable.id in self.live:
+                    self._loop_read(self.live[iterable.id], loop)
             elif isinstance(iterable, ast.Call):
                 self._imported_call(iterable, None, "for loop", statement)
                 for record in self._built_by(iterable):
@@ -1006,6 +1024,20 @@ class _Pipelines:
                             self._handed_to_own(record, node, arg)
             if not own and callee not in CONSUMERS:
                 self._handed_on(node, args)
+
+    def _loop_read(self, record: dict[str, Any], loop: ast.For) -> None:
+        """Whether this loop reads the pipeline in one pass after training: in no other
+        loop of a body that no loop calls, after a loop over another pipeline, and making
+        no training step (`for x, y in test: correct += accuracy(params, x, y)` once the
+        training loop is over): an evaluation read once, with nothing to overlap."""
+        once = (
+            self.loop_depth == 0
+            and any(other != id(record) for other in self.looped)
+            and not _trains(self.files, loop.body)
+            and not _called_in_loops(self.walker.module, self.function)
+        )
+        record.setdefault("passes", []).append(once)
+        self.looped.append(id(record))
 
     def _handed_to_own(self, record: dict[str, Any], call: ast.Call, arg: ast.expr) -> None:
         """A pipeline passed to a function of this file: consumed there (`def fit(ds):
@@ -1246,7 +1278,52 @@ class _Pipelines:
             "merges_pipelines": bool(record.get("merged_from")),
             # an input of such a merge, not consumed itself: judged as the merged one
             "merged_pipeline": bool(record.get("merged_pipeline")) and not record["used_by"],
+            # read only by loops, each one evaluation pass after training, never repeated
+            "evaluated_once": record["used_by"] == "for loop"
+            and bool(record.get("passes"))
+            and all(record["passes"])
+            and "repeat" not in names,
         }
+
+
+def _trains(files: FileIndex, body: list[ast.stmt]) -> bool:
+    """A loop body that steps the training: a call named for it (`train_step(x)`,
+    `grad_fn(params, x)`, `opt.minimize(loss)`), or one of a function of the file that
+    makes such a call."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            if _training_name(node):
+                return True
+            own = files.functions.get(node.func.id) if isinstance(node.func, ast.Name) else None
+            if own is not None and any(
+                isinstance(n, ast.Call) and _training_name(n) for n in own_nodes(own)
+            ):
+                return True
+    return False
+
+
+def _training_name(call: ast.Call) -> bool:
+    name = ast.unparse(call.func).lower()
+    return any(mark in name for mark in TRAINING_MARKS)
+
+
+def _called_in_loops(module: ast.Module, function: Optional[ast.AST]) -> bool:
+    """The function is called from inside a loop of the file (`for step in ...:
+    evaluate()`): what it reads once per call it reads again and again."""
+    name = getattr(function, "name", None)
+    if name is None:
+        return False
+    for loop in module_nodes(module):
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        for node in ast.walk(loop):
+            func = node.func if isinstance(node, ast.Call) else None
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called == name:
+                return True
+    return False
 
 
 def _unconditional_nodes(root: ast.AST) -> list[ast.AST]:
