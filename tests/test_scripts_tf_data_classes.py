@@ -901,3 +901,40 @@ for epoch in range(10):
 
 def test_evaluation_in_a_function_called_per_epoch_is_judged(tmp_path: Path) -> None:
     assert lines(tmp_path, EVALUATED_EVERY_EPOCH, "EC512") == [12]
+
+
+# Class: `tfds.as_numpy(ds)`, `itertools.cycle(ds)` and `itertools.islice(ds, n)` hand back
+# the pipeline itself: train() consumes what to_batches returns, without a prefetch. The
+# loop in predict() makes no training step, in a file whose training loop is elsewhere:
+# an inference pass, read once.
+
+AS_NUMPY = """
+import itertools
+import tensorflow_datasets as tfds
+
+def to_batches(dataset, batch_size):
+    dataset = load_tokens(dataset)
+    dataset = dataset.map(add_masks, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size)
+    return tfds.as_numpy(dataset)
+
+class Model:
+    def train(self, steps):
+        ds = to_batches(get_dataset("train"), 32)
+        ds = itertools.cycle(ds)
+        for step, batch in enumerate(itertools.islice(ds, steps)):
+            loss = self.model(batch)
+            loss.backward()
+            self.optimizer.step()
+
+    def predict(self, inputs):
+        dataset = tf.data.Dataset.from_tensor_slices(inputs)
+        dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = to_batches(dataset, 32)
+        for batch in dataset:
+            outputs.extend(self.model.generate(batch))
+"""
+
+
+def test_pipeline_through_as_numpy_and_cycle_is_judged_not_inference(tmp_path: Path) -> None:
+    assert lines(tmp_path, AS_NUMPY, "EC512") == [16]

@@ -64,6 +64,10 @@ ITERATOR_CONSUMERS = {
 }
 # `for i, x in enumerate(ds)`: as a plain loop over `ds`, judged by what else reads it
 LOOP_WRAPPERS = {"enumerate", "zip", "tqdm"}
+# Calls that hand back the pipeline given first, read as it comes: `tfds.as_numpy(ds)` (a
+# Python iterator over the same dataset), `itertools.cycle(ds)`, `itertools.islice(ds,
+# n)`. Returning, assigning or looping over one is doing so with the pipeline itself.
+PASS_THROUGH = {"as_numpy", "cycle", "islice"}
 # Methods that read a pipeline (TF1 iterators, NumPy iteration): consumers, not operations.
 ITERATOR_METHODS = {
     "make_one_shot_iterator",
@@ -291,7 +295,6 @@ class _Pipelines:
         # names past `if is_tf_dataset(x): return ...`: another kind of dataset from there on
         self.other_kind: set[str] = set()
         self.loop_depth = 0  # loops around the statement read now, in this body
-        self.looped: list[int] = []  # pipelines read by a loop so far, by id
 
     def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
@@ -990,12 +993,10 @@ class _Pipelines:
                     # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
                     if not (record["ops"] and record["ops"][-1]["op"] == "take"):
                         record["used_by"] = record["used_by"] or "for loop"
-        if (
-            isinstance(statement, ast.Return)
-            and isinstance(statement.value, ast.Name)
-            and statement.value.id in self.live
-        ):
-            self.live[statement.value.id]["returned"] = True
+        returned = statement.value if isinstance(statement, ast.Return) else None
+        value = _passed_through(returned) if returned is not None else None
+        if isinstance(value, ast.Name) and value.id in self.live:
+            self.live[value.id]["returned"] = True  # `return ds`, `return tfds.as_numpy(ds)`
         for node in header_nodes(statement):
             if not isinstance(node, ast.Call):
                 continue
@@ -1026,18 +1027,18 @@ class _Pipelines:
                 self._handed_on(node, args)
 
     def _loop_read(self, record: dict[str, Any], loop: ast.For) -> None:
-        """Whether this loop reads the pipeline in one pass after training: in no other
-        loop of a body that no loop calls, after a loop over another pipeline, and making
-        no training step (`for x, y in test: correct += accuracy(params, x, y)` once the
-        training loop is over): an evaluation read once, with nothing to overlap."""
+        """Whether this loop reads the pipeline in one pass that trains nothing: in no
+        other loop of a body that no loop calls, making no training step, in a file whose
+        training step runs in another loop (`for x, y in test: correct += accuracy(params,
+        x, y)` once training is over, `for batch in ds: model.generate(batch)` in
+        predict()): an evaluation or inference read once, with no step to overlap."""
         once = (
             self.loop_depth == 0
-            and any(other != id(record) for other in self.looped)
-            and not _trains(self.files, loop.body)
+            and not _trains(self.files, loop.body, whole=True)
             and not _called_in_loops(self.walker.module, self.function)
+            and _trains_elsewhere(self.walker.module, self.files, loop)
         )
         record.setdefault("passes", []).append(once)
-        self.looped.append(id(record))
 
     def _handed_to_own(self, record: dict[str, Any], call: ast.Call, arg: ast.expr) -> None:
         """A pipeline passed to a function of this file: consumed there (`def fit(ds):
@@ -1111,6 +1112,7 @@ class _Pipelines:
         short = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         if (
             short in LOOKS
+            or short in PASS_THROUGH
             or short == "tqdm"
             or (short in LOOP_WRAPPERS and isinstance(func, ast.Name))
         ):
@@ -1146,7 +1148,8 @@ class _Pipelines:
 
     def _records_of(self, element: ast.expr) -> list[dict[str, Any]]:
         """The pipelines an expression holds: a live pipeline's name, or a call building
-        one (a factory of the file, a chain)."""
+        one (a factory of the file, a chain), maybe handed back as it is (`tfds.as_numpy`)."""
+        element = _passed_through(element)
         if isinstance(element, ast.Name) and element.id in self.live:
             return [self.live[element.id]]
         if isinstance(element, ast.Call):
@@ -1286,27 +1289,41 @@ class _Pipelines:
         }
 
 
-def _trains(files: FileIndex, body: list[ast.stmt]) -> bool:
+def _trains(files: FileIndex, body: list[ast.stmt], whole: bool = False) -> bool:
     """A loop body that steps the training: a call named for it (`train_step(x)`,
     `grad_fn(params, x)`, `opt.minimize(loss)`), or one of a function of the file that
-    makes such a call."""
+    makes such a call. `whole`: the call's arguments count too (`strategy.run(train_step,
+    args=(x,))`), to doubt a pass that might train rather than to find a training loop."""
     for statement in body:
         for node in ast.walk(statement):
             if not isinstance(node, ast.Call):
                 continue
-            if _training_name(node):
+            if _training_call(node, whole):
                 return True
-            own = files.functions.get(node.func.id) if isinstance(node.func, ast.Name) else None
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            own = files.functions.get(name) if name is not None else None
             if own is not None and any(
-                isinstance(n, ast.Call) and _training_name(n) for n in own_nodes(own)
+                isinstance(n, ast.Call) and _training_call(n, whole) for n in own_nodes(own)
             ):
                 return True
     return False
 
 
-def _training_name(call: ast.Call) -> bool:
-    name = ast.unparse(call.func).lower()
-    return any(mark in name for mark in TRAINING_MARKS)
+def _training_call(call: ast.Call, whole: bool) -> bool:
+    text = ast.unparse(call if whole else call.func).lower()
+    return any(mark in text for mark in TRAINING_MARKS)
+
+
+def _trains_elsewhere(module: ast.Module, files: FileIndex, loop: ast.For) -> bool:
+    """Another loop of the file (not this one, nor one inside it) steps the training."""
+    inside = {id(n) for n in ast.walk(loop)}
+    return any(
+        isinstance(other, (ast.For, ast.AsyncFor, ast.While))
+        and id(other) not in inside
+        and _trains(files, other.body)
+        for other in module_nodes(module)
+    )
 
 
 def _called_in_loops(module: ast.Module, function: Optional[ast.AST]) -> bool:
@@ -1514,7 +1531,10 @@ def _rebinds(call: ast.Call, variable: str) -> bool:
 
 def _looped(iterable: ast.expr) -> list[ast.expr]:
     """What a `for` loop reads: `ds` in `for i, x in enumerate(ds)`, `tqdm(ds)`, every
-    argument of `zip(a, b)`; the iterable itself otherwise."""
+    argument of `zip(a, b)`, `ds` in `itertools.islice(ds, n)`; the iterable itself otherwise."""
+    inner = _passed_through(iterable)
+    if inner is not iterable:
+        return _looped(inner)
     func = iterable.func if isinstance(iterable, ast.Call) else None
     # `tqdm.tqdm(ds)`, `tqdm.auto.tqdm(ds)`: the module's progress bar, as `tqdm(ds)`
     wrapper = func.attr if isinstance(func, ast.Attribute) and func.attr == "tqdm" else None
@@ -1524,6 +1544,18 @@ def _looped(iterable: ast.expr) -> list[ast.expr]:
         read = iterable.args if wrapper == "zip" else iterable.args[:1]
         return [e for a in read for e in _looped(a)]
     return [iterable]
+
+
+def _passed_through(node: ast.expr) -> ast.expr:
+    """The pipeline a pass-through call hands back (`ds` for `tfds.as_numpy(ds)`,
+    `itertools.cycle(ds)`, `itertools.islice(ds, n)`), unwrapped; `node` otherwise."""
+    while isinstance(node, ast.Call) and node.args:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name not in PASS_THROUGH:
+            break
+        node = node.args[0]
+    return node
 
 
 def _only_looks(body: list[ast.stmt]) -> bool:
