@@ -848,3 +848,93 @@ def provide_batch(files, is_training, preprocess_examples):
 
 def test_host_calls_a_partial_makes_whatever_its_settings(tmp_path: Path) -> None:
     assert lines(tmp_path, PARTIAL_PY_FUNC, "EC513") == [33]
+
+
+# Class: a test pipeline read once by an evaluation loop after training has nothing for a
+# prefetch to overlap; one an evaluation called from the training loop reads is read again
+# and again.
+
+EVALUATED_ONCE = """
+import tensorflow_datasets as tfds
+
+def main():
+    dataset = tfds.load("mnist", split="train", as_supervised=True)
+    dataset = dataset.map(preprocess).cache().shuffle(800).batch(100).prefetch(1)
+    for epoch in range(10):
+        for images, labels in dataset:
+            loss, grads = grad_apply_fn(params, images, labels)
+            params = apply_opt_fn(grads, params)
+    dataset = tfds.load("mnist", split="test", as_supervised=True)
+    dataset = dataset.batch(10000).map(preprocess)
+    correct = 0
+    for images, labels in dataset:
+        correct += accuracy(params, images, labels)
+"""
+
+
+def test_test_pipeline_read_once_after_training_needs_no_prefetch(tmp_path: Path) -> None:
+    assert lines(tmp_path, EVALUATED_ONCE, "EC512") == []
+
+
+def test_evaluation_loop_that_trains_is_judged(tmp_path: Path) -> None:
+    source = EVALUATED_ONCE.replace("accuracy(params", "train_step(params")
+    assert lines(tmp_path, source, "EC512") == [14]
+
+
+EVALUATED_EVERY_EPOCH = """
+import tensorflow_datasets as tfds
+
+def run(params):
+    train = tfds.load("mnist", split="train")
+    train = train.batch(100).prefetch(1)
+    for x in train:
+        params = train_step(params, x)
+    test = tfds.load("mnist", split="test")
+    test = test.batch(100)
+    for x in test:
+        evaluate_batch(params, x)
+
+for epoch in range(10):
+    run(params)
+"""
+
+
+def test_evaluation_in_a_function_called_per_epoch_is_judged(tmp_path: Path) -> None:
+    assert lines(tmp_path, EVALUATED_EVERY_EPOCH, "EC512") == [12]
+
+
+# Class: `tfds.as_numpy(ds)`, `itertools.cycle(ds)` and `itertools.islice(ds, n)` hand back
+# the pipeline itself: train() consumes what to_batches returns, without a prefetch. The
+# loop in predict() makes no training step, in a file whose training loop is elsewhere:
+# an inference pass, read once.
+
+AS_NUMPY = """
+import itertools
+import tensorflow_datasets as tfds
+
+def to_batches(dataset, batch_size):
+    dataset = load_tokens(dataset)
+    dataset = dataset.map(add_masks, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.batch(batch_size)
+    return tfds.as_numpy(dataset)
+
+class Model:
+    def train(self, steps):
+        ds = to_batches(get_dataset("train"), 32)
+        ds = itertools.cycle(ds)
+        for step, batch in enumerate(itertools.islice(ds, steps)):
+            loss = self.model(batch)
+            loss.backward()
+            self.optimizer.step()
+
+    def predict(self, inputs):
+        dataset = tf.data.Dataset.from_tensor_slices(inputs)
+        dataset = dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = to_batches(dataset, 32)
+        for batch in dataset:
+            outputs.extend(self.model.generate(batch))
+"""
+
+
+def test_pipeline_through_as_numpy_and_cycle_is_judged_not_inference(tmp_path: Path) -> None:
+    assert lines(tmp_path, AS_NUMPY, "EC512") == [16]

@@ -323,7 +323,9 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
 
     The pipeline is judged where it reaches the consumer: one returned by a function of
     the file and prefetched by its caller is fine, and one built by a factory (a function
-    or a method such as `Input(files).build()`) is followed into its caller. `take`,
+    or a method such as `Input(files).build()`) is followed into its caller. `tfds.as_numpy(ds)`,
+    `itertools.cycle(ds)` and `itertools.islice(ds, n)` hand the pipeline on as it is
+    (`return tfds.as_numpy(ds)` returns the pipeline). `take`,
     `repeat`, `enumerate` and `with_options` after the prefetch are accepted, and so is a
     map whose function does only structural work (`.prefetch(n).map(add_sample_weights)`,
     a gather from a few constants): the tail costs next to nothing. A pipeline handed to
@@ -349,6 +351,12 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     `tf.data.Dataset.zip((a, b))` of pipelines the source builds is the pipeline
     consumed: the finding points at the zip, which passes when it prefetches or when
     every pipeline it zips does.
+    A pipeline read once by a loop that trains nothing, in a file whose training step runs
+    in another loop (`for x, y in test: correct += accuracy(params, x, y)` after
+    training, `for batch in ds: model.generate(batch)` in `predict()`; in no other loop,
+    in a function no loop calls, no `repeat()`) passes: an evaluation or inference pass
+    with no step to overlap. One read by an evaluation a training loop calls (`for x in
+    train: step(x); evaluate()`) is read again and again, and judged.
     Pipelines built in a serving/export input function (`serving_input_fn`,
     `serving_input_receiver_fn`: one request's serialized examples parsed at export
     time) are not training input and are not judged, here nor by EC511/EC513.
@@ -364,6 +372,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     importers = _importer_uses(facts, items)
     out_of_sight: list[str] = []
     in_memory: list[str] = []
+    evaluated: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         importer = importers.get(id(pipeline))
@@ -399,6 +408,9 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             return []
         if pipeline.get("in_memory"):
             in_memory.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
+            return []
+        if pipeline.get("evaluated_once") and not pipeline.get("discarded"):
+            evaluated.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
             return []
         if pipeline.get("finished_elsewhere"):
             out_of_sight.append(
@@ -454,6 +466,12 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             "no prefetch before batch; the pipelines without a final prefetch only slice, "
             f"shuffle and batch tensors already in memory ({', '.join(in_memory)}): nothing "
             "to decode or read for a prefetch to overlap"
+        )
+    if outcome.status is Status.PASS and evaluated:
+        return Outcome.passed(
+            "no prefetch before batch; the pipelines without a final prefetch are read once, "
+            f"by an evaluation loop after training ({', '.join(evaluated)}): a single pass "
+            "with no training step for a prefetch to overlap"
         )
     if outcome.status is Status.PASS and injects:
         version = ".".join(str(x) for x in release or ())

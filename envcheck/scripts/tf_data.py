@@ -31,7 +31,14 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from envcheck.scripts.index import FileIndex, code_at, header_nodes, keyword_arg, own_nodes
+from envcheck.scripts.index import (
+    FileIndex,
+    code_at,
+    header_nodes,
+    keyword_arg,
+    module_nodes,
+    own_nodes,
+)
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
 from envcheck.scripts.map_functions import MapTarget, map_targets
 from envcheck.scripts.parameters import parameter_value
@@ -57,6 +64,10 @@ ITERATOR_CONSUMERS = {
 }
 # `for i, x in enumerate(ds)`: as a plain loop over `ds`, judged by what else reads it
 LOOP_WRAPPERS = {"enumerate", "zip", "tqdm"}
+# Calls that hand back the pipeline given first, read as it comes: `tfds.as_numpy(ds)` (a
+# Python iterator over the same dataset), `itertools.cycle(ds)`, `itertools.islice(ds,
+# n)`. Returning, assigning or looping over one is doing so with the pipeline itself.
+PASS_THROUGH = {"as_numpy", "cycle", "islice"}
 # Methods that read a pipeline (TF1 iterators, NumPy iteration): consumers, not operations.
 ITERATOR_METHODS = {
     "make_one_shot_iterator",
@@ -147,6 +158,10 @@ AFTER_PREFETCH_OK = {"with_options", "take", "repeat", "skip", "enumerate"}
 # Rounds of reading a file's bodies at most: the first finds the factories, each next one
 # what factories that extend others' pipelines return (a chain of three, then a check).
 FACTORY_ROUNDS = 4
+# Words in the name of a call that steps the training (`train_step`, `apply_gradients`,
+# `optimizer.minimize`, `value_and_grad`, `loss.backward`, `model.fit`): a loop making
+# one is a training loop, not an evaluation pass.
+TRAINING_MARKS = ("grad", "train", "optimi", "minimize", "backward", "fit")
 PY_FUNCTIONS = {
     "tensorflow.py_function",
     "tensorflow.numpy_function",
@@ -279,6 +294,7 @@ class _Pipelines:
         self.parameters = parameters if parameters is not None else set()
         # names past `if is_tf_dataset(x): return ...`: another kind of dataset from there on
         self.other_kind: set[str] = set()
+        self.loop_depth = 0  # loops around the statement read now, in this body
 
     def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
@@ -354,13 +370,16 @@ class _Pipelines:
         self._split_of_loader(statement)
         # Plain statements nested in blocks (if/for/with/try) are read in order too.
         other = self._other_kind_branch(statement)
+        looping = isinstance(statement, (ast.For, ast.AsyncFor, ast.While))
         for field in ("body", "orelse", "finalbody"):
             held = self._set_aside(other) if field == "body" and other else None
+            self.loop_depth += looping and field == "body"
             for child in getattr(statement, field, []) or []:
                 if isinstance(child, ast.stmt) and not isinstance(
                     child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
                 ):
                     self._statement(child)
+            self.loop_depth -= looping and field == "body"
             if held is not None:
                 self._restore(*held)
         for handler in getattr(statement, "handlers", []) or []:
@@ -966,18 +985,18 @@ class _Pipelines:
             if isinstance(iterable, ast.Name):
                 self._mark(iterable.id, "for loop")
                 self._imported(iterable.id, "for loop", statement)
+                if loop is not None and iterable.id in self.live:
+                    self._loop_read(self.live[iterable.id], loop)
             elif isinstance(iterable, ast.Call):
                 self._imported_call(iterable, None, "for loop", statement)
                 for record in self._built_by(iterable):
                     # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
                     if not (record["ops"] and record["ops"][-1]["op"] == "take"):
                         record["used_by"] = record["used_by"] or "for loop"
-        if (
-            isinstance(statement, ast.Return)
-            and isinstance(statement.value, ast.Name)
-            and statement.value.id in self.live
-        ):
-            self.live[statement.value.id]["returned"] = True
+        returned = statement.value if isinstance(statement, ast.Return) else None
+        value = _passed_through(returned) if returned is not None else None
+        if isinstance(value, ast.Name) and value.id in self.live:
+            self.live[value.id]["returned"] = True  # `return ds`, `return tfds.as_numpy(ds)`
         for node in header_nodes(statement):
             if not isinstance(node, ast.Call):
                 continue
@@ -1006,6 +1025,20 @@ class _Pipelines:
                             self._handed_to_own(record, node, arg)
             if not own and callee not in CONSUMERS:
                 self._handed_on(node, args)
+
+    def _loop_read(self, record: dict[str, Any], loop: ast.For) -> None:
+        """Whether this loop reads the pipeline in one pass that trains nothing: in no
+        other loop of a body that no loop calls, making no training step, in a file whose
+        training step runs in another loop (`for x, y in test: correct += accuracy(params,
+        x, y)` once training is over, `for batch in ds: model.generate(batch)` in
+        predict()): an evaluation or inference read once, with no step to overlap."""
+        once = (
+            self.loop_depth == 0
+            and not _trains(self.files, loop.body, whole=True)
+            and not _called_in_loops(self.walker.module, self.function)
+            and _trains_elsewhere(self.walker.module, self.files, loop)
+        )
+        record.setdefault("passes", []).append(once)
 
     def _handed_to_own(self, record: dict[str, Any], call: ast.Call, arg: ast.expr) -> None:
         """A pipeline passed to a function of this file: consumed there (`def fit(ds):
@@ -1079,6 +1112,7 @@ class _Pipelines:
         short = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         if (
             short in LOOKS
+            or short in PASS_THROUGH
             or short == "tqdm"
             or (short in LOOP_WRAPPERS and isinstance(func, ast.Name))
         ):
@@ -1114,7 +1148,8 @@ class _Pipelines:
 
     def _records_of(self, element: ast.expr) -> list[dict[str, Any]]:
         """The pipelines an expression holds: a live pipeline's name, or a call building
-        one (a factory of the file, a chain)."""
+        one (a factory of the file, a chain), maybe handed back as it is (`tfds.as_numpy`)."""
+        element = _passed_through(element)
         if isinstance(element, ast.Name) and element.id in self.live:
             return [self.live[element.id]]
         if isinstance(element, ast.Call):
@@ -1246,7 +1281,66 @@ class _Pipelines:
             "merges_pipelines": bool(record.get("merged_from")),
             # an input of such a merge, not consumed itself: judged as the merged one
             "merged_pipeline": bool(record.get("merged_pipeline")) and not record["used_by"],
+            # read only by loops, each one evaluation pass after training, never repeated
+            "evaluated_once": record["used_by"] == "for loop"
+            and bool(record.get("passes"))
+            and all(record["passes"])
+            and "repeat" not in names,
         }
+
+
+def _trains(files: FileIndex, body: list[ast.stmt], whole: bool = False) -> bool:
+    """A loop body that steps the training: a call named for it (`train_step(x)`,
+    `grad_fn(params, x)`, `opt.minimize(loss)`), or one of a function of the file that
+    makes such a call. `whole`: the call's arguments count too (`strategy.run(train_step,
+    args=(x,))`), to doubt a pass that might train rather than to find a training loop."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if not isinstance(node, ast.Call):
+                continue
+            if _training_call(node, whole):
+                return True
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            own = files.functions.get(name) if name is not None else None
+            if own is not None and any(
+                isinstance(n, ast.Call) and _training_call(n, whole) for n in own_nodes(own)
+            ):
+                return True
+    return False
+
+
+def _training_call(call: ast.Call, whole: bool) -> bool:
+    text = ast.unparse(call if whole else call.func).lower()
+    return any(mark in text for mark in TRAINING_MARKS)
+
+
+def _trains_elsewhere(module: ast.Module, files: FileIndex, loop: ast.For) -> bool:
+    """Another loop of the file (not this one, nor one inside it) steps the training."""
+    inside = {id(n) for n in ast.walk(loop)}
+    return any(
+        isinstance(other, (ast.For, ast.AsyncFor, ast.While))
+        and id(other) not in inside
+        and _trains(files, other.body)
+        for other in module_nodes(module)
+    )
+
+
+def _called_in_loops(module: ast.Module, function: Optional[ast.AST]) -> bool:
+    """The function is called from inside a loop of the file (`for step in ...:
+    evaluate()`): what it reads once per call it reads again and again."""
+    name = getattr(function, "name", None)
+    if name is None:
+        return False
+    for loop in module_nodes(module):
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        for node in ast.walk(loop):
+            func = node.func if isinstance(node, ast.Call) else None
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if called == name:
+                return True
+    return False
 
 
 def _unconditional_nodes(root: ast.AST) -> list[ast.AST]:
@@ -1437,7 +1531,10 @@ def _rebinds(call: ast.Call, variable: str) -> bool:
 
 def _looped(iterable: ast.expr) -> list[ast.expr]:
     """What a `for` loop reads: `ds` in `for i, x in enumerate(ds)`, `tqdm(ds)`, every
-    argument of `zip(a, b)`; the iterable itself otherwise."""
+    argument of `zip(a, b)`, `ds` in `itertools.islice(ds, n)`; the iterable itself otherwise."""
+    inner = _passed_through(iterable)
+    if inner is not iterable:
+        return _looped(inner)
     func = iterable.func if isinstance(iterable, ast.Call) else None
     # `tqdm.tqdm(ds)`, `tqdm.auto.tqdm(ds)`: the module's progress bar, as `tqdm(ds)`
     wrapper = func.attr if isinstance(func, ast.Attribute) and func.attr == "tqdm" else None
@@ -1447,6 +1544,18 @@ def _looped(iterable: ast.expr) -> list[ast.expr]:
         read = iterable.args if wrapper == "zip" else iterable.args[:1]
         return [e for a in read for e in _looped(a)]
     return [iterable]
+
+
+def _passed_through(node: ast.expr) -> ast.expr:
+    """The pipeline a pass-through call hands back (`ds` for `tfds.as_numpy(ds)`,
+    `itertools.cycle(ds)`, `itertools.islice(ds, n)`), unwrapped; `node` otherwise."""
+    while isinstance(node, ast.Call) and node.args:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name not in PASS_THROUGH:
+            break
+        node = node.args[0]
+    return node
 
 
 def _only_looks(body: list[ast.stmt]) -> bool:
