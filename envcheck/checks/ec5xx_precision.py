@@ -151,7 +151,11 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     `TextCNN`, a torchvision model built by name: Lightning's
     `get_torchvision_model("resnet50")`, `getattr(torchvision.models, arch)()`, a
     Hugging Face or diffusers class loaded by `from_pretrained`:
-    `ResNetForImageClassification`, `UNet2DConditionModel`), not
+    `ResNetForImageClassification`, `UNet2DConditionModel`), a model class of the
+    project imported from a module named for its architecture (`models.yolo.Model`;
+    `models.diffusion.Model`, an image diffusion UNet) or a model a project function
+    loads from a definition named for one (`load_model(args.model)`, --model defaulting
+    to `config/yolov3.cfg`), not
     from any value named alike (`loss_fcn = nn.CrossEntropyLoss()`, `self.conv1`), nor
     from the name of a class of the file, whose layers in sight decide (`class
     GraphConv(nn.Module)` of `torch.mm`s is no convolution). A setting made only in a
