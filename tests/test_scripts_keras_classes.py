@@ -575,3 +575,42 @@ model.fit(train_ds, epochs=3)
 
 def test_ec522_a_conv1d_reads_its_kernel_times_the_width_before(tmp_path: Path) -> None:
     assert lines(script_results(tmp_path, TEXT_CNN, "text.py")["EC522"]) == [11]
+
+
+LINEAR_PROBE_TRAINER = """
+from tensorflow import keras
+
+
+class ContrastiveTrainer(keras.Model):
+    def __init__(self, encoder, projector, probe=None):
+        super().__init__()
+        self.encoder = encoder
+        self.projector = projector
+        self.probe = probe
+
+    def fit(self, x, **kwargs):
+        return super().fit(x=x, **kwargs)
+
+    @staticmethod
+    def linear_probe(num_classes, **kwargs):
+        return keras.Sequential(keras.layers.Dense(num_classes), **kwargs)
+"""
+
+
+def test_ec522_a_lone_dense_head_on_the_callers_model_is_not_the_model(tmp_path: Path) -> None:
+    """A trainer whose only Keras layer is one `Dense` head of a width the source does not
+    show (`Dense(num_classes)`, a DQN's dueling `Dense(nb_action + 1)`) on a model the
+    caller hands in: the model's compute is out of sight, no float32 finding; a head of
+    a width in sight, or beside a body of its own, is still judged."""
+    found = script_results(tmp_path, LINEAR_PROBE_TRAINER, "trainer.py")["EC522"]
+    assert found.status.value == "pass"
+    source = LINEAR_PROBE_TRAINER.replace(
+        "keras.layers.Dense(num_classes)",
+        "keras.layers.Conv2D(64, 3), keras.layers.Dense(num_classes)",
+    )
+    assert script_results(tmp_path, source, "trainer.py")["EC522"].status.value == "fail"
+    source = LINEAR_PROBE_TRAINER.replace(
+        "keras.layers.Dense(num_classes)",
+        "keras.layers.Dense(1024), keras.layers.Dense(num_classes)",
+    )
+    assert script_results(tmp_path, source, "trainer.py")["EC522"].status.value == "fail"

@@ -583,7 +583,10 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     `tf.Variable`s), which a Keras policy, casting only Keras layers, leaves in float32.
     A model whose body is a TF-Hub SavedModel (`hub.KerasLayer(...)` under a `Dense`
     head) is unknown: the policy leaves the restored float32 graph as it is
-    (tensorflow/hub#466). A policy the source sets to a value it does not show makes
+    (tensorflow/hub#466). A file whose only Keras layer is one `Dense` head of a width
+    the source does not show (a linear probe's `Dense(num_classes)`, a DQN's dueling
+    `Dense(nb_action + 1)` on the model it is handed) trains the caller's model, out of
+    sight: it is not judged. A policy the source sets to a value it does not show makes
     the rule unknown for that file; `keras.backend.set_floatx("float64")` is named in
     the finding, and `set_floatx("float16")` already runs on the tensor cores. Files of
     one run linked by an import
