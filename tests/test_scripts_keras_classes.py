@@ -614,3 +614,31 @@ def test_ec522_a_lone_dense_head_on_the_callers_model_is_not_the_model(tmp_path:
         "keras.layers.Dense(1024), keras.layers.Dense(num_classes)",
     )
     assert script_results(tmp_path, source, "trainer.py")["EC522"].status.value == "fail"
+
+
+POINTNET_LOOP = """
+import tensorflow as tf
+from tensorflow_graphics.nn.layer import pointnet
+
+optimizer = tf.keras.optimizers.Adam(learning_rate=1e-3)
+model = pointnet.PointNetVanillaClassifier(num_classes=40, momentum=0.5)
+
+
+@tf.function
+def train_step(points, label):
+    with tf.GradientTape() as tape:
+        logits = model(points, training=True)
+        loss = model.loss(label, logits)
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    return loss
+"""
+
+
+def test_ec522_a_pointnet_of_the_project_is_a_model_of_convolutions(tmp_path: Path) -> None:
+    """`pointnet.PointNetVanillaClassifier(...)` trained in a GradientTape loop: PointNet's
+    shared per-point MLPs are 1x1 convolutions, a named architecture as `YoloV3(...)` is,
+    trained in float32."""
+    found = script_results(tmp_path, POINTNET_LOOP, "train.py")["EC522"]
+    assert found.status.value == "fail"
+

@@ -50,6 +50,9 @@ CONV_WORDS = (
     "senet",
     "dpn",
     "preactresnet",
+    # point-cloud networks: PointNet's shared per-point MLPs are 1x1 convolutions over
+    # the points (Conv1d/Conv2d of kernel 1 in the reference implementations)
+    "pointnet",
     # image generators and restorers built from convolutions
     "vqgan",
     "stylegan",
