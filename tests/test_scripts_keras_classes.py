@@ -642,3 +642,33 @@ def test_ec522_a_pointnet_of_the_project_is_a_model_of_convolutions(tmp_path: Pa
     found = script_results(tmp_path, POINTNET_LOOP, "train.py")["EC522"]
     assert found.status.value == "fail"
 
+
+KERAS_FROM_LOADER = """
+from csbdeep.utils.tf import keras_import, IS_TF_1
+
+keras = keras_import()
+Input, Conv2D = keras_import("layers", "Input", "Conv2D")
+Model = keras_import("models", "Model")
+
+
+class StarDist2D:
+    def _build(self):
+        x = Input((None, None, 1))
+        y = Conv2D(128, 3, padding="same")(x)
+        return Model(x, Conv2D(32, 1)(y))
+
+    def train(self, data, epochs=400):
+        self.keras_model = self._build()
+        self.keras_model.compile(optimizer="adam", loss="mse")
+        fit = self.keras_model.fit_generator if IS_TF_1 else self.keras_model.fit
+        return fit(iter(data), epochs=epochs)
+"""
+
+
+def test_ec522_keras_from_a_loader_and_fit_picked_by_version(tmp_path: Path) -> None:
+    """StarDist takes Keras from csbdeep's `keras = keras_import()` (tensorflow.keras or
+    standalone keras) and calls `fit = model.fit_generator if IS_TF_1 else model.fit`:
+    a U-Net of Conv2D trained with Keras fit in float32."""
+    found = script_results(tmp_path, KERAS_FROM_LOADER, "model2d.py")["EC522"]
+    assert found.status.value == "fail"
+    assert lines(found) == [19]

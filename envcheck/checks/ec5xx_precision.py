@@ -561,7 +561,9 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     file's own package, `from .model import build_model`, and compiled or fitted here,
     or of its project's package imported absolutely, `from modules.models import
     ArcFaceModel`, and compiled here)
-    and trains them with `fit` (or `train_on_batch`, the Keras GAN pattern), a library
+    and trains them with `fit` (also one picked by a version test, `fit = model.
+    fit_generator if IS_TF_1 else model.fit`, with Keras imported or taken from a loader:
+    csbdeep's `keras = keras_import()`; or `train_on_batch`, the Keras GAN pattern), a library
     trainer that calls it (TF-GNN's `runner.KerasTrainer`, whose
     `KerasTrainerOptions(policy=...)` sets the policy) or a custom loop (`tf.GradientTape`
     and `optimizer.apply_gradients`, where the policy applies the same way), without a

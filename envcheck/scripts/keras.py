@@ -192,12 +192,22 @@ def _fit_trainer(walker: Walker, node: ast.Call, name: str) -> None:
 
 def _bound_method(walker: Walker, func: ast.expr) -> Optional[ast.Attribute]:
     """`model.fit` in `model.fit(...)`, or in `fit_fn = self.model.fit` ... `fit_fn(...)`
-    (a bound method kept in a local name); None for any other callee."""
+    (a bound method kept in a local name; picked by a version test, `fit = model.
+    fit_generator if IS_TF_1 else model.fit`, the `fit` of current Keras); None for any
+    other callee."""
     if isinstance(func, ast.Name):
         assigned = walker.scope().lookup(func.id)
-        if isinstance(assigned, ast.Attribute) and assigned.attr in (*GENERATOR_METHODS, "fit"):
-            return assigned
-        return None
+        choices = (
+            [assigned.body, assigned.orelse] if isinstance(assigned, ast.IfExp) else [assigned]
+        )
+        methods = [
+            c
+            for c in choices
+            if isinstance(c, ast.Attribute) and c.attr in (*GENERATOR_METHODS, "fit")
+        ]
+        if len(methods) != len(choices):
+            return None
+        return next((m for m in methods if m.attr == "fit"), methods[0] if methods else None)
     return func if isinstance(func, ast.Attribute) else None
 
 
@@ -244,9 +254,22 @@ def own_method(walker: Walker, func: ast.Attribute) -> bool:
 
 
 def uses_tensorflow(walker: Walker) -> bool:
-    """Whether the file imports TensorFlow or Keras (the only files with their calls)."""
+    """Whether the file imports TensorFlow or Keras (the only files with their calls), or
+    takes Keras from a loader of its project's (csbdeep's `keras = keras_import()`, which
+    imports `tensorflow.keras` or standalone keras, whichever is installed)."""
     return any(
         v.split(".")[0] in ("keras", "tensorflow", "tf_keras") for v in walker.aliases.values()
+    ) or any(_keras_loaded(n) for n in walker.module.body)
+
+
+def _keras_loaded(statement: ast.stmt) -> bool:
+    """`keras = keras_import()` at the top of the module: the name `keras` bound to what an
+    imported loader named for Keras returns."""
+    return (
+        isinstance(statement, ast.Assign)
+        and [ast.unparse(t) for t in statement.targets] == ["keras"]
+        and isinstance(statement.value, ast.Call)
+        and "keras" in ast.unparse(statement.value.func).lower()
     )
 
 
