@@ -672,3 +672,32 @@ def test_ec522_keras_from_a_loader_and_fit_picked_by_version(tmp_path: Path) -> 
     found = script_results(tmp_path, KERAS_FROM_LOADER, "model2d.py")["EC522"]
     assert found.status.value == "fail"
     assert lines(found) == [19]
+
+
+DATASET_WRAPPER = """
+import tensorflow as tf
+
+
+class DeepModel:
+    def fit(self, X, y, epochs=1, workers=1, use_multiprocessing=False):
+        train_data = self._train_data(X, y).repeat(count=epochs)
+        if self.strategy is not None:
+            train_data = train_data.with_options(tf.data.Options())
+        return self.model.fit(train_data, epochs=epochs, workers=workers,
+                              use_multiprocessing=use_multiprocessing)
+
+    def _train_data(self, X, y):
+        return to_dataset(X, y)
+"""
+
+
+def test_ec517_worker_settings_forwarded_beside_a_tf_data_input(tmp_path: Path) -> None:
+    """A wrapper's `fit(..., workers=1)` forwards the worker settings to Keras fit given a
+    tf.data pipeline (`..._train_data(X, y).repeat(count=epochs)`): Keras ignores them
+    for a dataset, and they say nothing of the input; the same settings beside an input
+    the source does not show still mean a generator or Sequence."""
+    result = script_results(tmp_path, DATASET_WRAPPER, "deepmodel.py")["EC517"]
+    assert lines(result) == []
+    source = DATASET_WRAPPER.replace(".repeat(count=epochs)", "")
+    source = source.replace("train_data.with_options(tf.data.Options())", "train_data")
+    assert lines(script_results(tmp_path, source, "deepmodel.py")["EC517"]) == [10]

@@ -114,6 +114,7 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
             kind is None
             and attr != "fit_generator"
             and any(k.arg in FIT_ARGS for k in node.keywords)
+            and not _dataset_input(walker, first)
         ):
             # Keras 2's fit/evaluate/predict use workers / use_multiprocessing "for
             # generator or keras.utils.Sequence input only": passing them says what the
@@ -315,6 +316,35 @@ def _input(walker: Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Opt
         # generator out of sight (its thread safety is not known)
         return "generator", None
     return None, None
+
+
+# Methods of tf.data.Dataset that return a Dataset (`ds.batch(32).repeat()`).
+DATASET_METHODS = (
+    "repeat", "batch", "padded_batch", "prefetch", "shuffle", "cache", "with_options",
+    "unbatch", "interleave", "take", "skip",
+)  # fmt: skip
+
+
+def _dataset_input(walker: Walker, node: Optional[ast.expr]) -> bool:
+    """The input is a tf.data pipeline: a Dataset method's result (deeptables'
+    `train_data = self._get_train_data(X, y).repeat(count=epochs)`), by the expression or
+    by any assignment of the name in its function; `workers=` forwarded beside it (a
+    wrapper's own `fit(..., workers=1)`) does not make it a generator, and Keras ignores
+    the worker settings for a dataset."""
+    if isinstance(node, ast.Name):
+        owner: ast.AST = walker.functions[-1] if walker.functions else walker.module
+        values = [
+            a.value
+            for a in ast.walk(owner)
+            if isinstance(a, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == node.id for t in a.targets)
+        ]
+        return any(_dataset_input(walker, v) for v in values if not isinstance(v, ast.Name))
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in DATASET_METHODS
+    )
 
 
 def _callee_name(node: Optional[ast.expr]) -> Optional[str]:
