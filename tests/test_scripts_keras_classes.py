@@ -575,3 +575,129 @@ model.fit(train_ds, epochs=3)
 
 def test_ec522_a_conv1d_reads_its_kernel_times_the_width_before(tmp_path: Path) -> None:
     assert lines(script_results(tmp_path, TEXT_CNN, "text.py")["EC522"]) == [11]
+
+
+LINEAR_PROBE_TRAINER = """
+from tensorflow import keras
+
+
+class ContrastiveTrainer(keras.Model):
+    def __init__(self, encoder, projector, probe=None):
+        super().__init__()
+        self.encoder = encoder
+        self.projector = projector
+        self.probe = probe
+
+    def fit(self, x, **kwargs):
+        return super().fit(x=x, **kwargs)
+
+    @staticmethod
+    def linear_probe(num_classes, **kwargs):
+        return keras.Sequential(keras.layers.Dense(num_classes), **kwargs)
+"""
+
+
+def test_ec522_a_lone_dense_head_on_the_callers_model_is_not_the_model(tmp_path: Path) -> None:
+    """A trainer whose only Keras layer is one `Dense` head of a width the source does not
+    show (`Dense(num_classes)`, a DQN's dueling `Dense(nb_action + 1)`) on a model the
+    caller hands in: the model's compute is out of sight, no float32 finding; a head of
+    a width in sight, or beside a body of its own, is still judged."""
+    found = script_results(tmp_path, LINEAR_PROBE_TRAINER, "trainer.py")["EC522"]
+    assert found.status.value == "pass"
+    source = LINEAR_PROBE_TRAINER.replace(
+        "keras.layers.Dense(num_classes)",
+        "keras.layers.Conv2D(64, 3), keras.layers.Dense(num_classes)",
+    )
+    assert script_results(tmp_path, source, "trainer.py")["EC522"].status.value == "fail"
+    source = LINEAR_PROBE_TRAINER.replace(
+        "keras.layers.Dense(num_classes)",
+        "keras.layers.Dense(1024), keras.layers.Dense(num_classes)",
+    )
+    assert script_results(tmp_path, source, "trainer.py")["EC522"].status.value == "fail"
+
+
+POINTNET_LOOP = """
+import tensorflow as tf
+from tensorflow_graphics.nn.layer import pointnet
+
+optimizer = tf.keras.optimizers.Adam(learning_rate=1e-3)
+model = pointnet.PointNetVanillaClassifier(num_classes=40, momentum=0.5)
+
+
+@tf.function
+def train_step(points, label):
+    with tf.GradientTape() as tape:
+        logits = model(points, training=True)
+        loss = model.loss(label, logits)
+    gradients = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+    return loss
+"""
+
+
+def test_ec522_a_pointnet_of_the_project_is_a_model_of_convolutions(tmp_path: Path) -> None:
+    """`pointnet.PointNetVanillaClassifier(...)` trained in a GradientTape loop: PointNet's
+    shared per-point MLPs are 1x1 convolutions, a named architecture as `YoloV3(...)` is,
+    trained in float32."""
+    found = script_results(tmp_path, POINTNET_LOOP, "train.py")["EC522"]
+    assert found.status.value == "fail"
+
+
+KERAS_FROM_LOADER = """
+from csbdeep.utils.tf import keras_import, IS_TF_1
+
+keras = keras_import()
+Input, Conv2D = keras_import("layers", "Input", "Conv2D")
+Model = keras_import("models", "Model")
+
+
+class StarDist2D:
+    def _build(self):
+        x = Input((None, None, 1))
+        y = Conv2D(128, 3, padding="same")(x)
+        return Model(x, Conv2D(32, 1)(y))
+
+    def train(self, data, epochs=400):
+        self.keras_model = self._build()
+        self.keras_model.compile(optimizer="adam", loss="mse")
+        fit = self.keras_model.fit_generator if IS_TF_1 else self.keras_model.fit
+        return fit(iter(data), epochs=epochs)
+"""
+
+
+def test_ec522_keras_from_a_loader_and_fit_picked_by_version(tmp_path: Path) -> None:
+    """StarDist takes Keras from csbdeep's `keras = keras_import()` (tensorflow.keras or
+    standalone keras) and calls `fit = model.fit_generator if IS_TF_1 else model.fit`:
+    a U-Net of Conv2D trained with Keras fit in float32."""
+    found = script_results(tmp_path, KERAS_FROM_LOADER, "model2d.py")["EC522"]
+    assert found.status.value == "fail"
+    assert lines(found) == [19]
+
+
+DATASET_WRAPPER = """
+import tensorflow as tf
+
+
+class DeepModel:
+    def fit(self, X, y, epochs=1, workers=1, use_multiprocessing=False):
+        train_data = self._train_data(X, y).repeat(count=epochs)
+        if self.strategy is not None:
+            train_data = train_data.with_options(tf.data.Options())
+        return self.model.fit(train_data, epochs=epochs, workers=workers,
+                              use_multiprocessing=use_multiprocessing)
+
+    def _train_data(self, X, y):
+        return to_dataset(X, y)
+"""
+
+
+def test_ec517_worker_settings_forwarded_beside_a_tf_data_input(tmp_path: Path) -> None:
+    """A wrapper's `fit(..., workers=1)` forwards the worker settings to Keras fit given a
+    tf.data pipeline (`..._train_data(X, y).repeat(count=epochs)`): Keras ignores them
+    for a dataset, and they say nothing of the input; the same settings beside an input
+    the source does not show still mean a generator or Sequence."""
+    result = script_results(tmp_path, DATASET_WRAPPER, "deepmodel.py")["EC517"]
+    assert lines(result) == []
+    source = DATASET_WRAPPER.replace(".repeat(count=epochs)", "")
+    source = source.replace("train_data.with_options(tf.data.Options())", "train_data")
+    assert lines(script_results(tmp_path, source, "deepmodel.py")["EC517"]) == [10]

@@ -1342,3 +1342,72 @@ def test_a_model_out_of_sight_fed_graphs_is_not_known(tmp_path: Path) -> None:
     assert results(tmp_path, source)["EC507"].status.value == "unknown"
     images = GRAPH_TRAINER.replace("graphs", "images")
     assert results(tmp_path, images)["EC507"].status.value == "fail"
+
+
+DIFFUSION_RUNNER = """
+import torch
+from models.diffusion import Model
+
+
+class Diffusion:
+    def __init__(self, config):
+        self.config = config
+        self.device = torch.device("cuda")
+
+    def train(self, loader):
+        model = Model(self.config).to(self.device)
+        optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
+        for epoch in range(100):
+            for x, y in loader:
+                loss = model(x.to(self.device)).square().mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+"""
+
+
+def test_a_model_class_from_a_diffusion_module_is_convolutional(tmp_path: Path) -> None:
+    """DDIM's `from models.diffusion import Model`: the noise predictor of an image
+    diffusion model is a UNet of convolutions, so cuDNN autotuning applies (EC506) and
+    TF32 is cuDNN's already (no EC508); a class that names its own kind
+    (`DiffusionTransformer`) is that kind."""
+    found = results(tmp_path, DIFFUSION_RUNNER)
+    assert found["EC506"].status.value == "fail"
+    assert found["EC508"].status.value == "pass"
+    source = DIFFUSION_RUNNER.replace("Model", "DiffusionTransformerModel")
+    found = results(tmp_path, source)
+    assert found["EC506"].status.value == "pass"
+    assert found["EC508"].status.value == "fail"
+
+
+YOLO_LOADED = """
+import argparse
+import torch
+from pytorchyolo.models import load_model
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-m", "--model", type=str, default="config/yolov3.cfg")
+args = parser.parse_args()
+model = load_model(args.model)
+optimizer = torch.optim.Adam(model.parameters())
+for epoch in range(300):
+    for imgs, targets in loader:
+        loss = model(imgs.to("cuda")).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_model_loaded_from_a_definition_named_for_its_architecture(tmp_path: Path) -> None:
+    """PyTorch-YOLOv3's `load_model(args.model)` with --model defaulting to
+    `config/yolov3.cfg`: the definition's name says the architecture (a Darknet of
+    convolutions), as timm's `create_model("resnet50")` does; a definition whose name
+    says nothing (`config/model.cfg`) leaves the kind unknown, and a function that
+    saves a model (`save_model`) builds none."""
+    found = results(tmp_path, YOLO_LOADED)
+    assert found["EC506"].status.value == "fail"
+    source = YOLO_LOADED.replace("yolov3.cfg", "model.cfg")
+    assert results(tmp_path, source)["EC506"].status.value == "unknown"
+    source = YOLO_LOADED.replace("model = load_model(args.model)", "save_model(args.model)")
+    assert results(tmp_path, source)["EC506"].status.value != "fail"

@@ -151,7 +151,11 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     `TextCNN`, a torchvision model built by name: Lightning's
     `get_torchvision_model("resnet50")`, `getattr(torchvision.models, arch)()`, a
     Hugging Face or diffusers class loaded by `from_pretrained`:
-    `ResNetForImageClassification`, `UNet2DConditionModel`), not
+    `ResNetForImageClassification`, `UNet2DConditionModel`), a model class of the
+    project imported from a module named for its architecture (`models.yolo.Model`;
+    `models.diffusion.Model`, an image diffusion UNet) or a model a project function
+    loads from a definition named for one (`load_model(args.model)`, --model defaulting
+    to `config/yolov3.cfg`), not
     from any value named alike (`loss_fcn = nn.CrossEntropyLoss()`, `self.conv1`), nor
     from the name of a class of the file, whose layers in sight decide (`class
     GraphConv(nn.Module)` of `torch.mm`s is no convolution). A setting made only in a
@@ -557,7 +561,9 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     file's own package, `from .model import build_model`, and compiled or fitted here,
     or of its project's package imported absolutely, `from modules.models import
     ArcFaceModel`, and compiled here)
-    and trains them with `fit` (or `train_on_batch`, the Keras GAN pattern), a library
+    and trains them with `fit` (also one picked by a version test, `fit = model.
+    fit_generator if IS_TF_1 else model.fit`, with Keras imported or taken from a loader:
+    csbdeep's `keras = keras_import()`; or `train_on_batch`, the Keras GAN pattern), a library
     trainer that calls it (TF-GNN's `runner.KerasTrainer`, whose
     `KerasTrainerOptions(policy=...)` sets the policy) or a custom loop (`tf.GradientTape`
     and `optimizer.apply_gradients`, where the policy applies the same way), without a
@@ -579,7 +585,10 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     `tf.Variable`s), which a Keras policy, casting only Keras layers, leaves in float32.
     A model whose body is a TF-Hub SavedModel (`hub.KerasLayer(...)` under a `Dense`
     head) is unknown: the policy leaves the restored float32 graph as it is
-    (tensorflow/hub#466). A policy the source sets to a value it does not show makes
+    (tensorflow/hub#466). A file whose only Keras layer is one `Dense` head of a width
+    the source does not show (a linear probe's `Dense(num_classes)`, a DQN's dueling
+    `Dense(nb_action + 1)` on the model it is handed) trains the caller's model, out of
+    sight: it is not judged. A policy the source sets to a value it does not show makes
     the rule unknown for that file; `keras.backend.set_floatx("float64")` is named in
     the finding, and `set_floatx("float16")` already runs on the tensor cores. Files of
     one run linked by an import

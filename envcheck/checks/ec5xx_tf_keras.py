@@ -762,7 +762,9 @@ def keras_generator_default_workers(facts: Facts) -> Outcome:
     workers as `fit_generator`. A worker
     count written as a parameter of the enclosing function or method (`workers=workers`
     in library code's `def fit(self, generator, workers=1, ...)`) is read at the value
-    the file's calls pass, or at its default.
+    the file's calls pass, or at its default. Worker settings forwarded beside a tf.data
+    pipeline (`fit(data.repeat(count=epochs), workers=workers)`) say nothing of a
+    generator: Keras ignores them for a dataset.
 
     **Best practice.** Wrap loading in a `keras.utils.Sequence` and pass `workers=N,
     use_multiprocessing=True`, or move to `tf.data` with parallel `map` and `prefetch`.

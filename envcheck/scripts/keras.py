@@ -114,6 +114,7 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
             kind is None
             and attr != "fit_generator"
             and any(k.arg in FIT_ARGS for k in node.keywords)
+            and not _dataset_input(walker, first)
         ):
             # Keras 2's fit/evaluate/predict use workers / use_multiprocessing "for
             # generator or keras.utils.Sequence input only": passing them says what the
@@ -192,12 +193,22 @@ def _fit_trainer(walker: Walker, node: ast.Call, name: str) -> None:
 
 def _bound_method(walker: Walker, func: ast.expr) -> Optional[ast.Attribute]:
     """`model.fit` in `model.fit(...)`, or in `fit_fn = self.model.fit` ... `fit_fn(...)`
-    (a bound method kept in a local name); None for any other callee."""
+    (a bound method kept in a local name; picked by a version test, `fit = model.
+    fit_generator if IS_TF_1 else model.fit`, the `fit` of current Keras); None for any
+    other callee."""
     if isinstance(func, ast.Name):
         assigned = walker.scope().lookup(func.id)
-        if isinstance(assigned, ast.Attribute) and assigned.attr in (*GENERATOR_METHODS, "fit"):
-            return assigned
-        return None
+        choices = (
+            [assigned.body, assigned.orelse] if isinstance(assigned, ast.IfExp) else [assigned]
+        )
+        methods = [
+            c
+            for c in choices
+            if isinstance(c, ast.Attribute) and c.attr in (*GENERATOR_METHODS, "fit")
+        ]
+        if len(methods) != len(choices):
+            return None
+        return next((m for m in methods if m.attr == "fit"), methods[0] if methods else None)
     return func if isinstance(func, ast.Attribute) else None
 
 
@@ -244,9 +255,22 @@ def own_method(walker: Walker, func: ast.Attribute) -> bool:
 
 
 def uses_tensorflow(walker: Walker) -> bool:
-    """Whether the file imports TensorFlow or Keras (the only files with their calls)."""
+    """Whether the file imports TensorFlow or Keras (the only files with their calls), or
+    takes Keras from a loader of its project's (csbdeep's `keras = keras_import()`, which
+    imports `tensorflow.keras` or standalone keras, whichever is installed)."""
     return any(
         v.split(".")[0] in ("keras", "tensorflow", "tf_keras") for v in walker.aliases.values()
+    ) or any(_keras_loaded(n) for n in walker.module.body)
+
+
+def _keras_loaded(statement: ast.stmt) -> bool:
+    """`keras = keras_import()` at the top of the module: the name `keras` bound to what an
+    imported loader named for Keras returns."""
+    return (
+        isinstance(statement, ast.Assign)
+        and [ast.unparse(t) for t in statement.targets] == ["keras"]
+        and isinstance(statement.value, ast.Call)
+        and "keras" in ast.unparse(statement.value.func).lower()
     )
 
 
@@ -292,6 +316,35 @@ def _input(walker: Walker, node: Optional[ast.expr]) -> tuple[Optional[str], Opt
         # generator out of sight (its thread safety is not known)
         return "generator", None
     return None, None
+
+
+# Methods of tf.data.Dataset that return a Dataset (`ds.batch(32).repeat()`).
+DATASET_METHODS = (
+    "repeat", "batch", "padded_batch", "prefetch", "shuffle", "cache", "with_options",
+    "unbatch", "interleave", "take", "skip",
+)  # fmt: skip
+
+
+def _dataset_input(walker: Walker, node: Optional[ast.expr]) -> bool:
+    """The input is a tf.data pipeline: a Dataset method's result (deeptables'
+    `train_data = self._get_train_data(X, y).repeat(count=epochs)`), by the expression or
+    by any assignment of the name in its function; `workers=` forwarded beside it (a
+    wrapper's own `fit(..., workers=1)`) does not make it a generator, and Keras ignores
+    the worker settings for a dataset."""
+    if isinstance(node, ast.Name):
+        owner: ast.AST = walker.functions[-1] if walker.functions else walker.module
+        values = [
+            a.value
+            for a in ast.walk(owner)
+            if isinstance(a, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == node.id for t in a.targets)
+        ]
+        return any(_dataset_input(walker, v) for v in values if not isinstance(v, ast.Name))
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in DATASET_METHODS
+    )
 
 
 def _callee_name(node: Optional[ast.expr]) -> Optional[str]:

@@ -5,7 +5,8 @@ the file facts EC522 reads: `mixed_precision` (True, False, or None when a polic
 to a value the source hides; `set_floatx("float16")` counts, its layers already run on
 the tensor cores), `keras_layers` (Keras convolution/dense/recurrent/attention layers or a
 `keras.applications` model, also one picked by name; a layer built through a
-`functools.partial` alias too), `keras_toy` (only small Dense, LSTM/GRU, Conv1D or
+`functools.partial` alias too; not a lone `Dense` head of a width out of sight, on the
+caller's model), `keras_toy` (only small Dense, LSTM/GRU, Conv1D or
 attention layers, judged as PyTorch's toy MLPs and RNNs are: precision.small_layer;
 Conv2D/Conv3D are never a toy's), `keras_hub` (a TF-Hub
 SavedModel as the model's body, under Dense layers only), `keras_floatx` (the dtype
@@ -125,6 +126,9 @@ def finish_model(walker: Walker) -> None:
     walker.facts.setdefault("keras_layers", False)
     widths = walker.facts.pop("keras_dense_widths", [])
     kernels = walker.facts.pop("keras_kernels", [])
+    body = walker.facts.get("keras_body") or walker.facts.get("keras_hub")
+    if lone_head(widths, walker.facts.get("keras_sized", ())) and not body:
+        walker.facts["keras_layers"] = False  # a head on the caller's model: not the model
     toy = walker.facts.get("keras_toy", True) and keras_toy(widths, kernels)
     walker.facts["keras_toy"] = toy
     walker.facts["keras_sized"] = sorted(walker.facts.get("keras_sized", ()))
@@ -133,6 +137,15 @@ def finish_model(walker: Walker) -> None:
     else:
         walker.facts["keras_toy"] = False  # its Dense layers are a head on the hub body
     walker.facts["project_keras_model"] = project_model(walker)
+
+
+def lone_head(widths: list[Optional[int]], sized: Any) -> bool:
+    """The file's only Keras compute layer is one `Dense` of a width the source does not
+    show (keras-cv's `linear_probe`: `Dense(num_classes)`; a DQN agent's dueling head
+    `Dense(nb_action + 1)(model.layers[-2].output)`): an output head on a model the caller
+    builds and hands in (not a TF-Hub body of the file's own). The model's compute is that
+    body, out of sight, as it is for a file that only trains a model handed to it."""
+    return widths == [None] and set(sized) == {"Dense"}
 
 
 def _layer_width(walker: Walker, node: ast.Call, layer: str) -> Optional[int]:

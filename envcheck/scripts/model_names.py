@@ -50,6 +50,9 @@ CONV_WORDS = (
     "senet",
     "dpn",
     "preactresnet",
+    # point-cloud networks: PointNet's shared per-point MLPs are 1x1 convolutions over
+    # the points (Conv1d/Conv2d of kernel 1 in the reference implementations)
+    "pointnet",
     # image generators and restorers built from convolutions
     "vqgan",
     "stylegan",
@@ -143,6 +146,30 @@ def architecture(name: str) -> Optional[str]:
         if part.startswith(MATMUL_WORDS):
             return "matmul"
     return "matmul" if GRAPH_MODEL.search(name) else None
+
+
+# A module named for diffusion (`models.diffusion`, `gaussian_diffusion`): the noise
+# predictor of an image diffusion model (DDPM, DDIM, score-SDE, guided-diffusion) is a
+# UNet of convolutions; a diffusion transformer names itself (`DiT`, `DiffusionTransformer`).
+DIFFUSION = "diffusion"
+
+
+def module_architecture(part: str) -> Optional[str]:
+    """The kind a module of the project names (`models.yolo`: conv; `models.diffusion`:
+    conv, an image diffusion UNet), else None."""
+    kind = architecture(part)
+    if kind is None and any(t.startswith(DIFFUSION) for t in tails(part)):
+        return "conv"
+    return kind
+
+
+def named_file(text: str) -> Optional[str]:
+    """The kind the architecture named by a model definition file or name says
+    (`config/yolov3.cfg`: yolov3, conv; `"resnet50"`: conv; `gpt2-medium`: matmul), else
+    None: the file's stem, its extension dropped."""
+    stem = re.split(r"[/\\]", text.strip())[-1]
+    stem = re.sub(r"\.\w+$", "", stem)
+    return architecture(stem) if stem else None
 
 
 def tails(name: str) -> list[str]:

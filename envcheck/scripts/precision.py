@@ -30,7 +30,9 @@
   model of the project built out of sight whose name says it (`ResNet18()`, `DGCNN()`,
   `modeling.__dict__["deeplabv3plus_mobilenet"]`, Lightning's
   `get_torchvision_model("resnet50")`, a factory picked into a variable, a
-  model class imported from a module named after it: `models.yolo.Model`), or a model
+  model class imported from a module named after it: `models.yolo.Model`, or a
+  diffusion model's: `models.diffusion.Model`, a UNet; a model a project function loads
+  from a definition named for it: `load_model("config/yolov3.cfg")`), or a model
   put in the channels-last layout that only convolutions use; TensorFlow's raw ops
   (`tf.nn.conv2d`, `tf.matmul` on the script's own variables) and graph layers (PyG's
   `GCNConv`, DGL's `dgl.nn.SAGEConv`: message passing) are no such model. Names are
@@ -78,11 +80,14 @@ from envcheck.scripts.model_names import (
     GRAPH_OUTPUT,
     GRAPH_WRAPPERS,
     HIDDEN_KEYWORD,
+    WORD_START,
     architecture,
     attention_heads,
     graph_layer,
     graph_library,
     model_like,
+    module_architecture,
+    named_file,
     sized_by_width,
     value_names,
 )
@@ -841,6 +846,7 @@ class _Reader:
         ) and (
             architecture(_callee(node) or "") == "matmul"
             or _named_elsewhere(node, name, self.references) == "matmul"
+            or _named_definition(node, name, scope) == "matmul"
             or self._attention_model(node, name)
         ):
             self.matmul.append(_callee(node) or short)
@@ -997,6 +1003,7 @@ class _Reader:
                 (callee is not None and architecture(callee) == "conv")
                 or "conv" in modules
                 or (callee is not None and _named_elsewhere(node, name, self.references) == "conv")
+                or (callee is not None and _named_definition(node, name, scope) == "conv")
             )
         return not named.lower().startswith(TRANSFORMERS)
 
@@ -1182,12 +1189,36 @@ def _named_elsewhere(node: ast.Call, name: str, references: dict[str, set[str]])
         kinds = {architecture(r) for r in references[callee]}
         if len(kinds) == 1:
             return kinds.pop()
-    if callee is None or "." not in name or not model_like(callee):
-        return None
-    # the modules under the project's package (`yolov5.models.yolo`: models, yolo); the
-    # package names the project, not the model (`yolox.utils.ModelEMA`)
-    kinds = {architecture(part) for part in name.split(".")[1:-1]} - {None}
+    if callee is None or "." not in name or not model_like(callee) or architecture(callee):
+        return None  # a class that names its own kind (`DiffusionTransformer`) is that kind
+    # the modules under the project's package (`yolov5.models.yolo`: models, yolo;
+    # `models.diffusion`: an image diffusion UNet); the package names the project, not the
+    # model (`yolox.utils.ModelEMA`)
+    kinds = {module_architecture(part) for part in name.split(".")[1:-1]} - {None}
     return kinds.pop() if len(kinds) == 1 else None
+
+
+# The first word of a project function that makes a model from a definition it is given
+# (`load_model(args.model)`, `create_model("resnet50")`), not one that saves or logs it.
+MAKES_MODEL = ("load", "build", "create", "get", "make", "init", "construct", "define")
+
+
+def _named_definition(node: ast.Call, name: str, scope: Scope) -> Optional[str]:
+    """The kind of a model a project function builds from a definition named by its first
+    argument (PyTorch-YOLOv3's `load_model(args.model)`, --model defaulting to
+    `config/yolov3.cfg`; `create_model("resnet50")`): the stem of the file or the name
+    says the architecture, as timm's `create_model("resnet50")` does. The function must
+    say it makes a model and nothing of its kind; a class of the project given one
+    (`Model("yolov5s.yaml")`) reads the same way."""
+    callee = _callee(node) or ""
+    words = [w.lower() for w in WORD_START.split(callee) if w]
+    makes = callee[:1].isupper() or (bool(words) and words[0] in MAKES_MODEL)
+    if name.startswith(LIBRARIES) or not model_like(callee) or not makes or architecture(callee):
+        return None
+    if not node.args:
+        return None
+    value = resolve(node.args[0], scope)
+    return named_file(value.value) if value.known and isinstance(value.value, str) else None
 
 
 def _about_precision(test: ast.expr) -> bool:
