@@ -81,3 +81,20 @@ def test_judged_on_the_training_machine(tmp_path: Path) -> None:
     assert _statuses(tmp_path, SOURCE, 2) == {"EC501": "pass", "EC503": "fail"}
     # one CPU: cpu_count() // 2 is 0 workers: no persistent workers to ask for
     assert _statuses(tmp_path, SOURCE, 1) == {"EC501": "fail", "EC503": "pass"}
+
+
+def test_min_over_a_list_written_out_is_min_over_its_members(tmp_path: Path) -> None:
+    """`min([os.cpu_count(), batch_size if batch_size > 1 else 0, 8])`: the members of
+    the one list are what min() chooses among, so the count is evaluated on the target."""
+    found = _resolved(
+        "import os\nbatch_size = 32\n"
+        "min([os.cpu_count(), batch_size if batch_size > 1 else 0, 8])\n"
+    )
+    assert not found.known and found.value == "min(os.cpu_count(), 32, 8)"
+    assert evaluate_over_cpus(found.value, 2) == 2
+    assert evaluate_over_cpus(found.value, 64) == 8
+    assert _resolved("max((1, 4, 2))\n").value == 4
+    source = SOURCE.replace(
+        "multiprocessing.cpu_count() // 2", "min([multiprocessing.cpu_count(), 8])"
+    )
+    assert _statuses(tmp_path, source, 2) == {"EC501": "pass", "EC503": "fail"}

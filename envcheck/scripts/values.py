@@ -727,7 +727,7 @@ def _members(node: ast.expr, scope: Scope, depth: int) -> Value:
 
 def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     text = ast.unparse(node)
-    args = [resolve(a, scope, depth + 1) for a in node.args]
+    args = [resolve(a, scope, depth + 1) for a in _compared(node)]
     name = node.func.id  # type: ignore[attr-defined]
     if (
         node.keywords
@@ -747,6 +747,17 @@ def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     if len(args) == 1 and args[0].source not in ("literal", ""):
         return Value(True, result, text, args[0].source)  # int(opt.workers): its source
     return Value(True, result, text, "arithmetic on known values")
+
+
+def _compared(node: ast.Call) -> list[ast.expr]:
+    """The values `min`/`max` choose among: their arguments, or the members of the one
+    list or tuple written out (`min([os.cpu_count(), batch_size, 8])` is
+    `min(os.cpu_count(), batch_size, 8)`)."""
+    name = node.func.id  # type: ignore[attr-defined]
+    only = node.args[0] if len(node.args) == 1 else None
+    if name in ("min", "max") and isinstance(only, (ast.List, ast.Tuple)) and only.elts:
+        return list(only.elts)
+    return list(node.args)
 
 
 def _inspecting_call(node: ast.Call, scope: Scope, depth: int) -> Value:
