@@ -158,9 +158,12 @@ Trainer(model=model, args=training_args, train_dataset=train_dataset).train()
 
 def test_a_dataclass_dtype_defaulting_to_none_loads_float32(tmp_path: Path) -> None:
     """run_clm's `torch_dtype` field defaults to None, and `x if x in ["auto", None] else
-    getattr(torch, x)` then picks None: the model loads in float32 (EC508)."""
+    getattr(torch, x)` then picks None: the model loads in float32, so mixed precision is
+    left to `--bf16` (EC507 unknown) and TF32 to `--tf32`, options of the run (EC508)."""
     found = results(tmp_path, DATACLASS_DTYPE)
-    assert found["EC508"].status.value == "fail"
+    assert found["EC507"].status.value == "unknown"
+    assert found["EC508"].status.value == "pass"
+    assert "off unless --tf32 is passed" in found["EC508"].reason
 
 
 def test_a_dataclass_dtype_defaulting_to_bfloat16_is_half(tmp_path: Path) -> None:
@@ -1411,3 +1414,62 @@ def test_a_model_loaded_from_a_definition_named_for_its_architecture(tmp_path: P
     assert results(tmp_path, source)["EC506"].status.value == "unknown"
     source = YOLO_LOADED.replace("model = load_model(args.model)", "save_model(args.model)")
     assert results(tmp_path, source)["EC506"].status.value != "fail"
+
+
+HF_COMMAND_LINE = """
+from dataclasses import dataclass, field
+import transformers
+from transformers import Trainer
+
+
+@dataclass
+class TrainingArguments(transformers.TrainingArguments):
+    model_max_length: int = field(default=512)
+
+
+def train():
+    parser = transformers.HfArgumentParser((TrainingArguments,))
+    (training_args,) = parser.parse_args_into_dataclasses()
+    model = transformers.AutoModelForCausalLM.from_pretrained("facebook/opt-125m")
+    trainer = Trainer(model=model, args=training_args, train_dataset=dataset)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+def test_hf_arguments_from_the_command_line_offer_tf32(tmp_path: Path) -> None:
+    """TrainingArguments parsed by HfArgumentParser: `--tf32` is an option of the run, as
+    `--bf16` is for EC507; EC508 passes and says TF32 is off unless it is passed."""
+    found = results(tmp_path, HF_COMMAND_LINE)
+    assert found["EC508"].status.value == "pass"
+    assert "off unless --tf32 is passed" in found["EC508"].reason
+
+
+TF32_FLAG = """
+import argparse
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--allow_tf32", action="store_true")
+args = parser.parse_args()
+torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+opt = torch.optim.AdamW(model.parameters())
+for batch in loader:
+    loss = model(**batch).loss
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_tf32_behind_a_flag_off_by_default_is_a_run_setting(tmp_path: Path) -> None:
+    """`allow_tf32 = args.allow_tf32` with a store_true flag: the script offers TF32."""
+    found = results(tmp_path, TF32_FLAG)
+    assert found["EC508"].status.value == "pass"
+    assert "off unless --allow_tf32 is passed" in found["EC508"].reason
+    found = results(tmp_path, TF32_FLAG.replace("args.allow_tf32\n", "False\n"))
+    assert found["EC508"].status.value == "fail"

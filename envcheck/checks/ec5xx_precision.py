@@ -426,7 +426,12 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     A model built out of sight whose kind nothing names is unknown. When mixed precision
     is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
     the default run is float32: the finding says so, since TF32 costs nothing when
-    autocast is on.
+    autocast is on. Behind a command-line option off by default (`allow_tf32 =
+    args.allow_tf32` with `--allow_tf32` a `store_true` flag; Hugging Face
+    `TrainingArguments` parsed from the command line by `HfArgumentParser`, whose `--tf32`
+    is there as `--bf16` is for EC507), the script offers TF32 and choosing it is a
+    setting of the run: no finding, and the rule's reason says TF32 is off unless the
+    option is passed.
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
@@ -435,8 +440,17 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
         return found
     files, unknown, cap = found
     hits: list[Hit] = []
+    behind_flags: list[str] = []
     for f in files:
         if f.get("autocast") or f.get("tf32") is True:
+            continue
+        option = f.get("tf32_option")
+        if option:
+            # the script offers TF32: choosing it is a setting of the run, as `--bf16` is
+            behind_flags.append(
+                f"{f.get('path')}: TF32 is there behind {option}, off by default: TF32 is "
+                f"off unless {option} is passed (pass it on Ampere or newer GPUs)"
+            )
             continue
         if f.get("conv_layers") and not _matmul_bound(f):
             continue  # convolutions (with Linear heads): cuDNN already allows TF32
@@ -455,13 +469,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             unknown.append(f"{f.get('path')}: whether it trains in float32 {how}")
             continue
         hits.append(_file_hit(f, cap=cap, unless=_unless(gate)))
-    return _judged(
-        hits,
-        unknown,
-        f"{len(hits)} file(s)",
-        "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
-        "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)",
-    )
+    clean = "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
+    clean += "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)"
+    return _judged(hits, unknown, f"{len(hits)} file(s)", "; ".join(behind_flags) or clean)
 
 
 # Layers that are only a convolutional model's head; anything else among the matmul
