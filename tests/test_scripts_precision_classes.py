@@ -1473,3 +1473,31 @@ def test_tf32_behind_a_flag_off_by_default_is_a_run_setting(tmp_path: Path) -> N
     assert "off unless --allow_tf32 is passed" in found["EC508"].reason
     found = results(tmp_path, TF32_FLAG.replace("args.allow_tf32\n", "False\n"))
     assert found["EC508"].status.value == "fail"
+
+
+MODEL_REGISTRY = """
+import argparse
+import torch
+from segment_anything import sam_model_registry
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-model_type", type=str, default="vit_b")
+args = parser.parse_args()
+sam_model = sam_model_registry[args.model_type](checkpoint="sam_vit_b.pth").cuda()
+optimizer = torch.optim.AdamW(sam_model.parameters())
+for image, mask in loader:
+    loss = sam_model(image.cuda()).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_model_picked_from_a_registry_by_an_architecture_name(tmp_path: Path) -> None:
+    """segment-anything's `sam_model_registry[args.model_type](...)`, --model_type
+    defaulting to "vit_b": the key names the architecture (a ViT, matmul-bound), as
+    `modeling.__dict__[opts.model]` does; a key that names none leaves the kind unknown."""
+    found = results(tmp_path, MODEL_REGISTRY)
+    assert found["EC508"].status.value == "fail"
+    source = MODEL_REGISTRY.replace('default="vit_b"', 'default="default"')
+    assert results(tmp_path, source)["EC508"].status.value == "unknown"

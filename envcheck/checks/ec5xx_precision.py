@@ -417,8 +417,10 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
     (`nn.Linear` or a class of the file subclassing it, RNNs, transformers, graph
     networks of PyG/DGL layers such as `GCNConv`, in sight or named: `RNNModel()`,
-    `GCN()`, or a model of the project given attention heads: `Translator(num_heads=8,
-    ...)`), not toy ones (a few small
+    `GCN()`, a model of the project given attention heads: `Translator(num_heads=8,
+    ...)`, or one picked from a registry of model builders by a key naming the
+    architecture: segment-anything's `sam_model_registry[args.model_type]`, --model_type
+    defaulting to "vit_b"), not toy ones (a few small
     constant `nn.Linear`, or an MLP/RNN/graph network whose widths in sight are all at
     most 128, as an RL agent's with its input width taken from the environment, or as
     passed to the file's own model class: `Net(7, 16, 2)`);

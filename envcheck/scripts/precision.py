@@ -42,7 +42,8 @@
   that layer;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, graph layers, `RNNModel()`, `GCN()`, a model
-  of the project given attention heads: `Translator(num_heads=8)`), with
+  of the project given attention heads: `Translator(num_heads=8)`, or picked from a
+  registry of model builders by an architecture's name: `sam_model_registry["vit_b"]`), with
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or an
   MLP/RNN/graph network of two or more layers whose widths in sight are all small
   (`nn.Linear(n_obs, 64)`: the input width from the environment is not in sight; widths
@@ -848,10 +849,31 @@ class _Reader:
             or _named_elsewhere(node, name, self.references) == "matmul"
             or _named_definition(node, name, scope) == "matmul"
             or self._attention_model(node, name)
+            or self._registry_kind(node, scope) == "matmul"
         ):
-            self.matmul.append(_callee(node) or short)
+            self.matmul.append(_callee(node) or ast.unparse(node.func))
             self.linear_weights = None
             self._sized_model(node, scope)
+
+    def _registry_kind(self, node: ast.Call, scope: Scope) -> Optional[str]:
+        """The kind of a model picked by name from a project's registry of model builders
+        and built (`modeling.__dict__[opts.model](...)`; segment-anything's
+        `sam_model_registry[args.model_type](checkpoint=...)`, --model_type defaulting to
+        "vit_b": a ViT): the key the source shows names the architecture. The registry
+        must say it holds models (its name, or a module's `__dict__`); a value's own
+        parts (`layer["attention"](x)`) are no registry."""
+        func = node.func
+        if not isinstance(func, ast.Subscript):
+            return None
+        owner = self.walker.qualname(func.value) or ""
+        last = owner.rsplit(".", 1)[-1]
+        named = model_like(last) and not owner.startswith(LIBRARIES)
+        if not (owner.endswith(".__dict__") or named):
+            return None
+        value = resolve(func.slice, scope)
+        if not value.known or not isinstance(value.value, str):
+            return None
+        return named_file(value.value)
 
     def _attention_model(self, node: ast.Call, name: str) -> bool:
         """A model of the project out of sight, whose name says nothing of its kind, given
@@ -985,10 +1007,7 @@ class _Reader:
             return architecture(parts[-2]) == "conv"
         named = self._library_model(node, name, scope)
         if isinstance(node.func, ast.Subscript) and named is None:
-            owner = self.walker.qualname(node.func.value) or ""
-            value = resolve(node.func.slice, scope)
-            if owner.endswith(".__dict__") and value.known:  # modeling.__dict__[opts.model]
-                return architecture(str(value.value)) == "conv"
+            return self._registry_kind(node, scope) == "conv"
         if named == "":
             return False  # a library model whose architecture the source does not show
         if named is None:
