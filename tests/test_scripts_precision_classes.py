@@ -1501,3 +1501,46 @@ def test_a_model_picked_from_a_registry_by_an_architecture_name(tmp_path: Path) 
     assert found["EC508"].status.value == "fail"
     source = MODEL_REGISTRY.replace('default="vit_b"', 'default="default"')
     assert results(tmp_path, source)["EC508"].status.value == "unknown"
+
+
+CTR_BASE_MODEL = """
+import torch
+import torch.nn as nn
+
+
+class BaseModel(nn.Module):
+    def __init__(self, feature_map, embedding_initializer=None):
+        super().__init__()
+        self._feature_map = feature_map
+
+    def reset_parameters(self):
+        def reset_param(m):
+            if type(m) == nn.ModuleDict:
+                for k, v in m.items():
+                    if type(v) == nn.Embedding:
+                        if "pretrained_emb" in self._feature_map.feature_specs[k]:
+                            continue
+                        nn.init.normal_(v.weight, std=1e-4)
+        self.apply(reset_param)
+
+    def train_one_epoch(self, data_generator):
+        self.to("cuda")
+        for batch_data in data_generator:
+            self.optimizer.zero_grad()
+            loss = self.get_total_loss(batch_data)
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_base_model_keying_embedding_tables_by_input_features_is_small(tmp_path: Path) -> None:
+    """FuxiCTR's BaseModel (deepctr-torch's alike, `create_embedding_matrix(
+    feature_columns)`): its subclasses, out of sight, look up one embedding table per
+    categorical feature, then a few narrow layers; embedding lookups are gathers bound by
+    memory, so EC507 passes and says why. A base model with no embedding tables keyed by
+    features is still flagged (the gain depends on the model out of sight)."""
+    found = results(tmp_path, CTR_BASE_MODEL)
+    assert found["EC507"].status.value == "pass"
+    assert "embedding tables keyed by its input features" in found["EC507"].reason
+    source = CTR_BASE_MODEL.replace("self._feature_map.feature_specs[k]", "k")
+    assert results(tmp_path, source)["EC507"].status.value == "fail"

@@ -290,7 +290,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     at most 128 (`GCN(nfeat=..., nhid=16)`); nor is a model out of sight that the file
     trains on feature rows an estimator was handed (`fit(self, X, y)` wrapping arrays
     documented or annotated as such: TabNet, wide-and-deep, autoencoders over features), a
-    tabular network of a few narrow layers: the pass says why. For a reinforcement-learning
+    tabular network of a few narrow layers: the pass says why; so is one whose embedding
+    tables the file keys by its input's features (the base model of CTR and recommender
+    models: deepctr's `create_embedding_matrix(feature_columns)`, FuxiCTR's `nn.Embedding`
+    tables of `feature_map.feature_specs`), embedding lookups bound by memory, then narrow
+    layers. For a reinforcement-learning
     agent (on Gym or an RL library, or sampling a replay memory for its updates) whose
     policy network is built out of sight (Stable-Baselines3's `PPO(policy="MlpPolicy",
     ...)`, two 64-unit layers by default) the
@@ -321,6 +325,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         rows = _out_of_sight(f) and _feature_rows(facts, str(f.get("path")))
         if rows:
             small.append(f"{f.get('path')}: {rows}")
+            continue
+        tables = _out_of_sight(f) and f.get("feature_embeddings")
+        if tables:
+            small.append(f"{f.get('path')}: {FEATURE_TABLES.format(at=tables)}")
             continue
         if f.get("keras_fit"):
             continue  # Keras fit on the torch backend: its mixed-precision policy is EC522's
@@ -370,6 +378,13 @@ def no_mixed_precision(facts: Facts) -> Outcome:
 
 
 TOY = "a small model (a few narrow layers in sight): float32 costs it little"
+# A base model of CTR/recommender models, built out of sight.
+FEATURE_TABLES = (
+    "the model is built out of this file and looks up embedding tables keyed by its input "
+    "features ({at}): a CTR or recommender model, whose embedding lookups are gathers bound "
+    "by memory and whose layers after them are narrow: too little matmul work for mixed "
+    "precision to matter"
+)
 
 
 def _feature_rows(facts: Facts, path: str) -> str:
