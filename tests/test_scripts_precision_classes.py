@@ -158,9 +158,12 @@ Trainer(model=model, args=training_args, train_dataset=train_dataset).train()
 
 def test_a_dataclass_dtype_defaulting_to_none_loads_float32(tmp_path: Path) -> None:
     """run_clm's `torch_dtype` field defaults to None, and `x if x in ["auto", None] else
-    getattr(torch, x)` then picks None: the model loads in float32 (EC508)."""
+    getattr(torch, x)` then picks None: the model loads in float32, so mixed precision is
+    left to `--bf16` (EC507 unknown) and TF32 to `--tf32`, options of the run (EC508)."""
     found = results(tmp_path, DATACLASS_DTYPE)
-    assert found["EC508"].status.value == "fail"
+    assert found["EC507"].status.value == "unknown"
+    assert found["EC508"].status.value == "pass"
+    assert "off unless --tf32 is passed" in found["EC508"].reason
 
 
 def test_a_dataclass_dtype_defaulting_to_bfloat16_is_half(tmp_path: Path) -> None:
@@ -1411,3 +1414,133 @@ def test_a_model_loaded_from_a_definition_named_for_its_architecture(tmp_path: P
     assert results(tmp_path, source)["EC506"].status.value == "unknown"
     source = YOLO_LOADED.replace("model = load_model(args.model)", "save_model(args.model)")
     assert results(tmp_path, source)["EC506"].status.value != "fail"
+
+
+HF_COMMAND_LINE = """
+from dataclasses import dataclass, field
+import transformers
+from transformers import Trainer
+
+
+@dataclass
+class TrainingArguments(transformers.TrainingArguments):
+    model_max_length: int = field(default=512)
+
+
+def train():
+    parser = transformers.HfArgumentParser((TrainingArguments,))
+    (training_args,) = parser.parse_args_into_dataclasses()
+    model = transformers.AutoModelForCausalLM.from_pretrained("facebook/opt-125m")
+    trainer = Trainer(model=model, args=training_args, train_dataset=dataset)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    train()
+"""
+
+
+def test_hf_arguments_from_the_command_line_offer_tf32(tmp_path: Path) -> None:
+    """TrainingArguments parsed by HfArgumentParser: `--tf32` is an option of the run, as
+    `--bf16` is for EC507; EC508 passes and says TF32 is off unless it is passed."""
+    found = results(tmp_path, HF_COMMAND_LINE)
+    assert found["EC508"].status.value == "pass"
+    assert "off unless --tf32 is passed" in found["EC508"].reason
+
+
+TF32_FLAG = """
+import argparse
+import torch
+from transformers import AutoModelForCausalLM
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--allow_tf32", action="store_true")
+args = parser.parse_args()
+torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
+model = AutoModelForCausalLM.from_pretrained("gpt2").cuda()
+opt = torch.optim.AdamW(model.parameters())
+for batch in loader:
+    loss = model(**batch).loss
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_tf32_behind_a_flag_off_by_default_is_a_run_setting(tmp_path: Path) -> None:
+    """`allow_tf32 = args.allow_tf32` with a store_true flag: the script offers TF32."""
+    found = results(tmp_path, TF32_FLAG)
+    assert found["EC508"].status.value == "pass"
+    assert "off unless --allow_tf32 is passed" in found["EC508"].reason
+    found = results(tmp_path, TF32_FLAG.replace("args.allow_tf32\n", "False\n"))
+    assert found["EC508"].status.value == "fail"
+
+
+MODEL_REGISTRY = """
+import argparse
+import torch
+from segment_anything import sam_model_registry
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-model_type", type=str, default="vit_b")
+args = parser.parse_args()
+sam_model = sam_model_registry[args.model_type](checkpoint="sam_vit_b.pth").cuda()
+optimizer = torch.optim.AdamW(sam_model.parameters())
+for image, mask in loader:
+    loss = sam_model(image.cuda()).sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_model_picked_from_a_registry_by_an_architecture_name(tmp_path: Path) -> None:
+    """segment-anything's `sam_model_registry[args.model_type](...)`, --model_type
+    defaulting to "vit_b": the key names the architecture (a ViT, matmul-bound), as
+    `modeling.__dict__[opts.model]` does; a key that names none leaves the kind unknown."""
+    found = results(tmp_path, MODEL_REGISTRY)
+    assert found["EC508"].status.value == "fail"
+    source = MODEL_REGISTRY.replace('default="vit_b"', 'default="default"')
+    assert results(tmp_path, source)["EC508"].status.value == "unknown"
+
+
+CTR_BASE_MODEL = """
+import torch
+import torch.nn as nn
+
+
+class BaseModel(nn.Module):
+    def __init__(self, feature_map, embedding_initializer=None):
+        super().__init__()
+        self._feature_map = feature_map
+
+    def reset_parameters(self):
+        def reset_param(m):
+            if type(m) == nn.ModuleDict:
+                for k, v in m.items():
+                    if type(v) == nn.Embedding:
+                        if "pretrained_emb" in self._feature_map.feature_specs[k]:
+                            continue
+                        nn.init.normal_(v.weight, std=1e-4)
+        self.apply(reset_param)
+
+    def train_one_epoch(self, data_generator):
+        self.to("cuda")
+        for batch_data in data_generator:
+            self.optimizer.zero_grad()
+            loss = self.get_total_loss(batch_data)
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_base_model_keying_embedding_tables_by_input_features_is_small(tmp_path: Path) -> None:
+    """FuxiCTR's BaseModel (deepctr-torch's alike, `create_embedding_matrix(
+    feature_columns)`): its subclasses, out of sight, look up one embedding table per
+    categorical feature, then a few narrow layers; embedding lookups are gathers bound by
+    memory, so EC507 passes and says why. A base model with no embedding tables keyed by
+    features is still flagged (the gain depends on the model out of sight)."""
+    found = results(tmp_path, CTR_BASE_MODEL)
+    assert found["EC507"].status.value == "pass"
+    assert "embedding tables keyed by its input features" in found["EC507"].reason
+    source = CTR_BASE_MODEL.replace("self._feature_map.feature_specs[k]", "k")
+    assert results(tmp_path, source)["EC507"].status.value == "fail"

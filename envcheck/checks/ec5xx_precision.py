@@ -290,7 +290,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     at most 128 (`GCN(nfeat=..., nhid=16)`); nor is a model out of sight that the file
     trains on feature rows an estimator was handed (`fit(self, X, y)` wrapping arrays
     documented or annotated as such: TabNet, wide-and-deep, autoencoders over features), a
-    tabular network of a few narrow layers: the pass says why. For a reinforcement-learning
+    tabular network of a few narrow layers: the pass says why; so is one whose embedding
+    tables the file keys by its input's features (the base model of CTR and recommender
+    models: deepctr's `create_embedding_matrix(feature_columns)`, FuxiCTR's `nn.Embedding`
+    tables of `feature_map.feature_specs`), embedding lookups bound by memory, then narrow
+    layers. For a reinforcement-learning
     agent (on Gym or an RL library, or sampling a replay memory for its updates) whose
     policy network is built out of sight (Stable-Baselines3's `PPO(policy="MlpPolicy",
     ...)`, two 64-unit layers by default) the
@@ -321,6 +325,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         rows = _out_of_sight(f) and _feature_rows(facts, str(f.get("path")))
         if rows:
             small.append(f"{f.get('path')}: {rows}")
+            continue
+        tables = _out_of_sight(f) and f.get("feature_embeddings")
+        if tables:
+            small.append(f"{f.get('path')}: {FEATURE_TABLES.format(at=tables)}")
             continue
         if f.get("keras_fit"):
             continue  # Keras fit on the torch backend: its mixed-precision policy is EC522's
@@ -370,6 +378,13 @@ def no_mixed_precision(facts: Facts) -> Outcome:
 
 
 TOY = "a small model (a few narrow layers in sight): float32 costs it little"
+# A base model of CTR/recommender models, built out of sight.
+FEATURE_TABLES = (
+    "the model is built out of this file and looks up embedding tables keyed by its input "
+    "features ({at}): a CTR or recommender model, whose embedding lookups are gathers bound "
+    "by memory and whose layers after them are narrow: too little matmul work for mixed "
+    "precision to matter"
+)
 
 
 def _feature_rows(facts: Facts, path: str) -> str:
@@ -417,8 +432,10 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
     (`nn.Linear` or a class of the file subclassing it, RNNs, transformers, graph
     networks of PyG/DGL layers such as `GCNConv`, in sight or named: `RNNModel()`,
-    `GCN()`, or a model of the project given attention heads: `Translator(num_heads=8,
-    ...)`), not toy ones (a few small
+    `GCN()`, a model of the project given attention heads: `Translator(num_heads=8,
+    ...)`, or one picked from a registry of model builders by a key naming the
+    architecture: segment-anything's `sam_model_registry[args.model_type]`, --model_type
+    defaulting to "vit_b"), not toy ones (a few small
     constant `nn.Linear`, or an MLP/RNN/graph network whose widths in sight are all at
     most 128, as an RL agent's with its input width taken from the environment, or as
     passed to the file's own model class: `Net(7, 16, 2)`);
@@ -426,7 +443,12 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     A model built out of sight whose kind nothing names is unknown. When mixed precision
     is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
     the default run is float32: the finding says so, since TF32 costs nothing when
-    autocast is on.
+    autocast is on. Behind a command-line option off by default (`allow_tf32 =
+    args.allow_tf32` with `--allow_tf32` a `store_true` flag; Hugging Face
+    `TrainingArguments` parsed from the command line by `HfArgumentParser`, whose `--tf32`
+    is there as `--bf16` is for EC507), the script offers TF32 and choosing it is a
+    setting of the run: no finding, and the rule's reason says TF32 is off unless the
+    option is passed.
 
     **Best practice.** `torch.set_float32_matmul_precision("high")` at start-up.
     """
@@ -435,8 +457,17 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
         return found
     files, unknown, cap = found
     hits: list[Hit] = []
+    behind_flags: list[str] = []
     for f in files:
         if f.get("autocast") or f.get("tf32") is True:
+            continue
+        option = f.get("tf32_option")
+        if option:
+            # the script offers TF32: choosing it is a setting of the run, as `--bf16` is
+            behind_flags.append(
+                f"{f.get('path')}: TF32 is there behind {option}, off by default: TF32 is "
+                f"off unless {option} is passed (pass it on Ampere or newer GPUs)"
+            )
             continue
         if f.get("conv_layers") and not _matmul_bound(f):
             continue  # convolutions (with Linear heads): cuDNN already allows TF32
@@ -455,13 +486,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             unknown.append(f"{f.get('path')}: whether it trains in float32 {how}")
             continue
         hits.append(_file_hit(f, cap=cap, unless=_unless(gate)))
-    return _judged(
-        hits,
-        unknown,
-        f"{len(hits)} file(s)",
-        "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
-        "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)",
-    )
+    clean = "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
+    clean += "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)"
+    return _judged(hits, unknown, f"{len(hits)} file(s)", "; ".join(behind_flags) or clean)
 
 
 # Layers that are only a convolutional model's head; anything else among the matmul

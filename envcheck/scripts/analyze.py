@@ -171,6 +171,9 @@ class Walker(ast.NodeVisitor):
             "cudnn_benchmark": None,
             "autocast": False,
             "tf32": None,
+            # the command-line option that turns TF32 on, off by default (`--tf32` of
+            # TrainingArguments parsed by HfArgumentParser, `allow_tf32 = args.allow_tf32`)
+            "tf32_option": None,
             "conv_layers": False,
         }
 
@@ -251,6 +254,8 @@ class Walker(ast.NodeVisitor):
                 and value.known
             ):
                 self.facts["tf32"] = bool(value.value) or bool(self.facts["tf32"])
+                if value.source.startswith("argparse ") and not value.value:
+                    self.facts["tf32_option"] = value.source.split()[1]  # off unless passed
         self.generic_visit(node)
 
     # -- calls -----------------------------------------------------------------------------
@@ -273,6 +278,10 @@ class Walker(ast.NodeVisitor):
             value = resolve(chosen_tf32, self.scope()) if chosen_tf32 is not None else None
             if value is not None and value.known:  # TrainingArguments(tf32=True)
                 self.facts["tf32"] = bool(value.value) or bool(self.facts["tf32"])
+        elif (name or "").startswith("transformers.") and (name or "").endswith("HfArgumentParser"):
+            # TrainingArguments from the command line: `--tf32` turns TF32 on (its default
+            # None leaves PyTorch's, off), as `--bf16` turns on mixed precision
+            self.facts["tf32_option"] = self.facts["tf32_option"] or "--tf32"
         self.generic_visit(node)
 
     # -- names -----------------------------------------------------------------------------

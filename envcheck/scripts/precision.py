@@ -42,7 +42,8 @@
   that layer;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, graph layers, `RNNModel()`, `GCN()`, a model
-  of the project given attention heads: `Translator(num_heads=8)`), with
+  of the project given attention heads: `Translator(num_heads=8)`, or picked from a
+  registry of model builders by an architecture's name: `sam_model_registry["vit_b"]`), with
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or an
   MLP/RNN/graph network of two or more layers whose widths in sight are all small
   (`nn.Linear(n_obs, 64)`: the input width from the environment is not in sight; widths
@@ -57,6 +58,9 @@
   network (its policy, when out of sight) is the caller's choice; `env_rollouts`: the
   `envs.step(...)` call of such an agent's training loop (the loop of its backward pass
   steps the environment: each update waits for the simulator), or None;
+- `feature_embeddings`: for a model out of sight, where the file keys embedding tables by
+  its input's features (a CTR/recommender base model: `create_embedding_matrix(
+  feature_columns)`, `nn.Embedding` tables of `feature_map.feature_specs`), or None;
 - `graph_batches`: for a model out of sight, what shows it is fed graphs (an import of
   PyG, DGL or TorchDrug; `self.model(graphs, ...)`), or None.
 
@@ -334,6 +338,50 @@ def _model_fed_graphs(node: ast.Call) -> bool:
     return bool(MODEL_PARAMETER.match(_last_name(node.func) or "")) and any(
         GRAPH_VALUE.match(_last_name(a) or "") for a in node.args
     )
+
+
+# Embedding tables (torch's), and a project function that makes them (deepctr's
+# `create_embedding_matrix(feature_columns, ...)`): its name's words.
+EMBEDDING_LAYERS = ("torch.nn.Embedding", "torch.nn.EmbeddingBag")
+EMBEDDING_WORDS = {"embedding", "embeddings", "emb"}
+# The schema of a tabular input's features (`feature_columns`, `feature_map`,
+# `self._feature_map.feature_specs[k]`, `feature_index`).
+FEATURE_SCHEMA = re.compile(r"(?:^|_)feature_(?:columns?|map|specs?|index|names|dict)$")
+
+
+def _feature_embeddings(walker: Walker) -> Optional[str]:
+    """Where the file keys embedding tables by its input's features, or None: one function
+    that refers to an embedding table (`nn.Embedding`, or calls a project function making
+    them: `create_embedding_matrix(...)`) and to the features' schema (`feature_columns`,
+    `feature_map.feature_specs`). That is the base class of CTR and recommender models
+    (deepctr, FuxiCTR): each categorical feature is looked up in its own table, then a few
+    narrow layers; lookups are gathers bound by memory, not matmuls for tensor cores."""
+    text = "\n".join(walker.lines)
+    if "feature_" not in text or "mb" not in text:
+        return None  # a look at the text first
+    for function in ast.walk(walker.module):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        table = schema = None
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                if walker.qualname(node) in EMBEDDING_LAYERS:
+                    table = table or f"{ast.unparse(node)} at line {node.lineno}"
+                word = node.id if isinstance(node, ast.Name) else node.attr
+                if FEATURE_SCHEMA.search(word):
+                    schema = schema or word
+            elif isinstance(node, ast.Call) and _makes_embeddings(_callee(node) or ""):
+                table = table or f"{ast.unparse(node.func)}(...) at line {node.lineno}"
+        if table and schema:
+            return f"{table}, keyed by {schema}"
+    return None
+
+
+def _makes_embeddings(callee: str) -> bool:
+    """`create_embedding_matrix`, `build_embeddings`: a function that makes embedding
+    tables, by its first word and an embedding word."""
+    words = [w.lower() for w in WORD_START.split(callee) if w]
+    return bool(words) and words[0] in MAKES_MODEL and bool(EMBEDDING_WORDS & set(words))
 
 
 # Batch samplers that group images of like aspect ratio, each group at its own size
@@ -848,10 +896,31 @@ class _Reader:
             or _named_elsewhere(node, name, self.references) == "matmul"
             or _named_definition(node, name, scope) == "matmul"
             or self._attention_model(node, name)
+            or self._registry_kind(node, scope) == "matmul"
         ):
-            self.matmul.append(_callee(node) or short)
+            self.matmul.append(_callee(node) or ast.unparse(node.func))
             self.linear_weights = None
             self._sized_model(node, scope)
+
+    def _registry_kind(self, node: ast.Call, scope: Scope) -> Optional[str]:
+        """The kind of a model picked by name from a project's registry of model builders
+        and built (`modeling.__dict__[opts.model](...)`; segment-anything's
+        `sam_model_registry[args.model_type](checkpoint=...)`, --model_type defaulting to
+        "vit_b": a ViT): the key the source shows names the architecture. The registry
+        must say it holds models (its name, or a module's `__dict__`); a value's own
+        parts (`layer["attention"](x)`) are no registry."""
+        func = node.func
+        if not isinstance(func, ast.Subscript):
+            return None
+        owner = self.walker.qualname(func.value) or ""
+        last = owner.rsplit(".", 1)[-1]
+        named = model_like(last) and not owner.startswith(LIBRARIES)
+        if not (owner.endswith(".__dict__") or named):
+            return None
+        value = resolve(func.slice, scope)
+        if not value.known or not isinstance(value.value, str):
+            return None
+        return named_file(value.value)
 
     def _attention_model(self, node: ast.Call, name: str) -> bool:
         """A model of the project out of sight, whose name says nothing of its kind, given
@@ -985,10 +1054,7 @@ class _Reader:
             return architecture(parts[-2]) == "conv"
         named = self._library_model(node, name, scope)
         if isinstance(node.func, ast.Subscript) and named is None:
-            owner = self.walker.qualname(node.func.value) or ""
-            value = resolve(node.func.slice, scope)
-            if owner.endswith(".__dict__") and value.known:  # modeling.__dict__[opts.model]
-                return architecture(str(value.value)) == "conv"
+            return self._registry_kind(node, scope) == "conv"
         if named == "":
             return False  # a library model whose architecture the source does not show
         if named is None:
@@ -1065,6 +1131,9 @@ class _Reader:
         )
         found["varying_input"] = _aspect_ratio_batches(self.walker)
         found["graph_batches"] = None if self.matmul or self.conv else _graph_batches(self.walker)
+        found["feature_embeddings"] = (
+            None if self.matmul or self.conv else _feature_embeddings(self.walker)
+        )
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
