@@ -75,6 +75,25 @@ def test_cpu_tensor_tolist_is_no_sync(tmp_path: Path) -> None:
     assert sync_lines(tmp_path, CPU_TO_CPU) == [13, 14]
 
 
+REDUCED_ON_THE_CPU = """
+model = nn.Linear(3, 40).cuda()
+opt = torch.optim.Adam(model.parameters())
+for points, target in loader:
+    points, target = points.cuda(), target.cuda()
+    pred = model(points)
+    loss = nn.functional.cross_entropy(pred, target)
+    correct = pred.data.max(1)[1].eq(target.data).cpu().sum()
+    accuracy.append(correct.item() / float(points.size()[0]))
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_item_of_a_sum_taken_after_the_copy_is_no_second_sync(tmp_path: Path) -> None:
+    # `.cpu().sum()` sums on the host: the sync is the copy (line 8), and `.item()` of
+    # what it gave waits for nothing more
+    assert sync_lines(tmp_path, REDUCED_ON_THE_CPU) == [8]
+
+
 # -- a loop nested in a step loop is read with it, not as a step loop of its own ------------
 
 PERIODIC_INNER_LOOP = """
@@ -764,3 +783,43 @@ def test_a_gradient_hook_tests_its_gradient_every_step(tmp_path: Path) -> None:
     gradient, on the device, and `if torch.isnan(t):` waits for it (stylegan2-pytorch);
     a hook that does not read its gradient waits for nothing."""
     assert sync_lines(tmp_path, NAN_HOOK) == [3]
+
+
+# -- a dict whose every entry the step made a Python number holds no tensor after -----------
+
+CONVERTED_LOSSES = """
+model = nn.Linear(8, 2).cuda()
+opt = torch.optim.Adam(model.parameters())
+for i, (x, y) in enumerate(loader):
+    x, y = x.cuda(), y.cuda()
+    losses = criterion(model(x), y)
+    opt.zero_grad(); losses["loss"].backward(); opt.step()
+    text = "loss: {:.4f}".format(losses["loss"])
+    for idx, (key, value) in enumerate(losses.items()):
+        losses[key] = value.item()
+        text += "{}: {:.4f}".format(key, losses[key])
+    print(f"{losses['loss']}")
+    for key, value in losses.items():
+        writer.add_scalar(key, value, i)
+"""
+
+CONVERTED_SOMETIMES = """
+model = nn.Linear(8, 2).cuda()
+opt = torch.optim.Adam(model.parameters())
+for i, (x, y) in enumerate(loader):
+    x, y = x.cuda(), y.cuda()
+    losses = criterion(model(x), y)
+    opt.zero_grad(); losses["loss"].backward(); opt.step()
+    if flag:
+        for key in losses:
+            losses[key] = float(losses[key])
+    print(f"{losses['loss']}")
+"""
+
+
+def test_entries_converted_to_numbers_are_no_tensors_after(tmp_path: Path) -> None:
+    # formatting before the conversion (8) and the .item() of each entry (10) sync; the
+    # entry read after its own conversion (11) and the dict after the loop (12, 13-14)
+    # do not; a conversion only under `if flag:` does not settle the f-string after it
+    assert sync_lines(tmp_path, CONVERTED_LOSSES) == [8, 10]
+    assert sync_lines(tmp_path, CONVERTED_SOMETIMES) == [10, 11]

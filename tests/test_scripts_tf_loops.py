@@ -624,3 +624,40 @@ def test_a_plain_function_running_compiled_steps_is_one_iteration_of_the_loop(
         "            break\n"
     )
     assert lines(findings(tmp_path, source)["EC509"]) == [27, 28]
+
+
+REPLICATED_STEP = """
+import tensorflow as tf
+
+strategy = tf.distribute.MirroredStrategy()
+with strategy.scope():
+    model = tf.keras.applications.ResNet50(weights=None)
+    optimizer = tf.keras.optimizers.Adam()
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(loss_fn(y, model(x)))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                  model.trainable_variables))
+    return loss
+
+
+@tf.function
+def distributed_step(x, y):
+    loss = strategy.run(train_step, args=(x, y))
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
+
+
+def main():
+    for step, (x, y) in enumerate(dataset):
+        loss = distributed_step(x, y)
+        print(f"{step} - {loss.numpy():.5f}")
+"""
+
+
+def test_a_step_run_by_a_distribution_strategy_returns_eager_tensors(tmp_path: Path) -> None:
+    """YOLOv2-tf: the loop calls a compiled function handing the step to `strategy.run`
+    (`experimental_run_v2` before TF 2.2): it runs one training step, and `.numpy()` of
+    the loss it reduces and returns (27) is a host read every step."""
+    assert lines(findings(tmp_path, REPLICATED_STEP)["EC509"]) == [27]

@@ -6,8 +6,8 @@ the GPU and waits for nothing: `torch.randint(1, 10, (64,)).tolist()`, or `lengt
 answers whether an expression is such a tensor: a `torch` factory called without a
 `device` (or with `device="cpu"`), `torch.from_numpy(...)`, what `.cpu()` or
 `.to("cpu")` returns (the copy is reported where it is made), a method keeping its
-receiver's device on one or an index into one, or a local name every binding of which
-is one of those.
+receiver's device on one (a cast, a view, a reduction, a comparison) or an index into
+one, or a local name every binding of which is one of those.
 Anything it cannot settle is not on the host, so a sync is never hidden by a guess.
 """
 
@@ -55,6 +55,16 @@ SAME_DEVICE = {
     "contiguous",
     "sort",
     "flip",
+    # reductions and comparisons: `pred.eq(target).cpu().sum()` sums on the CPU
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "argmax",
+    "argmin",
+    "eq",
+    "ne",
+    "abs",
 }
 DEPTH = 4
 

@@ -669,6 +669,11 @@ def stringy(node: ast.expr) -> bool:
     return _stringy(node)
 
 
+def converted(value: ast.expr) -> bool:
+    """`x.item()`, `float(x)`: see `_converted`."""
+    return _converted(value)
+
+
 def _converted(value: ast.expr) -> bool:
     """`x.item()`, `x.tolist()`, `float(x)`: a number on the host."""
     if isinstance(value, ast.IfExp):

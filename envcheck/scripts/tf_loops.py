@@ -39,7 +39,8 @@ PyTorch loops, but not its test, which runs every step (`if opt.iterations.numpy
 is a host read, and so, in an eager step, is a branch comparing a device tensor (`if
 global_steps < warmup_steps:` on a `tf.Variable`, or on `loss = tf.reduce_mean(...)`). A
 function of the file that runs the step once outside any loop of its own and that a loop
-calls (`while ...: model.train()`) is read as that loop's body. Not reported: what the
+calls (`while ...: model.train()`), or hands it to a distribution strategy once
+(`strategy.run(train_step, args=...)`), is read as that loop's body. Not reported: what the
 step must hand the host (`env.step(action)`, shared with the PyTorch loops), formatting
 what an eager step already returned as NumPy (`return loss.numpy()`), and an unused read
 in a loop timing each step (a benchmark's barrier). Nothing here judges.
@@ -82,6 +83,8 @@ CONVERSIONS = ("float", "int", "bool")
 # A step method out of sight that a loop calls once per batch: Keras's `Model.train_step`
 # and the custom-loop convention (`losses = trainer.train_step(dataset_iter)`)
 STEP_METHODS = ("train_step",)
+# methods of a tf.distribute strategy that run the function handed to them on each replica
+REPLICA_RUNS = ("run", "experimental_run_v2")
 # Clocks a loop reads to time each step (`timestamps.append(time())`)
 CLOCKS = {
     "time.time",
@@ -207,10 +210,25 @@ def _iterations(
         if function.name not in called or function in steps:
             continue
         own = [n for s in function.body for n in _outside_loops(s)]
-        runs = {_callee(n) for n in own if isinstance(n, ast.Call)} & names
+        calls = [n for n in own if isinstance(n, ast.Call)]
+        runs = ({_callee(n) for n in calls} | {_replicated(n) for n in calls}) & names
         if runs:
             found.append((function, [s for s in steps if s.name in runs]))
     return found
+
+
+def _replicated(call: ast.Call) -> Optional[str]:
+    """The step function a distribution strategy runs on each replica:
+    `strategy.run(train_step, args=(x, y))` (`experimental_run_v2` in TF 2.0/2.1)."""
+    func = call.func
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in REPLICA_RUNS
+        and call.args
+        and isinstance(call.args[0], ast.Name)
+    ):
+        return call.args[0].id
+    return None
 
 
 def _outside_loops(node: ast.AST) -> list[ast.AST]:

@@ -52,6 +52,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
+from envcheck.scripts.host_numbers import number_entry
 from envcheck.scripts.host_tensors import SAME_DEVICE, on_host
 from envcheck.scripts.index import (
     FileIndex,
@@ -1600,7 +1601,8 @@ class _StepLoop:
         return None
 
     def _tensor(self, node: ast.expr) -> bool:
-        return self.tensors.holds_in(node, self.function)
+        scope = self.function if self.function is not None else self.walker.module
+        return self.tensors.holds_in(node, self.function) and not number_entry(node, scope)
 
     def _on_host(self, node: ast.expr) -> bool:
         """A tensor built on the CPU and never moved: its `.tolist()` waits for nothing."""
