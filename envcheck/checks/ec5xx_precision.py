@@ -561,8 +561,8 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     file's own package, `from .model import build_model`, and compiled or fitted here,
     or of its project's package imported absolutely, `from modules.models import
     ArcFaceModel`, and compiled here or fitted with Keras' own keywords, `epochs=`,
-    `callbacks=`; also one picked from a dict of such builders, `{"ResNet20":
-    resnet.resnet20}[name](...)`)
+    `callbacks=`; also one picked by name from a dict of such builders, `{"ResNet20":
+    resnet.resnet20}`)
     and trains them with `fit` (also one picked by a version test, `fit = model.
     fit_generator if IS_TF_1 else model.fit`, with Keras imported or taken from a loader:
     csbdeep's `keras = keras_import()`; or `train_on_batch`, the Keras GAN pattern), a library
