@@ -333,14 +333,59 @@ def test_a_model_of_the_project_by_absolute_import_compiled_here_trains(tmp_path
 
 def test_fit_alone_on_an_absolute_import_is_no_keras_model(tmp_path: Path) -> None:
     """AutoKeras's `pipeline.fit((x, y))`: a preprocessing pipeline of the package, fitted
-    but never compiled, is no Keras model; nor is a model of the standard library's."""
+    with none of Keras' fit keywords and never compiled, is no Keras model; nor is a model
+    of the standard library's."""
     source = PACKAGE_MODEL.replace("from .model import", "from modules.model import")
     source = source.replace(
         '        self.model.compile(loss="categorical_crossentropy", optimizer="adam")\n', ""
+    ).replace(
+        "self.model.fit(generator, steps_per_epoch=steps, epochs=50)", "self.model.fit((x, y))"
     )
     assert lines(script_results(tmp_path / "fit", source, "textgen.py")["EC522"]) == []
     library = PACKAGE_MODEL.replace("from .model import", "from keras_hub.model import")
     assert lines(script_results(tmp_path / "lib", library, "textgen.py")["EC522"]) == []
+
+
+# The script is the entry point that builds a model with a builder of the project's
+# package (`from src.model import build_autoencoder`, compiled inside the builder) and
+# fits it with Keras' keywords (`epochs=`, `callbacks=`): a Keras model of the project,
+# trained here. So is one picked from a dict of the package's builders
+# (`{"ResNet20": resnet.resnet20}[name](...)`). A model handed in as a parameter is not.
+
+BUILT_AND_FITTED = """
+import tensorflow as tf
+from src.model import build_autoencoder
+
+def main(args):
+    model = build_autoencoder(input_shape=(256, 256, 3), base_filters=32)
+    model.fit(train_gen, validation_data=val_gen, epochs=args.epochs)
+"""
+
+PICKED = """
+import keras
+
+def train(model_name, train_dataset):
+    import resnet_conv4
+    model_functions = {"ResNet20": resnet_conv4.resnet20, "ResNet56": resnet_conv4.resnet56}
+    model = model_functions[model_name](input_shape=(32, 32, 3), num_classes=10)
+    model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+    model.fit(train_dataset, epochs=200)
+"""
+
+HANDED = """
+import tensorflow as tf
+from src.model import build_autoencoder
+
+def train_model(model, train_gen, epochs):
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(train_gen, epochs=epochs)
+"""
+
+
+def test_a_project_builder_fitted_by_the_entry_point_trains(tmp_path: Path) -> None:
+    assert lines(script_results(tmp_path / "built", BUILT_AND_FITTED, "train.py")["EC522"]) == [7]
+    assert lines(script_results(tmp_path / "picked", PICKED, "train.py")["EC522"]) == [9]
+    assert lines(script_results(tmp_path / "handed", HANDED, "train.py")["EC522"]) == []
 
 
 # EC522 on toy Keras networks, TF-Hub bodies and models named out of sight (sweep-tf).

@@ -172,6 +172,35 @@ def test_a_dataclass_dtype_defaulting_to_bfloat16_is_half(tmp_path: Path) -> Non
     assert found["EC508"].status.value != "fail"
 
 
+REGISTRY_MLP = """
+import argparse
+import torch
+from encoder import ConvEncoder, MLPEncoder
+
+ENCODERS = {"mlp": MLPEncoder, "conv": ConvEncoder}
+parser = argparse.ArgumentParser()
+parser.add_argument("--encoder", choices=ENCODERS.keys(), default="mlp")
+args = parser.parse_args()
+model = ENCODERS[args.encoder]().cuda()
+optimizer = torch.optim.AdamW(model.parameters())
+for images, labels in loader:
+    loss = model(images.cuda(), labels.cuda())
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_an_mlp_picked_from_a_registry_by_the_default_option_is_matmul_bound(
+    tmp_path: Path,
+) -> None:
+    """`ENCODERS[args.encoder]()` with --encoder defaulting to "mlp": the default run
+    builds `MLPEncoder`, matmul-bound as a direct `MLPEncoder()` is (EC508); picked by
+    "conv" it is a convnet, no matmul model."""
+    assert results(tmp_path / "mlp", REGISTRY_MLP)["EC508"].status.value == "fail"
+    conv = REGISTRY_MLP.replace('default="mlp"', 'default="conv"')
+    assert results(tmp_path / "conv", conv)["EC508"].status.value != "fail"
+
+
 def test_accelerator_kwargs_in_a_script_reading_the_launch_precision(tmp_path: Path) -> None:
     """A script that reads `accelerator.state.mixed_precision` expects `accelerate launch`
     to set it: the dict without mixed_precision does not settle the run's precision."""

@@ -938,3 +938,71 @@ class Model:
 
 def test_pipeline_through_as_numpy_and_cycle_is_judged_not_inference(tmp_path: Path) -> None:
     assert lines(tmp_path, AS_NUMPY, "EC512") == [16]
+
+
+# Class: a pipeline read only by loops that write its elements to record files
+# (`tf.io.TFRecordWriter`), training nothing, is an offline conversion, not training input:
+# neither its serial Python-wrapping map (EC511, EC513) nor its missing prefetch (EC512)
+# costs a training step. The same map in a pipeline that fit reads is judged.
+
+WRITER = """
+def serialize(img, label):
+    return tf.py_function(to_example, (img, label), tf.string)
+
+def write_shards(ds, out_dir):
+    for i, record in enumerate(ds):
+        if i % 1000 == 0:
+            writer = tf.io.TFRecordWriter(f"{out_dir}/{i}.tfrecords")
+        writer.write(record.numpy())
+    writer.close()
+
+if __name__ == "__main__":
+    ds = tf.data.Dataset.from_generator(images, output_signature=SIGNATURE)
+    ds = ds.map(lambda img, label: serialize(img, label))
+    write_shards(ds, "out")
+    other = tf.data.Dataset.from_generator(images, output_signature=SIGNATURE)
+    other = other.map(lambda img, label: serialize(img, label))
+    with tf.io.TFRecordWriter("all.tfrecords") as writer:
+        for record in other:
+            writer.write(record.numpy())
+"""
+
+FITTED = """
+def serialize(img, label):
+    return tf.py_function(to_example, (img, label), tf.string)
+
+ds = tf.data.Dataset.from_generator(images, output_signature=SIGNATURE)
+ds = ds.map(lambda img, label: serialize(img, label))
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(ds, epochs=5)
+"""
+
+
+def test_pipeline_only_written_to_record_files_is_not_training_input(tmp_path: Path) -> None:
+    for rule in ("EC511", "EC512", "EC513"):
+        assert lines(tmp_path, WRITER, rule) == [], rule
+    assert lines(tmp_path, FITTED, "EC511") == [9]
+    assert lines(tmp_path, FITTED, "EC512") == [8]
+    assert lines(tmp_path, FITTED, "EC513") == [9]
+
+
+# Class: a map that hands only the element's label to a helper together with the number of
+# classes (`preprocess_label(label, n_classes)`, out of sight) one-hot encodes a class
+# index, the work tf.one_hot does: structural, not worth EC511. A helper handed the record
+# and the class count (`parse(record, NUM_CLASSES)`) decodes it: still judged.
+
+LABEL_ENCODING = """
+from data_pipeline import preprocess_label, parse
+
+ds = tf.data.TFRecordDataset(files).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+ds = ds.map(lambda img, label: (img, preprocess_label(label, n_classes)))
+ds = ds.map(lambda img, y: (img, to_categorical(y, num_classes=10)))
+records = tf.data.TFRecordDataset(files).map(lambda r: parse(r, NUM_CLASSES))
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(ds.batch(8).prefetch(1), epochs=5)
+model.fit(records.batch(8).prefetch(1), epochs=5)
+"""
+
+
+def test_label_encoded_against_the_class_count_is_structural(tmp_path: Path) -> None:
+    assert lines(tmp_path, LABEL_ENCODING, "EC511") == [10]

@@ -587,7 +587,9 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     name says its architecture, such as `YoloV3(...)`, or one built by a function of the
     file's own package, `from .model import build_model`, and compiled or fitted here,
     or of its project's package imported absolutely, `from modules.models import
-    ArcFaceModel`, and compiled here)
+    ArcFaceModel`, and compiled here or fitted with Keras' own keywords, `epochs=`,
+    `callbacks=`; also one picked by name from a dict of such builders, `{"ResNet20":
+    resnet.resnet20}`)
     and trains them with `fit` (also one picked by a version test, `fit = model.
     fit_generator if IS_TF_1 else model.fit`, with Keras imported or taken from a loader:
     csbdeep's `keras = keras_import()`; or `train_on_batch`, the Keras GAN pattern), a library

@@ -194,10 +194,15 @@ def _demonstration(pipeline: dict[str, Any]) -> bool:
 
 
 def _not_training(pipeline: dict[str, Any]) -> bool:
-    """A demonstration, or a pipeline built in a serving/export input function
-    (`serving_input_fn`: one request's serialized examples at export time): neither
-    feeds training, which is all EC511-EC513 judge."""
-    return _demonstration(pipeline) or bool(pipeline.get("serving"))
+    """A demonstration, a pipeline built in a serving/export input function
+    (`serving_input_fn`: one request's serialized examples at export time), or one only
+    read by loops that write its elements to record files (an offline TFRecord
+    conversion): none feeds training, which is all EC511-EC513 judge."""
+    return (
+        _demonstration(pipeline)
+        or bool(pipeline.get("serving"))
+        or bool(pipeline.get("written_out"))
+    )
 
 
 def _parallel_text(value: Optional[dict[str, Any]]) -> str:

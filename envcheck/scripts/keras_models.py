@@ -269,11 +269,18 @@ def _first_party(module: Optional[str]) -> bool:
     return root not in NOT_THE_PROJECT and root not in stdlib and not root.startswith("_")
 
 
+# Keywords of Keras `Model.fit` that a preprocessing pipeline's or an estimator's `fit`
+# does not take: a `fit` with one of them trains a Keras model.
+KERAS_FIT_KEYWORDS = {"epochs", "callbacks", "validation_data", "steps_per_epoch"}
+
+
 def project_model(walker: Walker) -> Optional[dict[str, Any]]:
     """The first model the file builds with a function of its own package (`from .model
-    import build_model` ... `model = build_model(...)`) and then compiles or fits here
-    (`model.compile(...)`): a Keras model of the project, trained by this file, whose
-    layers are in the package's other module, not handed in by a caller. None if none."""
+    import build_model` ... `model = build_model(...)`, also one picked from a dict of
+    them: `builders = {"resnet20": resnet.resnet20}` ... `builders[name](...)`) and then
+    compiles or fits here (`model.compile(...)`): a Keras model of the project, trained by
+    this file, whose layers are in the package's other module, not handed in by a caller.
+    None if none."""
     module = walker.module
     relative = {
         alias.asname or alias.name
@@ -281,34 +288,29 @@ def project_model(walker: Walker) -> Optional[dict[str, Any]]:
         if isinstance(node, ast.ImportFrom) and node.level > 0
         for alias in node.names
     }
-    # by absolute import, only a model compiled here: `fit` alone may fit a preprocessing
-    # pipeline (AutoKeras's `pipeline.fit((x, y))`), `compile` is a Keras model's
-    absolute = {
-        alias.asname or alias.name
-        for node in module_nodes(module)
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and _first_party(node.module)
-        for alias in node.names
-    } - relative
+    # by absolute import, only a model compiled here, or fitted with Keras' own keywords
+    # (`epochs=`, `callbacks=`): `fit` alone may fit a preprocessing pipeline (AutoKeras's
+    # `pipeline.fit((x, y))`), `compile` is a Keras model's
+    absolute = _absolute_imports(module) - relative
     compiled = {
         ast.unparse(node.func.value)
         for node in module_nodes(module)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "compile"
+        and (node.func.attr == "compile" or (node.func.attr == "fit" and _keras_fit_keywords(node)))
     }
     if not relative and not absolute:
         return None
+    tables = _builder_tables(module, relative | absolute)
     built: dict[str, ast.Call] = {}  # `model`, `self.model` -> the call that built it
     for node in module_nodes(module):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            root = node.value.func
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if not isinstance(root, ast.Name):
+            root = _builder_root(node.value.func, tables)
+            if root is None:
                 continue
             for target in node.targets:
                 name = ast.unparse(target)
-                if root.id in relative or (root.id in absolute and name in compiled):
+                if root in relative or (root in absolute and name in compiled):
                     built.setdefault(name, node.value)
     for node in module_nodes(module):
         if (
@@ -324,3 +326,62 @@ def project_model(walker: Walker) -> Optional[dict[str, Any]]:
                 "callee": ast.unparse(call.func),
             }
     return None
+
+
+def _absolute_imports(module: ast.Module) -> set[str]:
+    """Names bound by absolute imports of the project's own package: `from src.model
+    import build_model`, and modules imported whole (`import resnet_conv4`, also inside a
+    function), not the standard library's nor a known library's."""
+    names: set[str] = set()
+    for node in module_nodes(module):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _first_party(node.module):
+            names |= {alias.asname or alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if _first_party(alias.name)
+            }
+    return names
+
+
+def _keras_fit_keywords(call: ast.Call) -> bool:
+    """`model.fit(ds, epochs=10, callbacks=[...])`: Keras' fit, not an estimator's."""
+    return any(k.arg in KERAS_FIT_KEYWORDS for k in call.keywords)
+
+
+def _builder_tables(module: ast.Module, project: set[str]) -> dict[str, str]:
+    """Names assigned a dict whose values are all functions of the project's package
+    (`{"ResNet20": resnet_conv4.resnet20, "ResNet32": resnet_conv4.resnet32}`), each with
+    the imported name those functions come from: picking one builds a model of the
+    project."""
+    tables: dict[str, str] = {}
+    for node in module_nodes(module):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Dict)
+            and node.value.values
+        ):
+            continue
+        roots = {_name_root(value) for value in node.value.values}
+        if len(roots) == 1 and next(iter(roots)) in project:
+            tables[node.targets[0].id] = str(next(iter(roots)))
+    return tables
+
+
+def _builder_root(func: ast.expr, tables: dict[str, str]) -> Optional[str]:
+    """The imported name a call's function comes from: `build_model` for
+    `build_model(...)`, `resnet` for `resnet.resnet20(...)`, the dict's for
+    `builders[name](...)` (`_builder_tables`)."""
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+        return tables.get(func.value.id)
+    return _name_root(func)
+
+
+def _name_root(node: ast.expr) -> Optional[str]:
+    """`a` for `a`, `a.b.c`; None for anything else."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None

@@ -42,8 +42,10 @@
   that layer;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, graph layers, `RNNModel()`, `GCN()`, a model
-  of the project given attention heads: `Translator(num_heads=8)`, or picked from a
-  registry of model builders by an architecture's name: `sam_model_registry["vit_b"]`), with
+  of the project given attention heads: `Translator(num_heads=8)`, one picked from a
+  registry of model builders by an architecture's name: `sam_model_registry["vit_b"]`, or
+  from a registry dict by a key the source settles: `ENCODERS[args.encoder]()` building
+  `MLPEncoder` by the option's default (registries.py)), with
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or an
   MLP/RNN/graph network of two or more layers whose widths in sight are all small
   (`nn.Linear(n_obs, 64)`: the input width from the environment is not in sight; widths
@@ -96,6 +98,7 @@ from envcheck.scripts.model_names import (
     value_names,
 )
 from envcheck.scripts.parameters import handed_value, parameter_default
+from envcheck.scripts.registries import picked_name
 from envcheck.scripts.training_calls import outside_step
 from envcheck.scripts.values import Scope, Value, keyword_values, resolve
 from envcheck.scripts.widths import data_widths, width
@@ -892,13 +895,13 @@ class _Reader:
             not name.startswith(("torch.", "torchvision.", "timm.", *RAW_TF_OPS))
             and not self._read_by_layers(node, scope)
         ) and (
-            architecture(_callee(node) or "") == "matmul"
+            architecture(_callee(node) or picked_name(node, scope) or "") == "matmul"
             or _named_elsewhere(node, name, self.references) == "matmul"
             or _named_definition(node, name, scope) == "matmul"
             or self._attention_model(node, name)
             or self._registry_kind(node, scope) == "matmul"
         ):
-            self.matmul.append(_callee(node) or ast.unparse(node.func))
+            self.matmul.append(_callee(node) or picked_name(node, scope) or ast.unparse(node.func))
             self.linear_weights = None
             self._sized_model(node, scope)
 

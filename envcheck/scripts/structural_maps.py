@@ -91,6 +91,10 @@ TF_LOGGING = ("tensorflow.logging.", "tensorflow.compat.v1.logging.", "tensorflo
 BUILTINS = {"range", "len", "list", "tuple", "dict", "zip", "enumerate", "isinstance", "int"}
 # Container methods on the element's structure (`features.keys()`, `d.get("label")`).
 CONTAINER_METHODS = {"keys", "values", "items", "get", "copy"}
+# How a class count is named (`n_classes`, `num_classes`, `NB_CLASSES`, `self.classes`).
+CLASS_COUNT = "classes"
+# How an element's label is named (`label`, `labels`, `y`, `target`).
+LABEL_NAMES = {"y", "target", "targets"}
 
 
 def structural_only(
@@ -254,7 +258,35 @@ def _structural_call(walker: Walker, node: ast.Call, free: bool, element: set[st
         return True
     if isinstance(node.func, ast.Name) and node.func.id in BUILTINS and name == node.func.id:
         return True
+    if _class_encoding(node, element):
+        return True
     return isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_METHODS
+
+
+def _class_encoding(node: ast.Call, element: set[str]) -> bool:
+    """A call handed the element's label alone and the number of classes
+    (`preprocess_label(label, n_classes)`, `to_categorical(y, num_classes=10)`), even one
+    out of sight: it encodes class indices against the class count (a one-hot, a lookup),
+    the work `tf.one_hot` does, which is structural too. Not one handed the features or a
+    record (`parse(record, num_classes)` decodes)."""
+    read = [a for a in [*node.args, *(k.value for k in node.keywords)] if _touches(a, element)]
+    if not read or not all(isinstance(a, ast.Name) and _label(a.id) for a in read):
+        return False
+    keywords = [k.arg for k in node.keywords if k.arg is not None]
+    if any(k.lower().endswith(CLASS_COUNT) for k in keywords):
+        return True
+    for argument in node.args:
+        named = argument.attr if isinstance(argument, ast.Attribute) else None
+        if isinstance(argument, ast.Name):
+            named = argument.id
+        if named is not None and named.lower().endswith(CLASS_COUNT):
+            return True
+    return False
+
+
+def _label(name: str) -> bool:
+    """`label`, `labels`, `class_label`, `y`, `target`: a name for the element's label."""
+    return "label" in name.lower() or name.lower() in LABEL_NAMES
 
 
 def _scalar_draw(node: ast.Call, operation: Optional[str]) -> bool:

@@ -162,6 +162,9 @@ FACTORY_ROUNDS = 4
 # `optimizer.minimize`, `value_and_grad`, `loss.backward`, `model.fit`): a loop making
 # one is a training loop, not an evaluation pass.
 TRAINING_MARKS = ("grad", "train", "optimi", "minimize", "backward", "fit")
+# Writers of record files (`tf.io.TFRecordWriter`, `tf.python_io.TFRecordWriter`): a loop
+# that reads a pipeline to `writer.write(...)` its elements converts data offline.
+RECORD_WRITERS = ("TFRecordWriter",)
 PY_FUNCTIONS = {
     "tensorflow.py_function",
     "tensorflow.numpy_function",
@@ -987,12 +990,15 @@ class _Pipelines:
                 self._imported(iterable.id, "for loop", statement)
                 if loop is not None and iterable.id in self.live:
                     self._loop_read(self.live[iterable.id], loop)
+                    self._written(self.live[iterable.id], loop, self.function)
             elif isinstance(iterable, ast.Call):
                 self._imported_call(iterable, None, "for loop", statement)
                 for record in self._built_by(iterable):
                     # `for x in make_dataset(...)`; not `for x in ds.take(1)`, a look at it
                     if not (record["ops"] and record["ops"][-1]["op"] == "take"):
                         record["used_by"] = record["used_by"] or "for loop"
+                        if loop is not None:
+                            self._written(record, loop, self.function)
         returned = statement.value if isinstance(statement, ast.Return) else None
         value = _passed_through(returned) if returned is not None else None
         if isinstance(value, ast.Name) and value.id in self.live:
@@ -1015,12 +1021,14 @@ class _Pipelines:
                 if isinstance(arg, ast.Name) and arg.id in self.live:
                     if callee in CONSUMERS:
                         self._mark(arg.id, callee)
+                        self.live[arg.id].setdefault("writes", []).append(False)
                     elif own:
                         self._handed_to_own(self.live[arg.id], node, arg)
                 elif isinstance(arg, ast.Call):
                     for record in self._built_by(arg):
                         if callee in CONSUMERS:
                             record["used_by"] = record["used_by"] or callee
+                            record.setdefault("writes", []).append(False)
                         elif own:
                             self._handed_to_own(record, node, arg)
             if not own and callee not in CONSUMERS:
@@ -1040,6 +1048,13 @@ class _Pipelines:
         )
         record.setdefault("passes", []).append(once)
 
+    def _written(self, record: dict[str, Any], loop: ast.For, body: Optional[ast.AST]) -> None:
+        """Whether this loop over the pipeline writes what it reads to record files (and
+        trains nothing): an offline conversion, not training input (`body`: the function
+        or module holding the loop, where the writer is opened)."""
+        writes = _writes_records(self.walker, self.files, loop, body or self.walker.module)
+        record.setdefault("writes", []).append(writes)
+
     def _handed_to_own(self, record: dict[str, Any], call: ast.Call, arg: ast.expr) -> None:
         """A pipeline passed to a function of this file: consumed there (`def fit(ds):
         for x in ds.repeat().take(n).enumerate(): step(x)`), only looked at (`next(iter(
@@ -1058,6 +1073,10 @@ class _Pipelines:
         else:
             record["used_by"] = record["used_by"] or f"for loop in {call.func.id}()"
             record["consumer_ops"] = [m for m in use if m not in ITERATOR_METHODS]
+            written = parameter is not None and _callee_writes(
+                self.walker, self.files, function, parameter
+            )
+            record.setdefault("writes", []).append(written)
 
     def _returned_at(self, statement: ast.stmt) -> None:
         """Where each returned pipeline sits in what the function returns: `return ds`
@@ -1286,6 +1305,9 @@ class _Pipelines:
             and bool(record.get("passes"))
             and all(record["passes"])
             and "repeat" not in names,
+            # read only by loops that write its elements to record files (TFRecordWriter)
+            # and train nothing: an offline conversion, no fit or training step reads it
+            "written_out": bool(record.get("writes")) and all(record["writes"]),
         }
 
 
@@ -1475,6 +1497,35 @@ def _callee_use(
     if consumed is not None:
         return consumed
     return "look" if looked else None
+
+
+def _callee_writes(walker: Walker, files: FileIndex, function: ast.AST, parameter: str) -> bool:
+    """Every loop of `function` over the pipeline in `parameter` writes record files."""
+    loops = [
+        node
+        for node in own_nodes(function)
+        if isinstance(node, ast.For)
+        and any(_parameter_chain(i, parameter) is not None for i in _looped(node.iter))
+    ]
+    return bool(loops) and all(_writes_records(walker, files, loop, function) for loop in loops)
+
+
+def _writes_records(walker: Walker, files: FileIndex, loop: ast.For, holder: ast.AST) -> bool:
+    """A loop whose body calls `.write(...)` in a function (or module) that opens a record
+    writer (`tf.io.TFRecordWriter(path)`), making no training step (`_trains`): it
+    serialises the pipeline's elements to files, the offline conversion a later training
+    run reads back."""
+    if _trains(files, loop.body, whole=True):
+        return False
+    writes = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "write"
+        for statement in loop.body
+        for n in ast.walk(statement)
+    )
+    return writes and any(
+        isinstance(n, ast.Call) and (walker.qualname(n.func) or "").endswith(RECORD_WRITERS)
+        for n in ast.walk(holder)
+    )
 
 
 def _works(walker: Walker, body: list[ast.stmt]) -> bool:
