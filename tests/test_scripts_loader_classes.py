@@ -1051,3 +1051,98 @@ def test_raw_records_of_a_dataset_that_decodes_are_judged(tmp_path: Path) -> Non
         "for root in datasets:\n        dataset = torchvision.datasets.ImageFolder(root)",
     )
     assert lines(results(tmp_path, source)["EC501"]) == [13]
+
+
+KEPT = """
+def train():
+    val_loaders = []
+    for name in val_sets:
+        val_loader = DataLoader(name, batch_size=1, num_workers=1, pin_memory=True)
+        val_loaders.append(val_loader)
+    for epoch in range(100):
+        for x, y in train_loader:
+            loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+            opt.zero_grad(); loss.backward(); opt.step()
+        for loader in val_loaders:
+            validate(model, loader)
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({}, [12]),  # built once per validation set, kept, re-read every epoch
+        (  # stored by key, written in the call
+            {
+                "        val_loader = DataLoader(": "        val_loaders[name] = DataLoader(",
+                "        val_loaders.append(val_loader)\n": "",
+                "    val_loaders = []\n": "    val_loaders = {}\n",
+            },
+            [12],
+        ),
+        (  # the list is made anew in the epoch loop: its loaders are rebuilt
+            {
+                "    val_loaders = []\n    for name in val_sets:\n": (
+                    "    for epoch in range(100):\n"
+                    "      val_loaders = []\n      for name in val_sets:\n"
+                ),
+            },
+            [],
+        ),
+        ({"        val_loaders.append(val_loader)\n": ""}, []),  # not kept: rebuilt
+    ],
+)
+def test_loaders_built_once_per_item_and_kept_in_a_collection(
+    tmp_path: Path, change: dict[str, str], expected: list[int]
+) -> None:
+    """`for name in sets: loaders.append(DataLoader(...))` before the epoch loop builds
+    each loader once: they are read from the list at every validation, so EC503 judges
+    them; a list made anew inside the epoch loop is rebuilt with its loaders."""
+    source = KEPT
+    for old, new in change.items():
+        assert old in source
+        source = source.replace(old, new)
+    assert lines(results(tmp_path, source + "train()\n")["EC503"]) == expected
+
+
+DATA_MODULE = """
+import torch, torchvision
+
+
+def load_dataset(root, batch_size):
+    train = torchvision.datasets.ImageFolder(root=root + "/train")
+    test = torchvision.datasets.ImageFolder(root=root + "/test")
+    train_loader = torch.utils.data.DataLoader(train, batch_size=batch_size, num_workers=4)
+    test_loader = torch.utils.data.DataLoader(test, batch_size=batch_size, num_workers=4)
+    return train_loader, test_loader
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (DATA_MODULE, [8]),  # the test loader is the importer's, read after training
+        (DATA_MODULE.replace("test_loader", "val_loader").replace("test", "val"), [8, 9]),
+        (  # a file that trains reads its test loader in sight: judged
+            DATA_MODULE
+            + "\nmodel = torchvision.models.resnet18().cuda()\n"
+            + "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            + "train_loader, test_loader = load_dataset('data', 64)\n"
+            + "for epoch in range(10):\n"
+            + "    for x, y in train_loader:\n"
+            + "        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
+            + "        opt.zero_grad(); loss.backward(); opt.step()\n"
+            + "    for x, y in test_loader:\n"
+            + "        model(x.cuda())\n",
+            [8, 9],
+        ),
+    ],
+)
+def test_a_data_modules_test_loader_is_read_out_of_sight(
+    tmp_path: Path, source: str, expected: list[int]
+) -> None:
+    """A data module (no training, no device of its own) returns its test loader to the
+    importer, which reads it after training, by convention once: how often is out of
+    sight, so EC503 does not claim a restart every epoch. Its train and validation
+    loaders are re-read every epoch and stay judged."""
+    assert lines(script_results(tmp_path, source, "data.py")["EC503"]) == expected

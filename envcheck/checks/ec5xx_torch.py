@@ -615,7 +615,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
 
     A DataLoader constructed anew each time (inside a loop, or in a function such as
     `validate()` called once per epoch) is not flagged: its workers end with it whatever
-    the setting; build it once, outside, if its start-up cost matters. Nor is a loader
+    the setting; build it once, outside, if its start-up cost matters. One built in a
+    loop only to be kept in a list (or dict) made before that loop (`for name in sets:
+    loaders.append(DataLoader(...))`, one per validation set) is built once, and judged.
+    Nor is a loader
     whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
     num_samples=int(1e10))`): one pass that never ends. A worker count the source does
     not settle makes the rule unknown unless `persistent_workers=True` is given; one
@@ -647,7 +650,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     so the workers serve one pass; nor a loader whose dataset the training process
     changes between passes (NCF's `train_loader.dataset.ng_sample()` each epoch, a
     `dataset.set_epoch(epoch)`): persistent workers would keep their first copy of it
-    and never see the change. A call of the file's
+    and never see the change. A data module's test loader (held in, or built over, a
+    name of the test split: `test_loader = DataLoader(test_set, ...)`, in a file that
+    neither trains nor names a device) is unknown: the importer reads it after training,
+    by convention once, and how often is out of sight. A call of the file's
     `def train(...)` is a call by that name: `model.train()` in a loop is not one.
 
     **Best practice.** `persistent_workers=True` whenever `num_workers > 0`.
@@ -678,6 +684,13 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
             return Clear(f"{how}, but {loader['resampled']}")
         if loader.get("one_batch"):
             return Clear(f"{how}, but the loader only reads {loader['one_batch']}, once")
+        module = data_module(file_facts)
+        if module and loader.get("test_split"):
+            return (
+                f"{how}, but it is the test split ({loader['test_split']}) of {module}; "
+                "a test set is read after training, by convention once, and how often is "
+                "out of sight"
+            )
         if not known:
             return how
         return loader_hit(loader, how=how, workers_how=workers_how)

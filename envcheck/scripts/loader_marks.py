@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import bisect
 import itertools
+import re
 from typing import Any, Callable, Optional
 
 from envcheck.scripts.host_passes import host_only
@@ -31,6 +32,7 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     _mark_one_local_loop(module, loaders)
     _mark_built_once(module, loaders)
     _mark_unused(module, loaders)
+    _mark_test_split(module, loaders)
 
 
 def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
@@ -138,7 +140,8 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     in a function called from one, such as `validate()` per epoch), or None. Its workers
     then cannot outlive it, persistent or not. A loader built under a latch in the loop
     (`if epoch >= F and not unfreeze_flag:` ... `unfreeze_flag = True`, `if loader is
-    None:`) is built once, not rebuilt."""
+    None:`) is built once, not rebuilt, and so is one kept in a collection made before
+    the loop (`_kept_in_collections`)."""
     if not loaders:
         return
     in_loops: dict[str, int] = {}  # function name -> line of a call to it inside a loop
@@ -170,10 +173,15 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
                 if name is not None:
                     in_loops.setdefault(name, inner.lineno)
     in_loop = _span_finder(loop_spans)
+    kept = _kept_in_collections(module, loop_spans)
     for loader in loaders:
         line = loader["line"]
         function = loader.get("function")
-        if in_loop(line) and not _latched(line, loop_spans, latches):
+        if (
+            in_loop(line)
+            and not _latched(line, loop_spans, latches)
+            and (line, loader["column"]) not in kept
+        ):
             loader["rebuilt"] = "it is created inside a loop"
         elif function is not None and function in in_loops:
             loader["rebuilt"] = (
@@ -181,6 +189,74 @@ def _mark_rebuilt(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             )
         else:
             loader["rebuilt"] = None
+
+
+def _kept_in_collections(module: ast.Module, loops: list[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Places of calls built in a loop only to be kept, one per item, in a collection made
+    before that loop (`loaders = []`, then `for name in sets: loader = DataLoader(...);
+    loaders.append(loader)`): each is built once and read from the collection later, not
+    rebuilt. The collection must be made (`[]`, `{}`, `list()`, `dict()`) in the same
+    scope outside every loop around the call: one made anew inside an epoch loop is
+    rebuilt with its loaders."""
+    kept: set[tuple[int, int]] = set()
+    scopes = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
+    for scope in scopes:
+        nodes = _own(scope)
+        made: dict[str, list[int]] = {}  # collection name -> lines it is made empty
+        calls_of: dict[str, list[ast.Call]] = {}  # name -> calls assigned to it
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name) and _empty_collection(node.value):
+                    made.setdefault(target.id, []).append(node.lineno)
+                if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+                    calls_of.setdefault(target.id, []).append(node.value)
+        for node in nodes:
+            stored = _stored_in(node)
+            if stored is None or stored[0] not in made:
+                continue
+            collection, held = stored
+            assigned = calls_of.get(held.id, []) if isinstance(held, ast.Name) else [held]
+            value = assigned[0] if len(assigned) == 1 else None
+            if not isinstance(value, ast.Call):
+                continue
+            around = [(s, e) for s, e in loops if s < value.lineno <= e]
+            if around and not any(s < line <= e for s, e in around for line in made[collection]):
+                kept.add((value.lineno, value.col_offset + 1))
+    return kept
+
+
+def _empty_collection(value: ast.expr) -> bool:
+    """`[]`, `{}`, `list()`, `dict()`."""
+    if isinstance(value, (ast.List, ast.Dict)):
+        return not (value.keys if isinstance(value, ast.Dict) else value.elts)
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("list", "dict")
+        and not value.args
+        and not value.keywords
+    )
+
+
+def _stored_in(node: ast.AST) -> Optional[tuple[str, ast.expr]]:
+    """(collection, value) of `collection.append(value)` or `collection[key] = value`."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "append"
+        and isinstance(node.func.value, ast.Name)
+        and len(node.args) == 1
+    ):
+        return node.func.value.id, node.args[0]
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Subscript)
+        and isinstance(node.targets[0].value, ast.Name)
+    ):
+        return node.targets[0].value.id, node.value
+    return None
 
 
 def _latch(branch: ast.If) -> bool:
@@ -676,3 +752,25 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         name = stored.get((loader["line"], loader["column"]))
         if name is not None and name not in read and not loader.get("built_by"):
             loader["unused"] = f"it is stored in {name}, which nothing in this file reads"
+
+
+# words of a name that make it a test split's (`test_loader`, `testloader`, `test_set`)
+TEST_WORDS = re.compile(r"(?:^|[^a-z])test(?:ing)?(?:[^a-z]|loader|set|data|$)")
+
+
+def _mark_test_split(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`test_split`: the name a loader is held in, or its dataset's, when it names the
+    test split (`test_loader = DataLoader(test_set, ...)`), else None. A test set is read
+    after training, by convention once; where the reading is out of sight (a data module
+    whose importer evaluates), how often it is iterated is not known."""
+    if not loaders:
+        return
+    held: dict[tuple[int, int], str] = {}
+    for node in module_nodes(module):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            place = (node.value.lineno, node.value.col_offset + 1)
+            held[place] = " ".join(ast.unparse(t) for t in node.targets)
+    for loader in loaders:
+        dataset = (loader.get("dataset") or {}).get("text")
+        names = [held.get((loader["line"], loader["column"])), dataset]
+        loader["test_split"] = next((n for n in names if n and TEST_WORDS.search(n.lower())), None)
