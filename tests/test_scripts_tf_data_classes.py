@@ -1006,3 +1006,103 @@ model.fit(records.batch(8).prefetch(1), epochs=5)
 
 def test_label_encoded_against_the_class_count_is_structural(tmp_path: Path) -> None:
     assert lines(tmp_path, LABEL_ENCODING, "EC511") == [10]
+
+
+# Class: a pipeline read once by Keras `evaluate`/`predict` (or a loop) after `fit` trains
+# on another is a test or inference pass, with nothing for a prefetch to overlap; the same
+# call in a loop, or a pipeline fit reads as validation_data, is judged.
+
+EVALUATED_AFTER_FIT = """
+def load(directory):
+    return tf.data.TFRecordDataset(tf.io.gfile.glob(directory + "/*")).map(parse).batch(32)
+
+train = load("train").prefetch(tf.data.AUTOTUNE)
+test = load("test")
+model = keras.Sequential([keras.layers.Conv2D(64, 3), keras.layers.Dense(10)])
+model.fit(train, epochs=10)
+print(f"Test acc: {model.evaluate(test)[1]:.3f}")
+"""
+
+
+def test_pipeline_evaluated_once_after_fit_needs_no_prefetch(tmp_path: Path) -> None:
+    assert lines(tmp_path, EVALUATED_AFTER_FIT, "EC512") == []
+
+
+def test_pipeline_evaluated_in_a_loop_or_as_validation_data_is_judged(tmp_path: Path) -> None:
+    looped = EVALUATED_AFTER_FIT.replace(
+        'print(f"Test acc', 'for epoch in range(3):\n    print(f"Test acc'
+    )
+    assert lines(tmp_path, looped, "EC512") == [9]
+    validation = EVALUATED_AFTER_FIT.replace("epochs=10)", "epochs=10, validation_data=test)")
+    assert lines(tmp_path, validation, "EC512") == [9]
+
+
+# Class: a pipeline that ends with an in-memory cache of its batches replays them from the
+# second epoch on; a file cache, or a cache before the batching, is judged.
+
+CACHED_BATCHES = """
+train = keras.utils.text_dataset_from_directory("aclImdb/train", batch_size=32)
+train = train.map(lambda x, y: (vectorize(x), y), num_parallel_calls=4)
+model = keras.Sequential([keras.layers.Dense(16), keras.layers.Dense(1)])
+model.fit(train.cache(), epochs=10)
+"""
+
+
+def test_pipeline_ending_with_cached_batches_needs_no_prefetch(tmp_path: Path) -> None:
+    assert lines(tmp_path, CACHED_BATCHES, "EC512") == []
+
+
+def test_file_cache_or_cache_before_batch_is_judged(tmp_path: Path) -> None:
+    on_disk = CACHED_BATCHES.replace("train.cache()", 'train.cache("/tmp/cache")')
+    assert lines(tmp_path, on_disk, "EC512") == [5]
+    unbatched = CACHED_BATCHES.replace("batch_size=32", "batch_size=None").replace(
+        "train.cache()", "train.cache().batch(32)"
+    )
+    assert lines(tmp_path, unbatched, "EC512") == [5]
+
+
+# Class: `for sample in ds: break` takes one element, a peek like `next(iter(ds))`: no
+# training input. A loop that steps the training before its break stays a consumer.
+
+PEEK = """
+test = tf.data.TFRecordDataset(["test.tfrecord"]).map(parse, num_parallel_calls=4).batch(8)
+for sample in test: break
+show(model(sample))
+"""
+
+
+def test_a_loop_that_breaks_at_once_is_a_peek(tmp_path: Path) -> None:
+    assert lines(tmp_path, PEEK, "EC512") == []
+    trained = PEEK.replace(
+        "for sample in test: break", "for x in test:\n    train_step(x)\n    break"
+    )
+    assert lines(tmp_path, trained, "EC512") == [5]
+
+
+# Class: tensors in memory mapped with elementwise arithmetic only (`x - mean(x)`, `(x -
+# 127.5) / 127.5`) and zipped are still in memory: a copy and a few vector operations per
+# batch. A map that decodes or augments stays judged.
+
+IN_MEMORY_ARITHMETIC = """
+def preprocess(image):
+    return image - tf.math.reduce_mean(image, axis=[1, 2], keepdims=True)
+
+horses = tf.data.Dataset.from_tensor_slices(horse_arrays)
+zebras = tf.data.Dataset.from_tensor_slices(zebra_arrays)
+horses = horses.map(preprocess, num_parallel_calls=4).shuffle(900).batch(1)
+zebras = zebras.map(lambda x: (x - 127.5) / 127.5, num_parallel_calls=4).shuffle(900).batch(1)
+for epoch in range(10):
+    for x, y in tf.data.Dataset.zip((horses, zebras)):
+        train_step(x, y)
+"""
+
+
+def test_in_memory_tensors_mapped_with_arithmetic_and_zipped_stay_in_memory(
+    tmp_path: Path,
+) -> None:
+    assert lines(tmp_path, IN_MEMORY_ARITHMETIC, "EC512") == []
+    augmented = IN_MEMORY_ARITHMETIC.replace(
+        "image - tf.math.reduce_mean(image, axis=[1, 2], keepdims=True)",
+        "tf.image.random_flip_left_right(image)",
+    )
+    assert lines(tmp_path, augmented, "EC512") == [13]

@@ -360,8 +360,16 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     in another loop (`for x, y in test: correct += accuracy(params, x, y)` after
     training, `for batch in ds: model.generate(batch)` in `predict()`; in no other loop,
     in a function no loop calls, no `repeat()`) passes: an evaluation or inference pass
-    with no step to overlap. One read by an evaluation a training loop calls (`for x in
-    train: step(x); evaluate()`) is read again and again, and judged.
+    with no step to overlap; so does one read once by `model.evaluate(ds)` or
+    `model.predict(ds)` in a file that trains with `fit` (in no loop, not its
+    `validation_data`). One read by an evaluation a training loop calls (`for x in
+    train: step(x); evaluate()`) is read again and again, and judged. A pipeline that ends
+    with an in-memory `cache()` of its batches (`ds.map(f).batch(n).cache()`, no
+    `repeat()` before it) replays them from memory from the second epoch on and passes;
+    a `cache(filename)` reads them back from disk and is judged. `for x in ds: break` is
+    a peek at one element, like `next(iter(ds))`. Tensors in memory mapped only with
+    elementwise arithmetic (`(x - 127.5) / 127.5`, `x - tf.reduce_mean(x)`), and zips of
+    such pipelines, are still in memory.
     Pipelines built in a serving/export input function (`serving_input_fn`,
     `serving_input_receiver_fn`: one request's serialized examples parsed at export
     time) are not training input and are not judged, here nor by EC511/EC513.
@@ -378,6 +386,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     out_of_sight: list[str] = []
     in_memory: list[str] = []
     evaluated: list[str] = []
+    cached: list[str] = []
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         importer = importers.get(id(pipeline))
@@ -413,6 +422,9 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             return []
         if pipeline.get("in_memory"):
             in_memory.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
+            return []
+        if pipeline.get("caches_batches") and not pipeline.get("discarded"):
+            cached.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
             return []
         if pipeline.get("evaluated_once") and not pipeline.get("discarded"):
             evaluated.append(f"{pipeline.get('path')}:{pipeline.get('line')}")
@@ -471,6 +483,12 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             "no prefetch before batch; the pipelines without a final prefetch only slice, "
             f"shuffle and batch tensors already in memory ({', '.join(in_memory)}): nothing "
             "to decode or read for a prefetch to overlap"
+        )
+    if outcome.status is Status.PASS and cached:
+        return Outcome.passed(
+            "no prefetch before batch; the pipelines without a final prefetch end by caching "
+            f"their batches in memory ({', '.join(cached)}): from the second epoch on each "
+            "batch is read back as stored, with nothing to produce for a prefetch to overlap"
         )
     if outcome.status is Status.PASS and evaluated:
         return Outcome.passed(

@@ -80,6 +80,19 @@ SCALAR_MATH = {
     "floordiv",
     "abs",
 }
+# Arithmetic over an element's values, vectorised by TensorFlow: cheap next to a decode.
+ELEMENTWISE_MATH = {
+    *SCALAR_MATH,
+    "reduce_mean",
+    "reduce_std",
+    "sqrt",
+    "square",
+    "pow",
+    "exp",
+    "log",
+    "negative",
+    "clip_by_value",
+}
 # A random number of shape [] (a crop's offset), not random values for the element.
 RANDOM_SCALARS = {"random.uniform", "random_uniform"}
 # What reads only an element's size or type, not its values.
@@ -98,12 +111,18 @@ LABEL_NAMES = {"y", "target", "targets"}
 
 
 def structural_only(
-    walker: Walker, files: FileIndex, func: Optional[ast.expr], scope: Optional[Scope] = None
+    walker: Walker,
+    files: FileIndex,
+    func: Optional[ast.expr],
+    scope: Optional[Scope] = None,
+    arithmetic: bool = False,
 ) -> bool:
     """Every body the map function may run (map_functions.py: a lambda, a function or
     method of this file, a name bound to one, a `partial` of one) makes only structural
     calls, followed into the file's own functions, and computes nothing on the element's
-    values."""
+    values. `arithmetic`: elementwise arithmetic on the values is allowed too (`(x -
+    127.5) / 127.5`, `x - tf.reduce_mean(x)`): no decoding, I/O or Python, a few vector
+    operations over tensors already in memory."""
     todo = map_targets(walker, files, func, scope)
     if not todo:
         return False
@@ -117,13 +136,16 @@ def structural_only(
         element = _element_names(target.root, target.element)
         free = _bookkeeping(walker, target.root)
         for node in ast.walk(target.root):
-            if isinstance(node, ast.BinOp) and id(node) not in free and _touches(node, element):
+            data_math = isinstance(node, ast.BinOp) and _touches(node, element)
+            if data_math and not arithmetic and id(node) not in free:
                 return False
             if not isinstance(node, ast.Call):
                 continue
             own = _own_call(walker, files, node, element)
             if own is not None:
                 todo.append(own)
+            elif arithmetic and _tf_name(walker, node) in ELEMENTWISE_MATH:
+                continue
             elif not _structural_call(walker, node, id(node) in free, element):
                 return False
     return True

@@ -57,6 +57,10 @@ SINGLE_FILE = ("file", "path", "filename", "record")  # builtins that look at a 
 LOOKS = INSPECTORS | {"print", "len", "type", "isinstance", "repr", "str", "cardinality"}
 # Calls that consume a pipeline for training: Keras, TF1 iterators, a distribution strategy.
 CONSUMERS = ("fit", "evaluate", "predict", *GENERATOR_METHODS)
+# Keras calls that read a pipeline once per call without training on it, and those that
+# train on what they read.
+EVALUATION_CONSUMERS = ("evaluate", "predict")
+KERAS_TRAINING = {"fit", "fit_generator", "train_on_batch"}
 ITERATOR_CONSUMERS = {
     "make_one_shot_iterator",
     "make_initializable_iterator",
@@ -788,6 +792,11 @@ class _Pipelines:
             "column": (call.func.end_col_offset or 0) - len(name) + 1,
             "code": code_at(self.walker.lines, line),
         }
+        if name == "cache" and (call.args or call.keywords):
+            # `cache(filename)`: kept in files, read back from disk every later epoch
+            op["cache_file"] = not (
+                call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value == ""
+            )
         if name in ("map", "interleave", "flat_map"):
             values, opaque = keyword_values(call, self.scope)
             position = 1 if name == "map" else 3
@@ -806,6 +815,9 @@ class _Pipelines:
             op["map_function"] = ast.unparse(func) if func is not None else None
             op["makes_datasets"] = self._makes_datasets(func)
             op["structural"] = structural_only(self.walker, self.files, func, self.scope)
+            op["arithmetic"] = op["structural"] or structural_only(
+                self.walker, self.files, func, self.scope, arithmetic=True
+            )
             op.update(self._function_calls(func))
         return op
 
@@ -998,6 +1010,7 @@ class _Pipelines:
                     if not (record["ops"] and record["ops"][-1]["op"] == "take"):
                         record["used_by"] = record["used_by"] or "for loop"
                         if loop is not None:
+                            self._loop_read(record, loop)
                             self._written(record, loop, self.function)
         returned = statement.value if isinstance(statement, ast.Return) else None
         value = _passed_through(returned) if returned is not None else None
@@ -1022,6 +1035,7 @@ class _Pipelines:
                     if callee in CONSUMERS:
                         self._mark(arg.id, callee)
                         self.live[arg.id].setdefault("writes", []).append(False)
+                        self._consumer_read(self.live[arg.id], node, callee)
                     elif own:
                         self._handed_to_own(self.live[arg.id], node, arg)
                 elif isinstance(arg, ast.Call):
@@ -1029,6 +1043,7 @@ class _Pipelines:
                         if callee in CONSUMERS:
                             record["used_by"] = record["used_by"] or callee
                             record.setdefault("writes", []).append(False)
+                            self._consumer_read(record, node, callee)
                         elif own:
                             self._handed_to_own(record, node, arg)
             if not own and callee not in CONSUMERS:
@@ -1045,6 +1060,20 @@ class _Pipelines:
             and not _trains(self.files, loop.body, whole=True)
             and not _called_in_loops(self.walker.module, self.function)
             and _trains_elsewhere(self.walker.module, self.files, loop)
+        )
+        record.setdefault("passes", []).append(once)
+
+    def _consumer_read(self, record: dict[str, Any], call: ast.Call, callee: Optional[str]) -> None:
+        """Whether this Keras call reads the pipeline in one pass that trains nothing:
+        `model.evaluate(ds)` or `model.predict(ds)` in no loop, in a body that no loop
+        calls, in a file that trains with another call (`model.fit(train)`) or loop: a
+        test or inference pass after training. `fit` (its data or `validation_data`, read
+        every epoch) and the generator methods are training reads."""
+        once = (
+            callee in EVALUATION_CONSUMERS
+            and self.loop_depth == 0
+            and not _called_in_loops(self.walker.module, self.function)
+            and _trains_elsewhere(self.walker.module, self.files, call)
         )
         record.setdefault("passes", []).append(once)
 
@@ -1294,14 +1323,18 @@ class _Pipelines:
             "cache_after_random_augmentation": cache_after_random,
             # the choice dataset of choose_from_datasets: it yields indices, not data
             "selector": bool(record.get("selector")),
-            # tensors in memory, only sliced, shuffled and batched: no map, no file read
-            "in_memory": record["source"] in IN_MEMORY_SOURCES and set(names) <= IN_MEMORY_OPS,
+            # tensors in memory, only sliced, shuffled, batched and mapped with arithmetic
+            # (`(x - 127.5) / 127.5`), or a zip of such pipelines: no decoding, no file read
+            "in_memory": _in_memory(record),
+            # ends with an in-memory cache of whole batches: replayed from the second epoch on
+            "caches_batches": _caches_batches(record),
             # `Dataset.zip((a, b))` of pipelines followed here: judged as one pipeline
             "merges_pipelines": bool(record.get("merged_from")),
             # an input of such a merge, not consumed itself: judged as the merged one
             "merged_pipeline": bool(record.get("merged_pipeline")) and not record["used_by"],
-            # read only by loops, each one evaluation pass after training, never repeated
-            "evaluated_once": record["used_by"] == "for loop"
+            # read only by loops or Keras evaluate/predict calls, each one evaluation pass
+            # after training, never repeated
+            "evaluated_once": record["used_by"] in ("for loop", *EVALUATION_CONSUMERS)
             and bool(record.get("passes"))
             and all(record["passes"])
             and "repeat" not in names,
@@ -1337,15 +1370,19 @@ def _training_call(call: ast.Call, whole: bool) -> bool:
     return any(mark in text for mark in TRAINING_MARKS)
 
 
-def _trains_elsewhere(module: ast.Module, files: FileIndex, loop: ast.For) -> bool:
-    """Another loop of the file (not this one, nor one inside it) steps the training."""
-    inside = {id(n) for n in ast.walk(loop)}
-    return any(
-        isinstance(other, (ast.For, ast.AsyncFor, ast.While))
-        and id(other) not in inside
-        and _trains(files, other.body)
-        for other in module_nodes(module)
-    )
+def _trains_elsewhere(module: ast.Module, files: FileIndex, reader: ast.AST) -> bool:
+    """Another loop of the file (not the reading loop, nor one inside it) steps the
+    training, or a Keras training call outside the reader does (`model.fit(train)`)."""
+    inside = {id(n) for n in ast.walk(reader)}
+    for other in module_nodes(module):
+        if id(other) in inside:
+            continue
+        if isinstance(other, (ast.For, ast.AsyncFor, ast.While)) and _trains(files, other.body):
+            return True
+        func = other.func if isinstance(other, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr in KERAS_TRAINING:
+            return True
+    return False
 
 
 def _called_in_loops(module: ast.Module, function: Optional[ast.AST]) -> bool:
@@ -1381,6 +1418,43 @@ def _unconditional_nodes(root: ast.AST) -> list[ast.AST]:
             continue
         stack.extend(ast.iter_child_nodes(node))
     return found
+
+
+def _in_memory(record: dict[str, Any]) -> bool:
+    """Tensors embedded in the graph (`from_tensor_slices(arrays)`), or a merge of such
+    pipelines (`Dataset.zip((a, b))`), only sliced, shuffled, batched and mapped with
+    elementwise arithmetic (no decoding, no Python, no random augmentation): each batch
+    is a copy and a few vector operations, nothing for a prefetch to overlap."""
+    cheap = all(op["op"] in IN_MEMORY_OPS or _arithmetic_map(op) for op in record["ops"])
+    inputs = record.get("merged_from") or []
+    if record["source"] in MERGES and inputs:
+        return cheap and all(_in_memory(merged) for merged in inputs)
+    return cheap and record["source"] in IN_MEMORY_SOURCES
+
+
+def _arithmetic_map(op: dict[str, Any]) -> bool:
+    """A map whose function only repacks the element or computes on its values with
+    elementwise arithmetic, calling no Python and drawing no random augmentation."""
+    return (
+        op["op"] == "map"
+        and bool(op.get("arithmetic"))
+        and not op.get("host_calls")
+        and not op.get("random_augmentation")
+        and not op.get("makes_datasets")
+    )
+
+
+def _caches_batches(record: dict[str, Any]) -> bool:
+    """The pipeline ends with `cache()` in memory (no file name) after its batching, no
+    `repeat()` before it (`ds.map(f).batch(n).cache()`, a Keras loader's batches mapped
+    and cached): from the second epoch on each step's batch is read back from memory as
+    it was stored, with nothing left to produce for a prefetch to overlap."""
+    ops: list[dict[str, Any]] = record["ops"]
+    if not ops or ops[-1]["op"] != "cache" or ops[-1].get("cache_file"):
+        return False
+    before = [op["op"] for op in ops[:-1]]
+    batched = bool(record.get("batched_source")) or any(n in BATCHING for n in before)
+    return batched and "repeat" not in before
 
 
 def _method_names(ops: list[ast.Call]) -> set[str]:
@@ -1612,8 +1686,10 @@ def _passed_through(node: ast.expr) -> ast.expr:
 def _only_looks(body: list[ast.stmt]) -> bool:
     """A loop body that only prints or measures what it reads (a tutorial showing a few
     elements), no training step: the loop looks at the pipeline, not consumes it. A body
-    with no call at all (`pass`) stands for the work and is not a look."""
-    looked = False
+    with no call at all (`pass`) stands for the work and is not a look, unless it ends
+    with an unconditional `break` (`for sample in ds: break`): one element taken, a peek
+    like `next(iter(ds))`."""
+    looked = bool(body) and isinstance(body[-1], ast.Break)
     for statement in body:
         for node in ast.walk(statement):
             if not isinstance(node, ast.Call):
