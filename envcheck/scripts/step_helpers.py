@@ -41,6 +41,9 @@ class StepHelpers:
                         self.built.add(key)
         self.module = module
         self._instances: Optional[dict[str, Optional[str]]] = None
+        # caller -> its nested functions by name, read once per caller (each call of a
+        # step loop asks, and walking the caller per call took a third of the audit)
+        self._nested_by_caller: dict[int, dict[str, list[Function]]] = {}
         self.lambdas = {  # module-level `name = lambda x, ...: ...`
             target.id: node.value
             for node in module.body
@@ -49,11 +52,21 @@ class StepHelpers:
             if isinstance(target, ast.Name)
         }
 
+    def _nested(self, caller: Function, name: str) -> Optional[Function]:
+        """The function `caller` itself defines as `name` (`def closure(): ...
+        loss.backward()` inside `take_step`), which a call of `name` there runs, whatever
+        other functions of the file share the name (each step function its own closure)."""
+        defined = self._nested_by_caller.get(id(caller))
+        if defined is None:
+            defined = self._nested_by_caller[id(caller)] = nested_functions(caller)
+        found = defined.get(name, [])
+        return found[0] if len(found) == 1 else None
+
     def function(self, call: ast.Call, caller: Optional[Function]) -> Optional[Function]:
         """The function or method of the file `call` (made in `caller`) runs, or None."""
         func = call.func
         if isinstance(func, ast.Name) and caller is not None:
-            nested = _nested(caller, func.id)
+            nested = self._nested(caller, func.id)
             if nested is not None:
                 return nested
         if (
@@ -234,16 +247,13 @@ class StepCallees(Callees):
         return self.plain.calls_of(function)
 
 
-def _nested(caller: Function, name: str) -> Optional[Function]:
-    """The function `caller` itself defines as `name` (`def closure(): ...
-    loss.backward()` inside `take_step`), which a call of `name` there runs, whatever
-    other functions of the file share the name (each step function its own closure)."""
-    found = [
-        node
-        for node in own_nodes(caller)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
-    ]
-    return found[0] if len(found) == 1 else None
+def nested_functions(caller: Function) -> dict[str, list[Function]]:
+    """The functions `caller` itself defines, by name."""
+    found: dict[str, list[Function]] = {}
+    for node in own_nodes(caller):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.setdefault(node.name, []).append(node)
+    return found
 
 
 def host_wrapper(callees: Callees, call: ast.Call) -> Optional[str]:
