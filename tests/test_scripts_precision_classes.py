@@ -1445,6 +1445,41 @@ def test_a_model_loaded_from_a_definition_named_for_its_architecture(tmp_path: P
     assert results(tmp_path, source)["EC506"].status.value != "fail"
 
 
+MODULE_BY_NAME = """
+import argparse
+import importlib
+import torch
+
+def main(args):
+    MODEL = importlib.import_module(args.model)
+    classifier = MODEL.get_model(40).cuda()
+    criterion = MODEL.get_loss().cuda()
+    optimizer = torch.optim.Adam(classifier.parameters())
+    for epoch in range(200):
+        for points, target in loader:
+            loss = criterion(classifier(points.cuda()), target.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="pointnet_cls")
+    main(parser.parse_args())
+"""
+
+
+def test_a_model_made_by_a_module_imported_by_its_architecture_name(tmp_path: Path) -> None:
+    """Pointnet_Pointnet2's `MODEL = importlib.import_module(args.model)` then
+    `MODEL.get_model(num_class)`, --model defaulting to "pointnet_cls": the module the
+    option names says the architecture (PointNet: 1x1 convolutions); a module whose name
+    says nothing (`my_model`) leaves the kind unknown."""
+    found = results(tmp_path, MODULE_BY_NAME)
+    assert found["EC506"].status.value == "fail"
+    source = MODULE_BY_NAME.replace("pointnet_cls", "my_model")
+    assert results(tmp_path, source)["EC506"].status.value == "unknown"
+
+
 HF_COMMAND_LINE = """
 from dataclasses import dataclass, field
 import transformers

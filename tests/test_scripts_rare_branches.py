@@ -318,3 +318,25 @@ def test_a_latch_runs_once(tmp_path: Path) -> None:
                 state.shown = False
         """
     assert lines(ec509(tmp_path, source)) == [17]
+
+
+def test_a_branch_for_an_old_pytorch_is_dead(tmp_path: Path) -> None:
+    # Person_reID train.py: `version = torch.__version__`, then the PyTorch 0.3 `else`
+    # (`loss.data[0]`) beside the current `loss.item()`; and `< "0.4"` written as a string
+    result = ec509(
+        tmp_path,
+        """
+        version = torch.__version__
+        for x, y in loader:
+            loss = model(x.to(device), y.to(device))
+            loss.backward()
+            optimizer.step()
+            if int(version[0]) > 0 or int(version[2]) > 3:
+                running = loss.item()
+            else:
+                running = f"{loss.data[0]:.4f}"
+            if torch.__version__ < "0.4":
+                old = f"{loss.data[0]:.4f}"
+        """,
+    )
+    assert lines(result) == [15]

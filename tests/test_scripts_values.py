@@ -470,3 +470,24 @@ def test_loader_settings_from_a_helper_returning_a_dict_on_gpu_runs(tmp_path: Pa
         {"batch_size": 8, "num_workers": 0, "pin_memory": True, "persistent_workers": True}
     ]
     assert report.loaders[0]["opaque_kwargs"] == []
+
+
+def test_cudnn_benchmark_under_a_test_of_a_list_filled_in_a_loop(tmp_path: Path) -> None:
+    # Person_reID train.py: `gpu_ids = []` filled from --gpu_ids in a loop, then
+    # `if len(gpu_ids) > 0: cudnn.benchmark = True`; the list is not its empty literal
+    report = analyse(
+        tmp_path,
+        "import argparse\n"
+        "import torch.backends.cudnn as cudnn\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--gpu_ids', default='0', type=str)\n"
+        "opt = parser.parse_args()\n"
+        "gpu_ids = []\n"
+        "for str_id in opt.gpu_ids.split(','):\n"
+        "    gid = int(str_id)\n"
+        "    if gid >= 0:\n"
+        "        gpu_ids.append(gid)\n"
+        "if len(gpu_ids) > 0:\n"
+        "    cudnn.benchmark = True\n",
+    )
+    assert report.facts["cudnn_benchmark"] is True

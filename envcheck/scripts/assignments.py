@@ -42,7 +42,31 @@ def simple_assignments(body: list[ast.stmt]) -> dict[str, ast.expr]:
                 ambiguous.update(_names(target))
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             ambiguous.add(node.target.id)  # `n = 0` then `n += k`: not that constant
+        grown = _grown(node)
+        if grown is not None:
+            ambiguous.add(grown)
     return {k: v for k, v in found.items() if k not in ambiguous}
+
+
+# list and set methods that change the collection in place (not dict's: a dict's
+# `update` and `d[k] = v` are read as its updates by the resolver)
+_GROWING = {"append", "extend", "insert", "remove", "add", "discard"}
+
+
+def _grown(node: ast.stmt) -> Optional[str]:
+    """The name a statement grows or shrinks in place (`gpu_ids.append(gid)`): bound to
+    `[]` and filled from the command line in a loop, it is not the empty list, so
+    `if len(gpu_ids) > 0:` is not settled false by the literal."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return None
+    func = node.value.func
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in _GROWING
+        and isinstance(func.value, ast.Name)
+    ):
+        return func.value.id
+    return None
 
 
 def _names(target: ast.expr) -> set[str]:

@@ -32,7 +32,9 @@
   `get_torchvision_model("resnet50")`, a factory picked into a variable, a
   model class imported from a module named after it: `models.yolo.Model`, or a
   diffusion model's: `models.diffusion.Model`, a UNet; a model a project function loads
-  from a definition named for it: `load_model("config/yolov3.cfg")`), or a model
+  from a definition named for it: `load_model("config/yolov3.cfg")`, or one made by a
+  module imported by a name that names it: `importlib.import_module(args.model)` with
+  --model "pointnet_cls"), or a model
   put in the channels-last layout that only convolutions use; TensorFlow's raw ops
   (`tf.nn.conv2d`, `tf.matmul` on the script's own variables) and graph layers (PyG's
   `GCNConv`, DGL's `dgl.nn.SAGEConv`: message passing) are no such model. Names are
@@ -898,12 +900,39 @@ class _Reader:
             architecture(_callee(node) or picked_name(node, scope) or "") == "matmul"
             or _named_elsewhere(node, name, self.references) == "matmul"
             or _named_definition(node, name, scope) == "matmul"
+            or self._module_by_name(node, scope) == "matmul"
             or self._attention_model(node, name)
             or self._registry_kind(node, scope) == "matmul"
         ):
             self.matmul.append(_callee(node) or picked_name(node, scope) or ast.unparse(node.func))
             self.linear_weights = None
             self._sized_model(node, scope)
+
+    def _module_by_name(self, node: ast.Call, scope: Scope) -> Optional[str]:
+        """The kind of a model made by a module of the project imported by name
+        (Pointnet_Pointnet2's `MODEL = importlib.import_module(args.model)` then
+        `MODEL.get_model(num_class)`, --model defaulting to "pointnet_cls"): the module
+        name the source settles names the architecture, as a model class's module does.
+        The call must say it makes a model (`get_model`, `Model`), not a loss."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+            return None
+        words = [w.lower() for w in WORD_START.split(func.attr) if w]
+        makes = func.attr[:1].isupper() or (bool(words) and words[0] in MAKES_MODEL)
+        if not (model_like(func.attr) and makes):
+            return None
+        imported = scope.lookup(func.value.id)
+        if not (
+            isinstance(imported, ast.Call)
+            and self.walker.qualname(imported.func) == "importlib.import_module"
+            and imported.args
+        ):
+            return None
+        module = resolve(imported.args[0], scope)
+        if not (module.known and isinstance(module.value, str)):
+            return None
+        kinds = {module_architecture(part) for part in module.value.split(".")} - {None}
+        return kinds.pop() if len(kinds) == 1 else None
 
     def _registry_kind(self, node: ast.Call, scope: Scope) -> Optional[str]:
         """The kind of a model picked by name from a project's registry of model builders
@@ -1073,6 +1102,7 @@ class _Reader:
                 or "conv" in modules
                 or (callee is not None and _named_elsewhere(node, name, self.references) == "conv")
                 or (callee is not None and _named_definition(node, name, scope) == "conv")
+                or self._module_by_name(node, scope) == "conv"
             )
         return not named.lower().startswith(TRANSFORMERS)
 

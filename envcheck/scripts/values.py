@@ -47,6 +47,9 @@ CPU_COUNT = "os.cpu_count()"  # symbolic: the number of logical CPUs where it ru
 LIVE = "live object"
 # The key of Lightning's `self.hparams.<name>` among a scope's attributes (inherited.py).
 HPARAMS = "hparams."
+# `torch.__version__` read as a current release's: the rules judge runs on today's GPU
+# stacks, where a branch kept for PyTorch 0.3 (`loss.data[0]`) is dead code
+CURRENT_TORCH = "2.3.1"
 
 
 @dataclass(frozen=True)
@@ -313,6 +316,8 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         return Value(False, None, text, inner.source)
     if _is_cpu_count(node):
         return Value(True, CPU_COUNT, text, "os.cpu_count()")
+    if _torch_version(node):
+        return Value(True, CURRENT_TORCH, text, "torch.__version__ of a current PyTorch")
     if gpu_count(node):  # kept symbolic: evaluated with the target's GPUs
         return Value(False, GPU_COUNT, text, "torch.cuda.device_count() on the training machine")
     if cuda_available(node):  # the rules judge GPU runs, where it is True
@@ -396,6 +401,8 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
     key = _namespace_key(node, scope)
     if key is not None:  # `config['num_workers']` with `config = vars(args)`
         return _namespace_option(node, key, scope, depth)
+    if isinstance(node, ast.Subscript):
+        return _character(node, scope, depth)
     if isinstance(node, ast.BinOp):
         return _binop(node, scope, depth)
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
@@ -419,6 +426,32 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
             kind = list if isinstance(node, ast.List) else tuple
             return Value(True, kind(m.value for m in members), text, "literal")
     return Value(False, None, text, "computed at run time")
+
+
+def _torch_version(node: ast.expr) -> bool:
+    """`torch.__version__`, the string a version test reads."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "__version__"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "torch"
+    )
+
+
+def _character(node: ast.Subscript, scope: Scope, depth: int) -> Value:
+    """`version[0]` of a known string (`version = torch.__version__`): the character
+    an old script's version test reads (`if int(version[0]) > 0:`); unknown for other
+    subscripts."""
+    text = ast.unparse(node)
+    index = node.slice
+    if not (isinstance(index, ast.Constant) and type(index.value) is int):
+        return Value(False, None, text, "computed at run time")
+    found = resolve(node.value, scope, depth + 1)
+    if not (found.known and isinstance(found.value, str)):
+        return Value(False, None, text, "computed at run time")
+    if not -len(found.value) <= index.value < len(found.value):
+        return Value(False, None, text, "computed at run time")
+    return Value(True, found.value[index.value], text, found.source)
 
 
 def _gpus_counted(found: Value) -> bool:
@@ -729,6 +762,9 @@ def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     text = ast.unparse(node)
     args = [resolve(a, scope, depth + 1) for a in _compared(node)]
     name = node.func.id  # type: ignore[attr-defined]
+    digits = _digits(name, args, node)
+    if digits is not None:
+        return Value(True, digits, text, args[0].source)
     if (
         node.keywords
         or not args
@@ -747,6 +783,14 @@ def _builtin_call(node: ast.Call, scope: Scope, depth: int) -> Value:
     if len(args) == 1 and args[0].source not in ("literal", ""):
         return Value(True, result, text, args[0].source)  # int(opt.workers): its source
     return Value(True, result, text, "arithmetic on known values")
+
+
+def _digits(name: str, args: list[Value], node: ast.Call) -> Optional[int]:
+    """`int(version[0])` of a known digit string: the number it reads; None otherwise."""
+    if name != "int" or node.keywords or len(args) != 1 or not args[0].known:
+        return None
+    value = args[0].value
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 def _compared(node: ast.Call) -> list[ast.expr]:
