@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Optional, TypeVar
 
@@ -174,36 +175,36 @@ class RunOptions:
         """Why the Dataset class `qualname` (`windows.Windows`, imported by `reader`)
         serves samples from memory, when a file of the run linked to `reader` defines it
         so (datasets.in_memory), or None."""
-        module, _, name = qualname.rpartition(".")
-        if not module or not name:
-            return None
-        files = [
-            shown
-            for shown, classes in self.in_memory.items()
-            if shown != reader
-            and name in classes
-            and file_of_module(shown, module)
-            and self.linked(reader, shown)
-        ]
-        return f"{self.in_memory[files[0]][name]} (in {files[0]})" if len(files) == 1 else None
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.in_memory)
+        return f"{self.in_memory[shown][name]} (in {shown})" if shown is not None else None
 
     def maker(self, reader: str, qualname: str) -> Optional[tuple[str, frozenset[str]]]:
         """(the file, the DataLoader keywords it sets itself) for the loader maker
         `qualname` (`dataloaders.make_data_loader`, imported by `reader`) when one file of
         the run linked to `reader` defines it as a maker forwarding the caller's
         `**kwargs` (forwarding_makers), else None."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.makers)
+        return (shown, self.makers[shown][name]) if shown is not None else None
+
+    def _defining_file(
+        self, reader: str, qualname: str, defined: Mapping[str, Container[str]]
+    ) -> Optional[str]:
+        """The one file of the run, linked to `reader`, whose module `qualname` names and
+        whose entry in `defined` (file -> the names it defines) holds its last part."""
         module, _, name = qualname.rpartition(".")
         if not module or not name:
             return None
         files = [
             shown
-            for shown, makers in self.makers.items()
+            for shown, names in defined.items()
             if shown != reader
-            and name in makers
+            and name in names
             and file_of_module(shown, module)
             and self.linked(reader, shown)
         ]
-        return (files[0], self.makers[files[0]][name]) if len(files) == 1 else None
+        return files[0] if len(files) == 1 else None
 
     def _module_constant(self, reader: str, chain: tuple[str, ...], text: str) -> Optional[Value]:
         """`cfg.NUM_WORKERS` with `import config as cfg`: the constant config.py of the
