@@ -29,6 +29,7 @@ as the statements are read; split across modules they would share that private s
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.index import (
@@ -865,43 +866,44 @@ class _Pipelines:
             wrapper = self._py_function_decorator(root)
             if wrapper is not None:  # @map_decorator that runs it in tf.py_function
                 host.append(wrapper)
-        visited: set[int] = set()
-        while todo:
-            root = todo.pop()
-            if id(root) in visited:
-                continue
-            visited.add(id(root))
-            for node in ast.walk(root):
-                if not isinstance(node, ast.Call):
-                    continue
-                kind = self._host_kind(node)
-                entry = {
-                    "line": node.lineno,
-                    "call": ast.unparse(node.func),
-                    "code": code_at(self.walker.lines, node.lineno),
-                }
-                if kind is not None:
-                    host.append({**entry, "kind": kind})
-                name = self.walker.qualname(node.func) or ""
-                if name.startswith(
-                    ("tensorflow.image.random_", "tensorflow.image.stateless_random_")
-                ) or name.startswith("tensorflow.random."):
-                    random.append(entry)
-                if isinstance(node.func, ast.Name) and node.func.id in self.files.functions:
-                    todo.append(self.files.functions[node.func.id])
-                method = self._own_method(node.func)
-                if method is not None:  # `self._spec(path)`: a method of the file's class
-                    todo.append(method)
-                if kind == "py_function":  # tf.py_function(load, [x], ...): what it runs
-                    wrapped = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "func")]
-                    for target in wrapped:
-                        if isinstance(target, ast.Name) and target.id in self.files.functions:
-                            todo.append(self.files.functions[target.id])
-                        elif isinstance(target, ast.Lambda):
-                            todo.append(target.body)
-                        elif (wrapped_method := self._own_method(target)) is not None:
-                            todo.append(wrapped_method)
+        for node in _reached_calls(todo, ast.walk, self._callees):
+            kind = self._host_kind(node)
+            entry = self._call_entry(node)
+            if kind is not None:
+                host.append({**entry, "kind": kind})
+            name = self.walker.qualname(node.func) or ""
+            if name.startswith(
+                ("tensorflow.image.random_", "tensorflow.image.stateless_random_")
+            ) or name.startswith("tensorflow.random."):
+                random.append(entry)
         return {"host_calls": host, "random_augmentation": random}
+
+    def _callees(self, node: ast.Call) -> list[ast.AST]:
+        """What a call in a map function runs that the file shows: a function of the
+        file, a method of its class (`self._spec(path)`), and for `tf.py_function(load,
+        [x], ...)` the function it wraps."""
+        found = [f for f in [_file_function(node.func, self.files.functions)] if f is not None]
+        method = self._own_method(node.func)
+        if method is not None:
+            found.append(method)
+        if self._host_kind(node) == "py_function":
+            wrapped = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "func")]
+            for target in wrapped:
+                function = _file_function(target, self.files.functions)
+                if function is not None:
+                    found.append(function)
+                elif isinstance(target, ast.Lambda):
+                    found.append(target.body)
+                elif (wrapped_method := self._own_method(target)) is not None:
+                    found.append(wrapped_method)
+        return found
+
+    def _call_entry(self, node: ast.Call) -> dict[str, Any]:
+        return {
+            "line": node.lineno,
+            "call": ast.unparse(node.func),
+            "code": code_at(self.walker.lines, node.lineno),
+        }
 
     def _unconditional_host_calls(self, targets: list[MapTarget]) -> list[dict[str, Any]]:
         """The host calls the bodies make outside every `if` (and conditional expression),
@@ -909,28 +911,16 @@ class _Pipelines:
         settings bound to the function (`preprocess_example` computes its spectrogram in a
         tf.py_func on every call; its jitter only `if is_training`)."""
         host: list[dict[str, Any]] = []
-        todo = [target.root for target in targets]
-        visited: set[int] = set()
-        while todo:
-            root = todo.pop()
-            if id(root) in visited:
-                continue
-            visited.add(id(root))
-            for node in _unconditional_nodes(root):
-                if not isinstance(node, ast.Call):
-                    continue
-                kind = self._host_kind(node)
-                if kind is not None:
-                    host.append(
-                        {
-                            "line": node.lineno,
-                            "call": ast.unparse(node.func),
-                            "code": code_at(self.walker.lines, node.lineno),
-                            "kind": kind,
-                        }
-                    )
-                if isinstance(node.func, ast.Name) and node.func.id in self.files.functions:
-                    todo.append(self.files.functions[node.func.id])
+        roots: list[ast.AST] = [target.root for target in targets]
+        functions = self.files.functions
+        for node in _reached_calls(
+            roots,
+            _unconditional_nodes,
+            lambda call: [f for f in [_file_function(call.func, functions)] if f is not None],
+        ):
+            kind = self._host_kind(node)
+            if kind is not None:
+                host.append({**self._call_entry(node), "kind": kind})
         return host
 
     def _own_method(self, func: ast.expr) -> Optional[ast.AST]:
@@ -1400,6 +1390,31 @@ def _called_in_loops(module: ast.Module, function: Optional[ast.AST]) -> bool:
             if called == name:
                 return True
     return False
+
+
+def _file_function(func: ast.expr, functions: Mapping[str, Any]) -> Optional[Any]:
+    """The file's function a bare name calls (`load(x)`), or None."""
+    return functions.get(func.id) if isinstance(func, ast.Name) else None
+
+
+def _reached_calls(
+    roots: list[ast.AST],
+    nodes_of: Callable[[ast.AST], Iterable[ast.AST]],
+    follow: Callable[[ast.Call], list[ast.AST]],
+) -> Iterator[ast.Call]:
+    """The calls in `roots` (the nodes `nodes_of` gives of each) and in what `follow`
+    says each call runs, each body read once however often it is reached."""
+    todo = list(roots)
+    visited: set[int] = set()
+    while todo:
+        root = todo.pop()
+        if id(root) in visited:
+            continue
+        visited.add(id(root))
+        for node in nodes_of(root):
+            if isinstance(node, ast.Call):
+                yield node
+                todo.extend(follow(node))
 
 
 def _unconditional_nodes(root: ast.AST) -> list[ast.AST]:
