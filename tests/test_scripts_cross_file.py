@@ -184,8 +184,9 @@ def test_a_helper_s_kwargs_filled_by_another_file_stay_unknown(tmp_path: Path) -
 
 def test_a_constant_of_an_imported_config_module_of_the_run(tmp_path: Path) -> None:
     """`import config as cfg` ... `num_workers=cfg.NUM_WORKERS` with `NUM_WORKERS = 8` in
-    config.py of the same run: 8, naming the file; unknown without config.py in the run,
-    and a module of that name the file does not import gives nothing."""
+    config.py of the same run: 8, naming the file (named alone, too: config.py is read
+    beside it); unknown without config.py, and a module of that name the file does not
+    import gives nothing."""
     train = (
         "import torch\nimport config as cfg\n"
         "loader = torch.utils.data.DataLoader(ds, num_workers=cfg.NUM_WORKERS)\n"
@@ -195,8 +196,14 @@ def test_a_constant_of_an_imported_config_module_of_the_run(tmp_path: Path) -> N
     [found] = workers(tmp_path, tmp_path / "data.py", tmp_path / "config.py")
     assert (found["known"], found["value"]) == (True, 8)
     assert "config.py" in found["source"]
+    # named alone, data.py still reads config.py beside it, as Python would import it
+    # (project_context.py); with config.py gone the value is unknown
+    [alone] = workers(tmp_path, tmp_path / "data.py")
+    assert (alone["known"], alone["value"]) == (True, 8)
+    (tmp_path / "config.py").rename(tmp_path / "elsewhere.py")
     [alone] = workers(tmp_path, tmp_path / "data.py")
     assert alone["known"] is False
+    (tmp_path / "elsewhere.py").rename(tmp_path / "config.py")
     (tmp_path / "data.py").write_text(
         train.replace("import config as cfg", "import settings as cfg")
     )
@@ -233,9 +240,13 @@ def test_a_dataset_class_of_another_file_of_the_run_held_in_memory(tmp_path: Pat
     [loader] = collect(ctx)["scripts"]["loaders"]
     assert "only indexes data it holds" in loader["dataset"]["in_memory"]
     assert "windows.py" in loader["dataset"]["in_memory"]
+    # named alone, train.py still reads windows.py beside it (project_context.py)
     ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "train.py",))
     [alone] = collect(ctx)["scripts"]["loaders"]
-    assert "in_memory" not in alone["dataset"]
+    assert "only indexes data it holds" in alone["dataset"]["in_memory"]
+    (tmp_path / "windows.py").rename(tmp_path / "elsewhere.py")  # out of sight
+    [unseen] = collect(ctx)["scripts"]["loaders"]
+    assert "in_memory" not in unseen["dataset"]
 
 
 def test_a_data_module_fitted_by_a_gpu_trainer_of_the_run_is_judged(tmp_path: Path) -> None:
@@ -315,6 +326,9 @@ def test_a_maker_of_the_run_forwarding_the_caller_s_kwargs(
         return found  # type: ignore[no-any-return]
 
     found = call(tmp_path / "train.py", tmp_path / "dataloaders" / "__init__.py")
+    # named alone, train.py reads the package beside it as Python would import it
+    assert call(tmp_path / "train.py") == found
+    (tmp_path / "dataloaders").rename(tmp_path / "elsewhere")  # out of sight
     alone = call(tmp_path / "train.py")
     assert "persistent_workers" not in alone["args"]
     assert alone["built_by"] == "make_data_loader(), out of this file"
@@ -331,7 +345,8 @@ def test_ec503_at_the_call_of_a_maker_of_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The finding is placed at the call handed the settings (train.py:7), as for a maker
-    out of sight; with the maker out of the run, EC503 cannot say."""
+    out of sight; named alone, train.py reads the maker beside it; with the maker out of
+    sight, EC503 cannot say."""
     (tmp_path / "dataloaders").mkdir()
     (tmp_path / "dataloaders" / "__init__.py").write_text(MAKER.format(settings=""))
     (tmp_path / "train.py").write_text(MAKER_TRAIN)
@@ -340,4 +355,7 @@ def test_ec503_at_the_call_of_a_maker_of_the_run(
     result = CliRunner().invoke(app, [*both, "--exit-zero"], catch_exceptions=False)
     assert "train.py:7:" in result.stdout and " EC503 " in result.stdout, result.stdout
     alone = CliRunner().invoke(app, [*both[:2], *both[3:], "--exit-zero"])
-    assert " EC503 " not in alone.stdout, alone.stdout
+    assert "train.py:7:" in alone.stdout and " EC503 " in alone.stdout, alone.stdout
+    (tmp_path / "dataloaders").rename(tmp_path / "elsewhere")  # out of sight
+    unseen = CliRunner().invoke(app, [*both[:2], *both[3:], "--exit-zero"])
+    assert " EC503 " not in unseen.stdout, unseen.stdout

@@ -12,6 +12,7 @@ parsed once before the audit so that the options one file defines are known to t
 
 from __future__ import annotations
 
+import ast
 import itertools
 import os
 import time
@@ -21,6 +22,7 @@ from typing import Any, Callable, Iterator, Optional
 from envcheck.collectors.base import CollectContext
 from envcheck.scripts.analyze import analyze_file
 from envcheck.scripts.parsing import Parsed, parse_file
+from envcheck.scripts.project_context import context_files
 from envcheck.scripts.run_options import RunOptions
 
 MAX_FILES = 2_000
@@ -63,7 +65,9 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
     # reading every file's options first may take at most half of what is left, so that
     # a large folder still gets audited (as far as the budget goes) instead of not at all
     halfway = clock() + max(0.0, deadline - clock()) / 2
-    run, parsed = _run_options(entries, lambda: clock() > halfway)
+    run, parsed, context = _run_options(entries, lambda: clock() > halfway)
+    if context:
+        section["context"] = context
     for path, shown, searched in entries:
         if len(section["files"]) >= MAX_FILES or (searched and clock() > deadline):
             section["reasons"]["files"] = (
@@ -86,24 +90,54 @@ def collect(ctx: CollectContext, clock: Callable[[], float] = time.monotonic) ->
 
 def _run_options(
     entries: list[tuple[Path, str, bool]], late: Callable[[], bool]
-) -> tuple[Optional[RunOptions], dict[str, Parsed]]:
-    """The options every file of a run of several files defines (run_options.py), and
-    the files as parsed for it, so that each is parsed once. None for a single file."""
-    if len(entries) < 2:
-        return None, {}
+) -> tuple[Optional[RunOptions], dict[str, Parsed], list[str]]:
+    """The options every file of the run defines (run_options.py), with the project
+    modules the named files import read as context (project_context.py); the files as
+    parsed for it, so that each is parsed once; and the context files read. None when
+    a single file imports nothing of its project."""
     run = RunOptions()
     parsed: dict[str, Parsed] = {}
+    named: list[tuple[Path, str, ast.Module]] = []
     for path, shown, searched in entries[:MAX_FILES]:
         if searched and late():
             break
         parsed[shown] = parse_file(path, shown)
         found = parsed[shown]
         if not isinstance(found, dict):
+            if not searched:
+                named.append((path, shown, found[0]))
             try:
                 run.add(shown, *found)
             except RecursionError:  # analyze_file reports the file; the others still share
                 continue
-    return run, parsed
+    context = _context(run, named, [path for path, _, _ in entries], late)
+    if len(entries) < 2 and not context:
+        return None, parsed, []
+    return run, parsed, context
+
+
+def _context(
+    run: RunOptions,
+    named: list[tuple[Path, str, ast.Module]],
+    known: list[Path],
+    late: Callable[[], bool],
+) -> list[str]:
+    """Add the project modules the named files import to `run` (never audited); their
+    shown paths."""
+    if not named or late():
+        return []
+    try:
+        found = context_files(named, known)
+    except (OSError, RecursionError):  # an unreadable folder: the scripts are still audited
+        return []
+    for shown, module, text in found.files:
+        try:
+            run.add(shown, module, text)
+        except RecursionError:
+            continue
+    for importer, imported in found.links:
+        run.link(importer, imported)
+    return [shown for shown, _, _ in found.files]
 
 
 def _python_files(

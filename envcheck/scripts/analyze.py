@@ -114,7 +114,9 @@ def analyze_file(
             walker.module_scope.configs = functools.partial(run.config, shown)
             walker.held_elsewhere = functools.partial(run.held_in_memory, shown)
             walker.maker_elsewhere = functools.partial(run.maker, shown)
+            walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
+            walker.module_scope.imported = functools.partial(run.imported, shown)
         walker.run()
     except RecursionError:  # `a + b + ...`, `elif` over thousands: one file, not the run
         failed = FileReport(shown)
@@ -164,6 +166,9 @@ class Walker(ast.NodeVisitor):
         # `qualname` -> (the file, the DataLoader keywords it sets) of a loader maker another
         # file of the run defines, building its DataLoaders from the caller's **kwargs
         self.maker_elsewhere: Optional[Callable[[str], Optional[tuple[str, frozenset[str]]]]] = None
+        # `models.net.UNet` -> "conv"/"matmul": the kind of a model class (or factory)
+        # another file of the run defines, by its layers there (class_kinds.py)
+        self.kind_elsewhere: Optional[Callable[[str], Optional[str]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,

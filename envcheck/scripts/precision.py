@@ -903,10 +903,17 @@ class _Reader:
             or self._module_by_name(node, scope) == "matmul"
             or self._attention_model(node, name)
             or self._registry_kind(node, scope) == "matmul"
+            or self._kind_elsewhere(name) == "matmul"
         ):
             self.matmul.append(_callee(node) or picked_name(node, scope) or ast.unparse(node.func))
             self.linear_weights = None
             self._sized_model(node, scope)
+
+    def _kind_elsewhere(self, name: str) -> Optional[str]:
+        """The kind of a model class or factory of another file of the run, by its layers
+        there (class_kinds.py); None when no such file is in the run."""
+        kind_of = self.walker.kind_elsewhere
+        return kind_of(name) if kind_of is not None and "." in name else None
 
     def _module_by_name(self, node: ast.Call, scope: Scope) -> Optional[str]:
         """The kind of a model made by a module of the project imported by name
@@ -1103,6 +1110,7 @@ class _Reader:
                 or (callee is not None and _named_elsewhere(node, name, self.references) == "conv")
                 or (callee is not None and _named_definition(node, name, scope) == "conv")
                 or self._module_by_name(node, scope) == "conv"
+                or (callee is not None and self._kind_elsewhere(name) == "conv")
             )
         return not named.lower().startswith(TRANSFORMERS)
 

@@ -28,12 +28,21 @@ the maker sets is DataLoader's default there, not the out-of-sight maker's unkno
 from __future__ import annotations
 
 import ast
+import functools
 import re
-from collections.abc import Container, Mapping
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional, TypeVar
 
-from envcheck.scripts.configs import attribute_path, module_config_tree, option_defaults
+from envcheck.scripts.assignments import simple_assignments
+from envcheck.scripts.class_kinds import MAX_DEPTH as MAX_KIND_DEPTH
+from envcheck.scripts.class_kinds import definition_kind
+from envcheck.scripts.configs import (
+    attribute_path,
+    config_defaults,
+    module_config_tree,
+    option_defaults,
+)
 from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
@@ -118,6 +127,24 @@ class RunOptions:
         self.constants: dict[str, dict[str, ast.Constant]] = {}  # file -> its constants
         self.in_memory: dict[str, dict[str, str]] = {}  # file -> Dataset class -> why held
         self.makers: dict[str, dict[str, frozenset[str]]] = {}  # file -> maker -> set by it
+        # imports resolved on disk (project_context.py): (importer, imported) file pairs
+        self.links: list[tuple[str, str]] = []
+        self.from_imports: dict[
+            str, dict[str, tuple[str, str]]
+        ] = {}  # file -> local -> (module, name)
+        self.modules: dict[str, ast.Module] = {}  # file -> its parsed module
+        self.top_names: dict[str, dict[str, ast.expr]] = {}  # file -> name -> its one assignment
+        self.config_objects: dict[str, dict[str, list[tuple[str, ast.expr]]]] = {}
+        self.definitions: dict[str, set[str]] = {}  # file -> its top-level classes, functions
+        self._kinds: dict[tuple[str, str], Optional[str]] = {}
+        self._scopes: dict[str, Scope] = {}  # file -> its module scope, built once
+
+    def link(self, importer: str, imported: str) -> None:
+        """Record that `importer` imports `imported` (both files of the run), as found on
+        disk: linked whatever their paths look like."""
+        self.links.append((importer, imported))
+        self._linked = None
+        self._by_group = {}
 
     def add(self, shown: str, module: ast.Module, text: str) -> None:
         self.imports[shown] = imported_modules(module)
@@ -126,6 +153,15 @@ class RunOptions:
         self.constants[shown] = module_constants(module)
         self.in_memory[shown] = _in_memory_datasets(module)
         self.makers[shown] = forwarding_makers(module)
+        self.from_imports[shown] = from_imports(module)
+        self.modules[shown] = module
+        self.top_names[shown] = simple_assignments(module.body)
+        self.config_objects[shown] = config_defaults(module)
+        self.definitions[shown] = {
+            node.name
+            for node in module.body
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        }
         if adds_to_sys_path(module):
             self.path_adders.add(shown)
         self._linked = None
@@ -169,7 +205,88 @@ class RunOptions:
             if len({repr(v.value) for _, v in found}) > 1:
                 return Value(False, None, text, f"the config trees of this run disagree: {places}")
             return Value(True, found[0][1].value, text, f"config default {places}")
-        return self._module_constant(reader, chain, text)
+        return self._module_constant(reader, chain, text) or self.config_object(reader, chain, text)
+
+    def imported(self, reader: str, name: str) -> Optional[tuple[ast.expr, Scope]]:
+        """What the one file of the run `reader` imports `name` from (`from config import
+        NUM_WORKERS as workers`) assigns it at its top level, with that file's module scope
+        to read it in; None when no linked file of the run is that module or assigns it."""
+        origin = self.from_imports.get(reader, {}).get(name)
+        if origin is None:
+            return None
+        module, original = origin
+        shown = self._defining_file(reader, f"{module}.{original}", self.top_names)
+        if shown is None:
+            return None
+        return self.top_names[shown][original], self.module_scope(shown)
+
+    def module_scope(self, shown: str) -> Scope:
+        """The module scope of a file of the run, with the run's links of its own."""
+        if shown not in self._scopes:
+            scope = Scope.of_module(self.modules[shown])
+            scope.imported = functools.partial(self.imported, shown)
+            scope.configs = functools.partial(self.config, shown)
+            self._scopes[shown] = scope
+        return self._scopes[shown]
+
+    def model_kind(self, reader: str, qualname: str, depth: int = 0) -> Optional[str]:
+        """ "conv" or "matmul" for the model class or factory `qualname` (`models.net.UNet`,
+        imported by `reader`) by its layers in the file of the run that defines it
+        (class_kinds.py), following re-exports (`models/__init__.py` importing it from
+        `.unet`); None when no linked file of the run defines it or its layers do not say."""
+        key = (reader, qualname)
+        if key in self._kinds:
+            return self._kinds[key]
+        self._kinds[key] = None  # a cycle of re-exports ends here
+        name = qualname.rpartition(".")[2]
+        kind: Optional[str] = None
+        shown = self._defining_file(reader, qualname, self.definitions)
+        if shown is not None:
+            kind = definition_kind(
+                self.modules[shown], name, functools.partial(self._imported_kind, shown), depth
+            )
+        else:
+            exporter = self._defining_file(reader, qualname, self.from_imports)
+            if exporter is not None and depth < MAX_KIND_DEPTH:
+                module, original = self.from_imports[exporter][name]
+                kind = self.model_kind(exporter, f"{module}.{original}", depth + 1)
+        self._kinds[key] = kind
+        return kind
+
+    def _imported_kind(self, shown: str, name: str, depth: int) -> Optional[str]:
+        """The kind of a name the run's file `shown` imports (`from .backbone import
+        ResNetBackbone`), in the file of the run that defines it."""
+        origin = self.from_imports.get(shown, {}).get(name)
+        if origin is None or depth > MAX_KIND_DEPTH:
+            return None
+        return self.model_kind(shown, f"{origin[0]}.{origin[1]}", depth)
+
+    def config_object(self, reader: str, chain: tuple[str, ...], text: str) -> Optional[Value]:
+        """`cfg.num_workers` where `cfg` is an object of a config class another file of the
+        run, linked to `reader`, defines (`class Config: num_workers = 4`, a dataclass
+        field; configs.config_defaults): that default when every such file agrees."""
+        if chain[0] == "self" and len(chain) < 3:  # `self.workers`: the object's own
+            return None
+        attribute = chain[-1]
+        found = [
+            (shown, where, expr)
+            for shown, objects in self.config_objects.items()
+            if shown != reader and attribute in objects and self.linked(reader, shown)
+            for where, expr in objects[attribute]
+        ]
+        if not found:
+            return None
+        if len({ast.dump(expr) for _, _, expr in found}) > 1:
+            places = _places([f"{where} in {shown}" for shown, where, _ in found])
+            return Value(False, None, text, f"the config defaults of this run differ ({places})")
+        shown, where, expr = found[0]
+        value = resolve(expr, self.module_scope(shown), 1)
+        return Value(
+            value.known,
+            value.value,
+            text,
+            f"config default {where} = {ast.unparse(expr)} in {shown}",
+        )
 
     def held_in_memory(self, reader: str, qualname: str) -> Optional[str]:
         """Why the Dataset class `qualname` (`windows.Windows`, imported by `reader`)
@@ -254,7 +371,7 @@ class RunOptions:
 
     def _groups(self) -> dict[str, int]:
         if self._linked is None:
-            self._linked = import_groups(self.imports, widened_importers(self))
+            self._linked = import_groups(self.imports, widened_importers(self), self.links)
         return self._linked
 
     def _linked_parsers(self, reader: str, dest: str) -> list[_Parser]:
@@ -298,6 +415,17 @@ class RunOptions:
         if len(values) > 1:
             return Value(False, None, text, f"the parsers of this run disagree: {places}")
         return Value(True, found[0][1].value, text, f"argparse {places}")
+
+
+def from_imports(module: ast.Module) -> dict[str, tuple[str, str]]:
+    """local name -> (module, name) for each `from module import name [as local]`."""
+    found: dict[str, tuple[str, str]] = {}
+    for node in module_nodes(module):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if alias.name != "*":
+                    found[alias.asname or alias.name] = (node.module, alias.name)
+    return found
 
 
 def called_names(module: ast.Module) -> set[str]:
@@ -389,7 +517,9 @@ def project_root(shown: str) -> Optional[str]:
 
 
 def import_groups(
-    imports: dict[str, list[str]], widened: Optional[set[str]] = None
+    imports: dict[str, list[str]],
+    widened: Optional[set[str]] = None,
+    links: Sequence[tuple[str, str]] = (),
 ) -> dict[str, int]:
     """file -> a number shared by the files linked by imports (undirected). An import
     `a.b` names the file of the run whose path ends with folders `a/b` (or `a/b/
@@ -398,7 +528,8 @@ def import_groups(
     the importer lives under the root that path leaves (`repo/`, `repo__`: another
     project's `utils.py` is not the `utils` it imports), the nearest to the importer by
     path when several are. A `widened` importer (one that extends sys.path) may also
-    name a file anywhere under its project's root (project_root)."""
+    name a file anywhere under its project's root (project_root). `links` are imports
+    already resolved on disk (project_context.py)."""
     stems = {shown: re.sub(r"\.pyw?$", "", shown) for shown in imports}
     strict, loose = _index(stems, FOLDERS), _index(stems, SEPARATORS)
     parent = {shown: shown for shown in imports}
@@ -425,6 +556,9 @@ def import_groups(
             for found in matches:
                 if shared_prefix(importer, found) == best:
                     parent[root(found)] = root(importer)
+    for importer, imported in links:
+        if importer in parent and imported in parent:
+            parent[root(imported)] = root(importer)
     roots = sorted({root(shown) for shown in imports})
     numbers = {r: index for index, r in enumerate(roots)}
     return {shown: numbers[root(shown)] for shown in imports}

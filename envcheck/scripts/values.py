@@ -136,6 +136,9 @@ class Scope:
         # function name -> whether another file of the run linked by imports calls it
         # (run_options.py), set on the module's scope of a file audited in a run
         self.called_elsewhere: Optional[Callable[[str], bool]] = None
+        # a name the file imports from another file of the run (`from config import
+        # CONFIG`) -> its expression there and that file's module scope (run_options.py)
+        self.imported: Optional[Callable[[str], Optional[tuple[ast.expr, Scope]]]] = None
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
@@ -164,6 +167,7 @@ class Scope:
         scope.returns = self.returns
         scope.foreign = self.foreign
         scope.configs = self.configs
+        scope.imported = self.imported
         return scope
 
     def lookup(self, name: str) -> Optional[ast.expr]:
@@ -341,6 +345,11 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
                 True, {"True": True, "False": False, "None": None}[node.id], text, "literal"
             )
         assigned = scope.lookup(node.id)
+        elsewhere = _imported(node.id, scope) if assigned is None else None
+        if elsewhere is not None:  # `from config import NUM_WORKERS`
+            expr, there = elsewhere
+            found = resolve(expr, there, depth + 1)
+            return Value(found.known, found.value, text, found.source)
         if assigned is None:
             return Value(False, None, text, f"{node.id} is not a simple assignment here")
         found = resolve(assigned, scope, depth + 1)
@@ -401,6 +410,9 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
     key = _namespace_key(node, scope)
     if key is not None:  # `config['num_workers']` with `config = vars(args)`
         return _namespace_option(node, key, scope, depth)
+    entry = _dict_entry(node, scope, depth)
+    if entry is not None:  # `CONFIG["num_workers"]`, `cfg.get("workers", 4)`
+        return entry
     if isinstance(node, ast.Subscript):
         return _character(node, scope, depth)
     if isinstance(node, ast.BinOp):
@@ -436,6 +448,44 @@ def _torch_version(node: ast.expr) -> bool:
         and isinstance(node.value, ast.Name)
         and node.value.id == "torch"
     )
+
+
+def _dict_entry(node: ast.expr, scope: Scope, depth: int) -> Optional[Value]:
+    """`CONFIG["num_workers"]` or `CONFIG.get("num_workers", 4)` of a dict the source
+    spells out (_dict_items: a literal, `dict(...)`, updated in place): the entry's value,
+    or `.get`'s default when the whole dict is in sight and lacks the key; None for any
+    other expression."""
+    if isinstance(node, ast.Subscript):
+        holder, key, default = node.value, node.slice, None
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and 1 <= len(node.args) <= 2
+        and not node.keywords
+    ):
+        holder, key = node.func.value, node.args[0]
+        default = node.args[1] if len(node.args) == 2 else ast.Constant(None)
+    else:
+        return None
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return None
+    if not isinstance(holder, ast.Name):
+        return None
+    items = _dict_items(holder, scope, depth + 1)
+    if items is None:
+        return None
+    elsewhere = _imported(holder.id, scope) if scope.lookup(holder.id) is None else None
+    text = ast.unparse(node)
+    if key.value in items:  # read where the dict is written (another file of the run)
+        found = resolve(items[key.value], elsewhere[1] if elsewhere else scope, depth + 1)
+        where = f"{holder.id}[{key.value!r}] = {ast.unparse(items[key.value])}"
+        return Value(found.known, found.value, text, where)
+    if default is None:
+        return None
+    found = resolve(default, scope, depth + 1)
+    where = f"{holder.id} has no {key.value!r}: the default {ast.unparse(default)}"
+    return Value(found.known, found.value, text, where)
 
 
 def _character(node: ast.Subscript, scope: Scope, depth: int) -> Value:
@@ -584,6 +634,12 @@ def _foreign(node: ast.Attribute, scope: Scope) -> Optional[Value]:
     return scope.foreign(node.attr, ast.unparse(node))
 
 
+def _imported(name: str, scope: Scope) -> Optional[tuple[ast.expr, Scope]]:
+    """What another file of the run assigns `name`, when this file imports it from there
+    (run_options.py), with that file's module scope to read it in; else None."""
+    return None if scope.imported is None or name in scope.defaults else scope.imported(name)
+
+
 def _run_config(node: ast.Attribute, scope: Scope) -> Optional[Value]:
     """`cfg.TRAIN.workers`: the default a config tree of the run (a yacs defaults module
     audited with it) gives that path, or None when none sets it (run_options.py)."""
@@ -614,6 +670,7 @@ def _module_level(scope: Scope) -> Scope:
         module_attributes=scope.module_attributes,
     )
     module.returns = scope.returns
+    module.imported = scope.imported
     return module
 
 
@@ -887,6 +944,9 @@ def _dict_items(node: ast.expr, scope: Scope, depth: int = 0) -> Optional[dict[s
         return None
     if isinstance(node, ast.Name):
         assigned = scope.lookup(node.id)
+        elsewhere = _imported(node.id, scope) if assigned is None else None
+        if elsewhere is not None:  # `from config import LOADER_KWARGS`
+            return _dict_items(elsewhere[0], elsewhere[1], depth + 1)
         if assigned is None:
             return None
         named = _dict_items(assigned, scope, depth + 1)

@@ -1,0 +1,95 @@
+"""What kind of model a project's class builds, read from its definition in another file.
+
+`model = UNetGenerator(cfg)` in train.py names a class of the project's models/ package:
+out of sight, only its name could tell whether it convolves (model_names.py). When the
+file that defines it is read as context (project_context.py), its layers decide: a class
+that builds `nn.Conv2d` (or a torchvision/timm model, or a class of its own module that
+does) is convolutional; one that builds only `nn.Linear`, recurrent or attention layers is
+matmul-bound. A factory function (`def build_model(cfg): return Net(cfg)`) is the kind
+of the classes it builds. Anything else says nothing (None), never a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Callable, Optional
+
+from envcheck.scripts.model_names import architecture, model_like
+
+CONV_LAYER = re.compile(r"^(Lazy)?Conv(Transpose)?[123]d$")
+CONV_BUILDERS = ("torchvision.models.", "timm.create_model", "models.resnet", "models.vgg")
+MATMUL_LAYER_NAMES = {
+    "Linear",
+    "Bilinear",
+    "LSTM",
+    "GRU",
+    "RNN",
+    "LSTMCell",
+    "GRUCell",
+    "RNNCell",
+    "MultiheadAttention",
+    "Transformer",
+    "TransformerEncoder",
+    "TransformerDecoder",
+    "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
+}
+MAX_DEPTH = 3
+
+# (module of the run, a name it imports) -> that name's kind in its defining file
+Elsewhere = Callable[[str, int], Optional[str]]
+
+
+def definition_kind(
+    module: ast.Module, name: str, elsewhere: Elsewhere, depth: int = 0
+) -> Optional[str]:
+    """ "conv", "matmul" or None for the class or factory function `name` defined at the
+    top level of `module`; `elsewhere(name, depth)` gives the kind of a name the module
+    imports from another file of the run. Matmul only when every model-like part is in
+    sight: a class with a `nn.Linear` head on a backbone built out of sight is no MLP."""
+    if depth > MAX_DEPTH:
+        return None
+    definitions = {
+        node.name: node
+        for node in module.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    found = definitions.get(name)
+    if found is None:
+        return None
+    torch_names = _torch_imports(module)
+    matmul, unseen = False, False
+    for node in ast.walk(found):
+        if not isinstance(node, ast.Call):
+            continue
+        text = ast.unparse(node.func)
+        short = text.rsplit(".", 1)[-1]
+        if CONV_LAYER.match(short) or text.startswith(CONV_BUILDERS):
+            return "conv"
+        if short in MATMUL_LAYER_NAMES:
+            matmul = True
+            continue
+        kind: Optional[str] = None
+        if isinstance(node.func, ast.Name) and short in definitions:
+            if short != name:
+                kind = definition_kind(module, short, elsewhere, depth + 1)
+        elif isinstance(node.func, ast.Name) and short not in torch_names:
+            kind = elsewhere(short, depth + 1) or architecture(short)
+            unseen = unseen or (kind is None and short[:1].isupper())
+        elif isinstance(node.func, ast.Attribute):
+            kind = architecture(short) if model_like(short) or short[:1].islower() else None
+        if kind == "conv":
+            return "conv"
+        matmul = matmul or kind == "matmul"
+    return "matmul" if matmul and not unseen else None
+
+
+def _torch_imports(module: ast.Module) -> set[str]:
+    """Names the module imports from torch (`from torch.nn import Linear, ReLU`)."""
+    return {
+        alias.asname or alias.name
+        for node in module.body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch"
+        for alias in node.names
+    }

@@ -1,0 +1,272 @@
+"""The project modules a named script imports, read as context (project_context.py).
+
+`envcheck scripts tools/train.py` inside a repository judges train.py with what Python
+would import beside it: a yacs tree, a config class, a dict or a constant in configs/
+gives `num_workers` its value, where before it stayed unknown. The context files are
+never reported on, and nothing outside the project (no marker folder above it, an
+installed package) is read. Each case goes through the real command line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from envcheck.cli import app
+from envcheck.scripts.project_context import (
+    Import,
+    context_files,
+    module_imports,
+    resolve_import,
+    search_folders,
+)
+
+TARGET = Path(__file__).parent / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
+
+TRAIN = """\
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+{imports}
+
+def main():
+    ds = datasets.ImageFolder("data", transform=transforms.ToTensor())
+    loader = DataLoader(ds, batch_size=64, num_workers={workers}, pin_memory=True)
+    model = torch.nn.Conv2d(3, 8, 3).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        for x, y in loader:
+            loss = model(x.cuda()).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def audit(*paths: Path, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """`envcheck scripts PATHS` run from the folder `cwd`, as a user in the repository."""
+    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(TARGET)]
+    monkeypatch.chdir(cwd)
+    result = CliRunner().invoke(app, [*args, *(str(p) for p in paths)])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def workers_finding(report: dict[str, Any]) -> dict[str, Any] | None:
+    return next((f for f in report["findings"] if f["id"] in ("EC501", "EC504")), None)
+
+
+def repo(tmp_path: Path, files: dict[str, str], imports: str, workers: str) -> Path:
+    root = tmp_path / "repo"
+    (root / "tools").mkdir(parents=True)
+    (root / "setup.py").write_text("")
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "tools" / "train.py").write_text(TRAIN.format(imports=imports, workers=workers))
+    return root
+
+
+CASES = {
+    "yacs tree in a package": (
+        {
+            "configs/__init__.py": "from .defaults import _C as cfg\n",
+            "configs/defaults.py": (
+                "from yacs.config import CfgNode as CN\n_C = CN()\n_C.DATALOADER = CN()\n"
+                "_C.DATALOADER.NUM_WORKERS = {n}\n"
+            ),
+        },
+        "from configs import cfg",
+        "cfg.DATALOADER.NUM_WORKERS",
+    ),
+    "config class instance": (
+        {"config.py": "class Config:\n    num_workers = {n}\n    lr = 0.1\ncfg = Config()\n"},
+        "from config import cfg",
+        "cfg.num_workers",
+    ),
+    "dataclass": (
+        {
+            "config.py": (
+                "from dataclasses import dataclass\n@dataclass\nclass TrainConfig:\n"
+                "    num_workers: int = {n}\n"
+            )
+        },
+        "from config import TrainConfig\nargs = TrainConfig()",
+        "args.num_workers",
+    ),
+    "dict literal": (
+        {"config.py": "MODEL_CONFIG = {{'num_workers': {n}, 'lr': 0.1}}\n"},
+        "from config import MODEL_CONFIG",
+        "MODEL_CONFIG['num_workers']",
+    ),
+    "constant through a module alias": (
+        {"settings.py": "NUM_WORKERS = {n}\n"},
+        "import settings as S",
+        "S.NUM_WORKERS",
+    ),
+    "constant imported by name": (
+        {"settings.py": "NUM_WORKERS = {n}\n"},
+        "from settings import NUM_WORKERS",
+        "NUM_WORKERS",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("n, rule", [(0, "EC501"), (8, "EC504"), (2, None)])
+def test_a_worker_count_set_in_an_imported_project_module(
+    tmp_path: Path, case: str, n: int, rule: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files, imports, workers = CASES[case]
+    root = repo(tmp_path, {k: v.format(n=n) for k, v in files.items()}, imports, workers)
+    report = audit(Path("tools/train.py"), cwd=root, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert (found["id"] if found else None) == rule
+    if found:
+        assert found["location"]["path"] == "tools/train.py"  # never a context file's
+    # the context files are named in the facts, and never audited
+    assert report["facts"]["scripts"]["files"] == ["tools/train.py"]
+    assert report["facts"]["scripts"]["context"]
+
+
+def test_without_the_project_module_the_count_stays_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same script copied alone: nothing to read, so no verdict (never a guess)."""
+    files, imports, workers = CASES["config class instance"]
+    root = repo(tmp_path, {k: v.format(n=0) for k, v in files.items()}, imports, workers)
+    (root / "config.py").unlink()
+    report = audit(Path("tools/train.py"), cwd=root, monkeypatch=monkeypatch)
+    assert workers_finding(report) is None
+    assert "context" not in report["facts"]["scripts"]
+    assert "EC501" in {c["id"] for c in report["checks"] if c["status"] == "unknown"}
+
+
+def test_given_from_inside_the_folder_the_context_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files, imports, workers = CASES["yacs tree in a package"]
+    root = repo(tmp_path, {k: v.format(n=0) for k, v in files.items()}, imports, workers)
+    report = audit(Path("train.py"), cwd=root / "tools", monkeypatch=monkeypatch)
+    assert workers_finding(report)["id"] == "EC501"
+
+
+def test_nothing_above_the_project_root_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config.py beside the project (above its marker) is another project's."""
+    files, imports, workers = CASES["config class instance"]
+    root = repo(tmp_path, {}, imports, workers)
+    (tmp_path / "config.py").write_text(files["config.py"].format(n=0))
+    (root / "tools" / "setup.cfg").write_text("")  # tools/ is the project's root now
+    report = audit(Path("tools/train.py"), cwd=root, monkeypatch=monkeypatch)
+    assert workers_finding(report) is None
+
+
+def test_a_context_file_that_does_not_parse_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = repo(tmp_path, {"config.py": "def broken(:\n"}, "from config import cfg", "cfg.w")
+    report = audit(Path("tools/train.py"), cwd=root, monkeypatch=monkeypatch)
+    assert report["facts"]["scripts"]["errors"] == []  # not the user's named file
+    assert workers_finding(report) is None
+
+
+def test_relative_imports_resolve_from_the_importers_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "sub" / "opts.py").write_text("")
+    (pkg / "util.py").write_text("")
+    script = pkg / "sub" / "train.py"
+    script.write_text("")
+    folders = search_folders(script)
+    assert resolve_import(script, Import("opts", 1), folders) == pkg / "sub" / "opts.py"
+    assert resolve_import(script, Import("util", 2), folders) == pkg / "util.py"
+    assert resolve_import(script, Import("util"), folders) == pkg / "util.py"  # a level up
+    assert resolve_import(script, Import("os"), folders) is None
+
+
+def test_module_imports_names_packages_and_their_members() -> None:
+    import ast
+
+    module = ast.parse("import a.b\nfrom c import d as e\nfrom . import f\nfrom .g import *\n")
+    assert module_imports(module) == [
+        Import("a.b"),
+        Import("c"),
+        Import("c.d"),
+        Import("f", 1),
+        Import("g", 1),
+    ]
+
+
+def test_imports_are_followed_a_bounded_depth(tmp_path: Path) -> None:
+    """A chain of imports m0 -> m1 -> ... is followed MAX_DEPTH files deep, no further,
+    and an import cycle ends."""
+    import ast
+
+    from envcheck.scripts import project_context
+
+    (tmp_path / "setup.py").write_text("")
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text(f"import m{i + 1}\nimport m0\n")
+    script = tmp_path / "train.py"
+    script.write_text("import m0\n")
+    found = context_files([(script, "train.py", ast.parse("import m0\n"))], [script])
+    assert [shown for shown, _, _ in found.files] == [
+        f"m{i}.py" for i in range(project_context.MAX_DEPTH)
+    ]
+
+
+MODEL_TRAIN = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from models import Segmenter
+model = Segmenter().cuda()
+opt = torch.optim.Adam(model.parameters())
+loader = DataLoader(TensorDataset(torch.randn(100, 3, 32, 32)), batch_size=8)
+for epoch in range(5):
+    for (x,) in loader:
+        loss = model(x.cuda()).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+BLOCKS = {
+    "conv": "self.c = nn.Conv2d(3, 3, 3)",
+    "matmul": "self.c = nn.LSTM(256, 1024, num_layers=4)",
+    "unseen": "self.c = Backbone()\n        self.h = nn.Linear(2048, 10)",
+}
+
+
+@pytest.mark.parametrize("layers", sorted(BLOCKS))
+def test_a_model_class_of_the_project_is_judged_by_its_layers(
+    tmp_path: Path, layers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`from models import Segmenter`: models/__init__.py re-exports it from .seg, where a
+    Block of its own module builds the layers. Convolutions make EC506 apply; an LSTM
+    makes it a matmul model (EC508 decided); a Linear head on a backbone out of sight
+    decides nothing."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "__init__.py").write_text("from .seg import Segmenter\n")
+    (tmp_path / "models" / "seg.py").write_text(
+        "import torch.nn as nn\nfrom .backbones import Backbone\n"
+        "class Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        f"        {BLOCKS[layers]}\n"
+        "class Segmenter(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.b = Block()\n"
+    )
+    (tmp_path / "train.py").write_text(MODEL_TRAIN)
+    report = audit(Path("train.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    status = {c["id"]: c["status"] for c in report["checks"]}
+    found = {f["id"] for f in report["findings"]}
+    assert ("EC506" in found) == (layers == "conv")
+    assert (status["EC506"] == "unknown") == (layers == "unseen")
+    assert (status["EC508"] == "unknown") == (layers == "unseen")
