@@ -182,6 +182,7 @@ def test_a_context_file_that_does_not_parse_is_left_out(
 def test_relative_imports_resolve_from_the_importers_package(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
+    (pkg / "pyproject.toml").write_text("")  # the project's root
     (pkg / "sub" / "opts.py").write_text("")
     (pkg / "util.py").write_text("")
     script = pkg / "sub" / "train.py"
@@ -270,3 +271,59 @@ def test_a_model_class_of_the_project_is_judged_by_its_layers(
     assert ("EC506" in found) == (layers == "conv")
     assert (status["EC506"] == "unknown") == (layers == "unseen")
     assert (status["EC508"] == "unknown") == (layers == "unseen")
+
+
+@pytest.mark.parametrize("hostile", ["fifo", "loop", "binary", "directory"])
+def test_a_hostile_module_beside_the_script_is_skipped_never_read(
+    tmp_path: Path, hostile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config.py as a FIFO (reading it would block), a symbolic link to itself, binary
+    bytes, or a folder named like a module: no context from it, the script still audited,
+    and no error for a file the user did not name."""
+    import os
+
+    root = repo(tmp_path, {}, "from config import cfg", "cfg.num_workers")
+    target = root / "config.py"
+    if hostile == "fifo":
+        os.mkfifo(target)
+    elif hostile == "loop":
+        target.symlink_to(target)
+    elif hostile == "binary":
+        target.write_bytes(b"\x00\x01\x02" * 100)
+    else:
+        target.mkdir()
+    report = audit(Path("tools/train.py"), cwd=root, monkeypatch=monkeypatch)
+    assert report["facts"]["scripts"]["files"] == ["tools/train.py"]
+    assert report["facts"]["scripts"]["errors"] == []
+    assert "context" not in report["facts"]["scripts"]
+    assert workers_finding(report) is None
+
+
+def test_library_folders_only_for_a_script_that_extends_sys_path(tmp_path: Path) -> None:
+    """CenterNet's src/main.py: `import _init_paths` puts src/lib on sys.path, then `from
+    opts import opts` is src/lib/opts.py. Without a path setup, Python would not find it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src" / "lib").mkdir(parents=True)
+    script = tmp_path / "src" / "main.py"
+    import ast
+
+    plain = search_folders(script, widened=False)
+    assert tmp_path / "src" / "lib" not in plain
+    assert plain == [tmp_path / "src", tmp_path]
+    widened = search_folders(script, widened=True)
+    assert tmp_path / "src" / "lib" in widened
+    from envcheck.scripts.project_context import extends_sys_path
+
+    assert extends_sys_path(ast.parse("import _init_paths\nfrom opts import opts\n"))
+    assert extends_sys_path(ast.parse("import sys\nsys.path.insert(0, 'lib')\n"))
+    assert not extends_sys_path(ast.parse("from opts import opts\n"))
+
+
+def test_without_a_project_root_only_the_script_folder_is_searched(tmp_path: Path) -> None:
+    """No .git, pyproject.toml, setup.py, setup.cfg or requirements.txt within 3 folders
+    up: the folders above may hold anything (a home folder's stray config.py)."""
+    script = tmp_path / "a" / "b" / "train.py"
+    assert search_folders(script) == [tmp_path / "a" / "b"]
+    (tmp_path / "a" / "requirements.txt").parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "a" / "requirements.txt").write_text("torch\n")
+    assert search_folders(script) == [tmp_path / "a" / "b", tmp_path / "a"]

@@ -105,7 +105,8 @@ def scripts_command(
     """Audit training scripts only (the EC5xx rules), for pre-commit, editors and CI.
 
     The input-pipeline and training-loop rules, with the scripts read by Python's ast,
-    never run.
+    never run. A file named here is judged with the project modules it imports (its
+    configs, datasets, models: found beside it as Python would, read but not audited).
 
     The machine rules do not run. The script rules that depend on the training machine
     (worker counts against its CPUs, mixed precision and TF32 by its GPUs, spawned

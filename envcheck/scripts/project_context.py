@@ -11,12 +11,14 @@ them).
 An import is resolved the way Python resolves it for `python path/to/train.py`: relative
 imports (`from .data import x`) from the importer's package; absolute ones from the
 script's folder (sys.path[0]), then from each folder above it up to the project's root (a
-folder holding .git, pyproject.toml, setup.py or setup.cfg; at most MAX_LEVELS up), which
-is where a package installed with `pip install -e .` or a `sys.path.insert` of the
-project's root finds them, and from `src/` and `lib/` there (`_init_paths` idioms).
-Imports of the files found are followed too (MAX_DEPTH), within MAX_FILES files: a
-third-party package is never found (it is not under the project), and a folder with no
-project marker stops the climb after MAX_LEVELS.
+folder holding .git, pyproject.toml, setup.py, setup.cfg or requirements.txt; at most
+MAX_LEVELS up), which is where a package installed with `pip install -e .` or a
+`sys.path.insert` of the project's root finds them; for a script that extends sys.path
+itself or through `import _init_paths`, also from `src/` and `lib/` beside it and at the
+root. With no project root in reach only the script's own folder is searched (the folders
+above may hold another project's modules). Imports of the files found are followed too
+(MAX_DEPTH), within MAX_FILES files; a third-party package is never found (it is not
+under the project).
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from pathlib import Path
 from typing import Optional
 
 from envcheck.scripts.index import module_nodes
+from envcheck.scripts.parsing import parse_file
+from envcheck.scripts.run_options import PATH_SETUP_MODULES, adds_to_sys_path
 
 MAX_LEVELS = 3  # folders above the script searched for its project's root
 MAX_DEPTH = 3  # imports of imports followed
 MAX_FILES = 64  # context files read per run, all named scripts together
-PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
 LIBRARY_FOLDERS = ("src", "lib")
 # never a project's own module, whatever a folder beside the script holds
 SKIPPED_PARTS = {"site-packages", "dist-packages", "node_modules", ".venv", "venv", "__pycache__"}
@@ -79,22 +83,35 @@ def module_imports(module: ast.Module) -> list[Import]:
     return found
 
 
-def search_folders(script: Path) -> list[Path]:
+def search_folders(script: Path, widened: bool = False) -> list[Path]:
     """Where an absolute import of `script` is looked for, in order: its folder, then each
-    folder above it up to the project's root (and that root's src/ and lib/)."""
+    folder above it up to the project's root, and, for a script that extends sys.path
+    (`widened`), the src/ and lib/ beside it and at the root. Without a project root within
+    MAX_LEVELS, only the script's folder: a folder above it may hold another project's
+    modules."""
     folder = script.parent
-    folders = [folder]
+    climbed = [folder]
     current = folder
-    for _ in range(MAX_LEVELS):
-        if _is_project_root(current):
-            break
+    while not _is_project_root(current):
         parent = current.parent
-        if parent == current:
+        if parent == current or len(climbed) > MAX_LEVELS:
+            climbed = [folder]
             break
         current = parent
-        folders.append(current)
-    folders += [current / name for name in LIBRARY_FOLDERS if (current / name).is_dir()]
-    return folders
+        climbed.append(current)
+    if not widened:
+        return climbed
+    ends = sorted({climbed[0], climbed[-1]})
+    libraries = [e / name for e in ends for name in LIBRARY_FOLDERS if (e / name).is_dir()]
+    return [*climbed, *libraries]
+
+
+def extends_sys_path(module: ast.Module) -> bool:
+    """The script puts a folder on sys.path itself or imports a module that does by its
+    name (`import _init_paths`, the py-faster-rcnn idiom)."""
+    return adds_to_sys_path(module) or any(
+        found.dotted.rsplit(".", 1)[-1] in PATH_SETUP_MODULES for found in module_imports(module)
+    )
 
 
 def _is_project_root(folder: Path) -> bool:
@@ -144,13 +161,17 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
     """The project files the named `scripts` (path, shown, parsed module) import, directly
     or through each other, that are not among the run's files already (`known`). Reading
     stops at MAX_FILES files (truncated is set)."""
-    from envcheck.scripts.parsing import parse_file
-
     result = ContextFiles()
     seen = {str(_real(path)) for path in known}
     shown_of = {str(_real(path)): shown for path, shown, _ in scripts}
     queue: list[tuple[Path, str, ast.Module, int, list[Path]]] = [
-        (path.absolute(), shown, module, 0, search_folders(path.absolute()))
+        (
+            path.absolute(),
+            shown,
+            module,
+            0,
+            search_folders(path.absolute(), extends_sys_path(module)),
+        )
         for path, shown, module in scripts
     ]
     while queue:

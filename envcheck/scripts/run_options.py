@@ -23,6 +23,14 @@ Loader makers are shared too: `make_data_loader(args, **kwargs)` in train.py, de
 `dataloaders/__init__.py` of the run, builds every DataLoader of its own from the
 caller's `**kwargs` (forwarding_makers); a worker setting neither the call hands it nor
 the maker sets is DataLoader's default there, not the out-of-sight maker's unknown.
+
+So are names (`from config import MODEL_CONFIG`: a dict, a constant), config classes and
+dataclasses (`cfg = Config()`, `cfg.num_workers`) and the kind of a model class
+(class_kinds.py) a file imports from another file of the run, whether that file was
+named or read as context (project_context.py).
+
+Size: one index of what every file of a run defines, for every lookup across files, so
+that each file is read once and every lookup agrees on which file defines a name.
 """
 
 from __future__ import annotations
