@@ -10,15 +10,15 @@ them).
 
 An import is resolved the way Python resolves it for `python path/to/train.py`: relative
 imports (`from .data import x`) from the importer's package; absolute ones from the
-script's folder (sys.path[0]), then from each folder above it up to the project's root (a
-folder holding .git, pyproject.toml, setup.py, setup.cfg or requirements.txt; at most
-MAX_LEVELS up), which is where a package installed with `pip install -e .` or a
-`sys.path.insert` of the project's root finds them; for a script that extends sys.path
-itself or through `import _init_paths`, also from `src/` and `lib/` beside it and at the
-root. With no project root in reach only the script's own folder is searched (the folders
-above may hold another project's modules). Imports of the files found are followed too
-(MAX_DEPTH), within MAX_FILES files; a third-party package is never found (it is not
-under the project).
+script's folder (sys.path[0]), then from the project's root (the nearest folder above
+holding .git, pyproject.toml, setup.py, setup.cfg or requirements.txt, at most MAX_LEVELS
+up) and its `src/`, which is where running from the root, `pip install -e .` or a
+`sys.path.insert` of the root finds them; for a script that extends sys.path itself or
+through `import _init_paths`, also from `lib/` and `src/` beside it and `lib/` at the
+root. The folders in between are on no path. With no project root in reach only the
+script's own folder is searched (the folders above may hold another project's modules).
+Imports of the files found are followed too (MAX_DEPTH), within MAX_FILES files; a
+third-party package is never found (it is not under the project).
 """
 
 from __future__ import annotations
@@ -84,26 +84,29 @@ def module_imports(module: ast.Module) -> list[Import]:
 
 
 def search_folders(script: Path, widened: bool = False) -> list[Path]:
-    """Where an absolute import of `script` is looked for, in order: its folder, then each
-    folder above it up to the project's root, and, for a script that extends sys.path
-    (`widened`), the src/ and lib/ beside it and at the root. Without a project root within
-    MAX_LEVELS, only the script's folder: a folder above it may hold another project's
-    modules."""
+    """Where an absolute import of `script` is looked for, in order: its folder
+    (sys.path[0]), then the project's root and its src/ (where `pip install -e .` or
+    running from the root puts the project's packages), and for a script that extends
+    sys.path (`widened`) the lib/ and src/ beside it and lib/ at the root. The folders in
+    between are on no path. Without a project root within MAX_LEVELS, only the script's
+    folder: a folder above it may hold another project's modules."""
     folder = script.parent
-    climbed = [folder]
-    current = folder
-    while not _is_project_root(current):
-        parent = current.parent
-        if parent == current or len(climbed) > MAX_LEVELS:
-            climbed = [folder]
-            break
-        current = parent
-        climbed.append(current)
-    if not widened:
-        return climbed
-    ends = sorted({climbed[0], climbed[-1]})
-    libraries = [e / name for e in ends for name in LIBRARY_FOLDERS if (e / name).is_dir()]
-    return [*climbed, *libraries]
+    root: Optional[Path] = folder
+    levels = 0
+    while root is not None and not _is_project_root(root):
+        levels += 1
+        root = root.parent if root.parent != root and levels <= MAX_LEVELS else None
+    candidates = [folder]
+    if root is not None:
+        candidates += [root, root / "src"]
+    if widened:
+        candidates += [folder / "lib", folder / "src"]
+        candidates += [root / "lib"] if root is not None else []
+    folders: list[Path] = []
+    for candidate in candidates:
+        if candidate not in folders and (candidate == folder or candidate.is_dir()):
+            folders.append(candidate)
+    return folders
 
 
 def extends_sys_path(module: ast.Module) -> bool:
