@@ -972,7 +972,12 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     instance of a class of the file, `accuracy(pred, y)`, a module calling itself
     through `sys.modules[__name__]`, a closure the helper defines and calls: `def
     closure(): ... loss.backward()`, then `loss = closure()`, a gradient hook the step
-    registers, `loss.register_hook(raise_if_nan)`, which backward hands the gradient);
+    registers, `loss.register_hook(raise_if_nan)`, which backward hands the gradient;
+    a function another module of the project defines, read in that module when it is
+    audited in the run or imported beside the script: `commons.clip_grad_value_(
+    net.parameters(), None)` running `.item()` per parameter, `mel(y_hat)` branching on
+    `torch.min(y) < -1.`, a slice bounded by a device tensor, reported at the step's
+    call when the function does it on every call to a device tensor the step hands it);
     a utility shared with
     other code (`metric.add(loss)`) is reported where the step calls it, a method of the
     trainer itself (`self._update_loss(loss)`, shared with evaluation or not) at the

@@ -29,6 +29,7 @@ from envcheck.scripts import device, precision, processes
 from envcheck.scripts.assignments import main_guard
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
+from envcheck.scripts.foreign_helpers import Foreign
 from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes, source_lines
 from envcheck.scripts.inherited import (
     Passed,
@@ -115,6 +116,7 @@ def analyze_file(
             walker.held_elsewhere = functools.partial(run.held_in_memory, shown)
             walker.maker_elsewhere = functools.partial(run.maker, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
+            walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
         walker.run()
@@ -169,6 +171,9 @@ class Walker(ast.NodeVisitor):
         # `models.net.UNet` -> "conv"/"matmul": the kind of a model class (or factory)
         # another file of the run defines, by its layers there (class_kinds.py)
         self.kind_elsewhere: Optional[Callable[[str], Optional[str]]] = None
+        # `commons.clip_grad_value_` -> that function of another file of the run, read in
+        # its own module for the host syncs a training step runs through it
+        self.function_elsewhere: Optional[Callable[[str], Optional[Foreign]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,

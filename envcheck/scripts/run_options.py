@@ -52,6 +52,7 @@ from envcheck.scripts.configs import (
     option_defaults,
 )
 from envcheck.scripts.datasets import in_memory
+from envcheck.scripts.foreign_helpers import Foreign, Function
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
 from envcheck.scripts.values import Scope, Value, resolve
@@ -144,6 +145,9 @@ class RunOptions:
         self.top_names: dict[str, dict[str, ast.expr]] = {}  # file -> name -> its one assignment
         self.config_objects: dict[str, dict[str, list[tuple[str, ast.expr]]]] = {}
         self.definitions: dict[str, set[str]] = {}  # file -> its top-level classes, functions
+        self.functions: dict[str, dict[str, Function]] = {}  # file -> its top-level functions
+        self.star_imports: dict[str, list[str]] = {}  # file -> modules it imports `*` from
+        self._foreign: dict[tuple[str, str], Optional[Foreign]] = {}
         self._kinds: dict[tuple[str, str], Optional[str]] = {}
         self._scopes: dict[str, Scope] = {}  # file -> its module scope, built once
 
@@ -170,6 +174,18 @@ class RunOptions:
             for node in module.body
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
         }
+        self.functions[shown] = {
+            node.name: node
+            for node in module.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self.star_imports[shown] = [
+            node.module
+            for node in module.body
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and any(alias.name == "*" for alias in node.names)
+        ]
         if adds_to_sys_path(module):
             self.path_adders.add(shown)
         self._linked = None
@@ -312,6 +328,29 @@ class RunOptions:
         name = qualname.rpartition(".")[2]
         shown = self._defining_file(reader, qualname, self.makers)
         return (shown, self.makers[shown][name]) if shown is not None else None
+
+    def function_elsewhere(self, reader: str, qualname: str) -> Optional[Foreign]:
+        """The top-level function `qualname` names in `reader` (`commons.clip_grad_value_`
+        with `import commons`; `accuracy` imported by `from utils import *` or `from .utils
+        import accuracy`) when one file of the run linked to `reader` defines it, with
+        that file's import aliases (foreign_helpers.py); else None."""
+        key = (reader, qualname)
+        if key not in self._foreign:
+            self._foreign[key] = self._function_elsewhere(reader, qualname)
+        return self._foreign[key]
+
+    def _function_elsewhere(self, reader: str, qualname: str) -> Optional[Foreign]:
+        candidates = [qualname]
+        if "." not in qualname:
+            origin = self.from_imports.get(reader, {}).get(qualname)
+            candidates = [f"{origin[0]}.{origin[1]}"] if origin is not None else []
+            candidates += [f"{m}.{qualname}" for m in self.star_imports.get(reader, [])]
+        for candidate in candidates:
+            shown = self._defining_file(reader, candidate, self.functions)
+            if shown is not None:
+                function = self.functions[shown][candidate.rpartition(".")[2]]
+                return Foreign(shown, function, self.aliases[shown])
+        return None
 
     def _defining_file(
         self, reader: str, qualname: str, defined: Mapping[str, Container[str]]

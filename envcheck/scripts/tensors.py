@@ -403,7 +403,14 @@ class DeviceTensors:
         if helper is None:
             return
         params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
-        if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        # `self.f(x)`, or `criterion(out, y)` running `forward(self, xin, labels)` of the
+        # instance it calls: the instance is `self`, the arguments bind the rest
+        instance = isinstance(call.func, ast.Name) and call.func.id != helper.name
+        if (
+            params
+            and params[0] in ("self", "cls")
+            and (isinstance(call.func, ast.Attribute) or instance)
+        ):
             params = params[1:]
         scope = id(helper)
         for index, argument in enumerate(call.args):

@@ -1006,7 +1006,9 @@ class _StepLoop:
                 and not self._updates_elsewhere(statement)
             )
             # `i % n == 0` is no `i == 0`
-            once = not periodic_test(statement.test) and once_test(statement.test, self._tensor)
+            once = not periodic_test(statement.test) and once_test(
+                statement.test, lambda side: self._tensor(side) or _indexed_element(side, inner)
+            )
             once = once or self._lazy_init(statement) or self._latch(statement)
             once = once or self._throttle(statement)
             seldom = periodic or (every_n and not accumulates) or once
@@ -1353,7 +1355,7 @@ class _StepLoop:
                 for required in self._host_arguments(node):
                     # pack_padded_sequence wants its lengths on the CPU: no copy to avoid
                     self.seen.update(self._key(n) for n in ast.walk(required))
-                record = self._call(node, inner)
+                record = self._call(node, inner) or self._elsewhere(node)
                 self._follow(node)
                 self._handed_lambdas(node, inner)
             elif self._formats_tensor(node):
@@ -1417,6 +1419,33 @@ class _StepLoop:
                 self.via = (call, helper.name)
             self._block(helper.body, [], periodic=False)
             self.function, self.via, self.reading_helper = outer, via, reading
+
+    def _elsewhere(self, call: ast.Call) -> Optional[dict[str, Any]]:
+        """A call of a function another file of the run defines (`commons.clip_grad_value_(
+        net_d.parameters(), None)`, `accuracy(scores, targets, 5)` from `utils`) that reads
+        a device tensor the step hands it on the host on every call (foreign_helpers.py):
+        a sync of this statement, reported here."""
+        find = self.walker.function_elsewhere
+        if find is None or self.callees.function(call) is not None:
+            return None
+        name = self.walker.qualname(call.func)
+        foreign = find(name) if name is not None else None
+        if foreign is None:
+            return None
+        parameters = foreign.parameters(call)
+        on_device = {
+            parameters[index]
+            for index, argument in enumerate(call.args)
+            if index in parameters and (self._tensor(argument) or _parameters_of(argument))
+        }
+        on_device |= {k.arg for k in call.keywords if k.arg and self._tensor(k.value)}
+        found = foreign.first_sync(frozenset(on_device))
+        if found is None:
+            return None
+        line, what = found
+        return self._record(
+            call, "host_sync", f"{_short(call.func)}()", f"{what} at {foreign.shown}:{line}"
+        )
 
     def _calls_in_scope(self, function: Function) -> int:
         """How many calls in the code being read (the loop, or the helper being read)
@@ -1798,6 +1827,16 @@ def _held_objects(module: ast.Module) -> frozenset[str]:
     return frozenset(found)
 
 
+def _parameters_of(argument: ast.expr) -> bool:
+    """`net.parameters()`: a model's parameters, whose gradients live on the device."""
+    return (
+        isinstance(argument, ast.Call)
+        and isinstance(argument.func, ast.Attribute)
+        and argument.func.attr == "parameters"
+        and not argument.args
+    )
+
+
 def _own_method(call: ast.Call) -> bool:
     """`self.helper(...)`: a method of the class whose step is being read."""
     return (
@@ -1935,6 +1974,17 @@ def _any_or_all(test: ast.expr, own: Collection[str]) -> Optional[ast.expr]:
         return None
     argument = test.args[0]
     return argument.elt if isinstance(argument, (ast.GeneratorExp, ast.ListComp)) else None
+
+
+def _indexed_element(side: ast.expr, inner: list[ForLoop]) -> bool:
+    """`best_n_mask[ti]` in `for ti in range(n): if best_n_mask[ti] == 1:`: an element the
+    per-element loop picks, a value of the data tested for each one, not a step counter."""
+    if not isinstance(side, ast.Subscript):
+        return False
+    names = {n.id for n in ast.walk(side.slice) if isinstance(n, ast.Name)}
+    return any(
+        names & {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} for loop in inner
+    )
 
 
 def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:

@@ -1,0 +1,253 @@
+"""EC509 through a function another module of the project defines (foreign_helpers.py).
+
+A training step calling `commons.clip_grad_value_(net.parameters(), None)`, whose loop
+runs `.item()` per parameter, or `mel(y_hat)` branching on `torch.min(y) < -1.`, waits
+for the GPU every step at that call, though the sync is in commons.py. The module is
+found on disk beside the script (project_context.py) and read in its own imports; only
+what it runs on every call, on device tensors the step hands it, counts. The last cases
+are in one file: a loss module called as `criterion(out, labels)` binds `labels` to its
+`forward`'s second parameter, and a test of a data element per inner-loop index is no
+one-off `if step == 0:`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_scripts_project_context import audit
+
+TRAIN = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+{imports}
+
+def main():
+    ds = TensorDataset(torch.randn(1024, 16), torch.randint(0, 4, (1024,)))
+    loader = DataLoader(ds, batch_size=64, num_workers=1, pin_memory=True)
+    model = torch.nn.Linear(16, 4).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    step = 0
+    for epoch in range(10):
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out, y)
+            opt.zero_grad()
+            loss.backward()
+            {call}
+            opt.step()
+            step += 1
+
+if __name__ == "__main__":
+    main()
+"""
+
+CLIP = """\
+import torch
+
+def clip_grad_value_(parameters, clip_value, norm_type=2):
+    parameters = list(filter(lambda p: p.grad is not None, parameters))
+    total_norm = 0
+    for p in parameters:
+        param_norm = p.grad.data.norm(norm_type)
+        total_norm += param_norm.item() ** norm_type
+        if clip_value is not None:
+            p.grad.data.clamp_(min=-clip_value, max=clip_value)
+    return total_norm ** (1.0 / norm_type)
+"""
+
+MEL = """\
+import torch
+
+def mel(y, n_fft):
+    if torch.min(y) < -1.0:
+        print("min value is ", torch.min(y))
+    return torch.stft(y, n_fft, return_complex=True).abs()
+"""
+
+SLICE = """\
+import torch
+
+def slice_segments(x, ids_str, segment_size=4):
+    ret = torch.zeros_like(x[:, :segment_size])
+    for i in range(x.size(0)):
+        idx_str = ids_str[i]
+        ret[i] = x[i, idx_str:idx_str + segment_size]
+    return ret
+"""
+
+ACCURACY = """\
+def accuracy(scores, targets, k):
+    batch_size = targets.size(0)
+    _, ind = scores.topk(k, 1, True, True)
+    correct = ind.eq(targets.view(-1, 1).expand_as(ind))
+    return correct.view(-1).float().sum().item() * (100.0 / batch_size)
+"""
+
+LOGGED = """\
+def report(loss, verbose=False):
+    if verbose:
+        print(loss.item())
+    return loss
+"""
+
+HOST_ONLY = """\
+def warmup(step, total):
+    return float(min(1.0, step / total))
+"""
+
+CASES = {
+    "an .item() per parameter of the model's gradients": (
+        {"commons.py": CLIP},
+        "import commons",
+        "commons.clip_grad_value_(model.parameters(), None)",
+        True,
+    ),
+    "a branch on a tensor's minimum": (
+        {"audio.py": MEL},
+        "from audio import mel",
+        "m = mel(out, 4)",
+        True,
+    ),
+    "a slice bounded by a device index tensor per element": (
+        {"commons.py": SLICE},
+        "import commons",
+        "seg = commons.slice_segments(out, y)",
+        True,
+    ),
+    "an .item() returned through a star import": (
+        {"utils.py": ACCURACY},
+        "from utils import *",
+        "top = accuracy(out, y, 2)",
+        True,
+    ),
+    "an .item() in a module of a package": (
+        {"pkg/__init__.py": "", "pkg/metrics.py": ACCURACY},
+        "from pkg.metrics import accuracy",
+        "top = accuracy(out, y, 2)",
+        True,
+    ),
+    "an .item() only under an opt-in branch of the helper": (
+        {"logs.py": LOGGED},
+        "from logs import report",
+        "report(loss)",
+        False,
+    ),
+    "a helper handed no device tensor": (
+        {"sched.py": HOST_ONLY},
+        "from sched import warmup",
+        "lr = warmup(step, 100)",
+        False,
+    ),
+    "a syncing helper called under a periodic branch": (
+        {"utils.py": ACCURACY},
+        "from utils import accuracy",
+        "if step % 100 == 0: print(accuracy(out, y, 2))",
+        False,
+    ),
+}
+
+
+def sync_lines(report: dict[str, Any]) -> list[int]:
+    return [f["location"]["line"] for f in report["findings"] if f["id"] == "EC509"]
+
+
+@pytest.mark.parametrize("files, imports, call, syncs", CASES.values(), ids=list(CASES))
+def test_a_step_calling_a_project_module_s_function(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, str],
+    imports: str,
+    call: str,
+    syncs: bool,
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("")
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    train = TRAIN.format(imports=imports, call=call)
+    (root / "train.py").write_text(train)
+    line = next(i for i, text in enumerate(train.splitlines(), 1) if call in text)
+    report = audit(root / "train.py", cwd=root, monkeypatch=monkeypatch)
+    assert sync_lines(report) == ([line] if syncs else []), report["findings"]
+
+
+def test_the_finding_names_the_helper_and_the_place_of_its_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("")
+    (root / "commons.py").write_text(CLIP)
+    call = "commons.clip_grad_value_(model.parameters(), None)"
+    (root / "train.py").write_text(TRAIN.format(imports="import commons", call=call))
+    report = audit(root / "train.py", cwd=root, monkeypatch=monkeypatch)
+    [finding] = [f for f in report["findings"] if f["id"] == "EC509"]
+    assert "commons.clip_grad_value_()" in finding["message"]
+    assert "commons.py:8" in finding["message"]
+
+
+LOSS_MODULE = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Loss(torch.nn.Module):
+    def build_target(self, pred, labels):
+        counts = (labels.sum(dim=2) > 0).sum(dim=1)
+        mask = torch.zeros(4)
+        target = torch.zeros_like(pred)
+        for b in range(pred.shape[0]):
+            n = int(counts[b])
+            for t in range(n):
+                if mask[t] == 1:
+                    target[b, t] = labels[b, t, 0].cpu()
+        return target
+
+    def forward(self, xin, labels=None):
+        target = self.build_target(xin, labels)
+        return ((xin - target) ** 2).mean()
+
+
+def main():
+    ds = TensorDataset(torch.randn(256, 8, 4), torch.randn(256, 8, 5))
+    loader = DataLoader(ds, batch_size=16, num_workers=1, pin_memory=True)
+    model = torch.nn.Linear(4, 4).cuda()
+    criterion = Loss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for images, boxes in loader:
+        images = images.cuda()
+        boxes = boxes.to(device="cuda")
+        loss = criterion(model(images), boxes)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_loss_module_s_helper_reads_the_labels_it_is_handed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`criterion(out, boxes)` runs `forward(self, xin, labels)`: `boxes` is `labels`,
+    so `int(counts[b])` reads a device tensor; `if mask[t] == 1:` tests an element per
+    index of the inner loop, no one-off `if step == 0:`, and the `.cpu()` under it runs
+    every step too."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "train.py").write_text(textwrap.dedent(LOSS_MODULE))
+    report = audit(root / "train.py", cwd=root, monkeypatch=monkeypatch)
+    lines = LOSS_MODULE.splitlines()
+    expected = [
+        next(i for i, text in enumerate(lines, 1) if "int(counts[b])" in text),
+        next(i for i, text in enumerate(lines, 1) if ".cpu()" in text),
+    ]
+    assert sync_lines(report) == expected, report["findings"]
