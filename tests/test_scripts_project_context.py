@@ -327,3 +327,83 @@ def test_without_a_project_root_only_the_script_folder_is_searched(tmp_path: Pat
     (tmp_path / "a" / "requirements.txt").parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "a" / "requirements.txt").write_text("torch\n")
     assert search_folders(script) == [tmp_path / "a" / "b", tmp_path / "a"]
+
+
+OPTS = """\
+import argparse
+
+class opts(object):
+    def __init__(self):
+        self.parser = argparse.ArgumentParser()
+        self.parser.add_argument('--num_workers', type=int, default={n})
+
+    def parse(self):
+        return self.parser.parse_args()
+"""
+INIT_PATHS = {  # style -> (the library folder, the module that puts it on sys.path)
+    "os.path helper": (
+        "libs/core",
+        "import os.path as osp\nimport sys\n\ndef add_path(path):\n"
+        "    if path not in sys.path:\n        sys.path.insert(0, path)\n\n"
+        "this_dir = osp.dirname(__file__)\nlib_path = osp.join(this_dir, '..', 'libs', 'core')\n"
+        "add_path(lib_path)\n",
+    ),
+    "pathlib": (
+        "libs",
+        "import sys\nfrom pathlib import Path\n"
+        "sys.path.append(str(Path(__file__).resolve().parent.parent / 'libs'))\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("style", sorted(INIT_PATHS))
+@pytest.mark.parametrize("n, rule", [(0, "EC501"), (8, "EC504")])
+def test_options_of_a_class_in_a_folder_a_path_module_adds(
+    tmp_path: Path, style: str, n: int, rule: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CenterNet's layout: `import _init_paths` puts a library folder on sys.path, then
+    `from opts import opts` loads the parser a class builds in `__init__`; `args =
+    opts().parse()`. The folder is where the path module's source says (a helper
+    `add_path(lib_path)`, or pathlib), not a guess: `libs/` is no library name."""
+    lib, init_paths = INIT_PATHS[style]
+    root = tmp_path / "repo"
+    (root / lib).mkdir(parents=True)
+    (root / "setup.py").write_text("")
+    (root / lib / "opts.py").write_text(OPTS.format(n=n))
+    (root / "tools").mkdir()
+    (root / "tools" / "_init_paths.py").write_text(init_paths)
+    imports = "import _init_paths\nfrom opts import opts\nargs = opts().parse()"
+    train = TRAIN.format(imports=imports, workers="args.num_workers")
+    (root / "tools" / "train.py").write_text(train)
+    report = audit(Path("tools/train.py"), cwd=root, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == rule
+    assert f"{lib}/opts.py" in found["message"]
+
+
+def test_a_library_folder_beside_the_script_is_searched(tmp_path: Path) -> None:
+    """src/main.py with src/lib/, in a script that extends sys.path in a way its source does
+    not settle: the folder an `_init_paths` of the project adds."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "src" / "lib").mkdir(parents=True)
+    (tmp_path / "src" / "lib" / "opts.py").write_text("")
+    script = tmp_path / "src" / "main.py"
+    script.write_text("")
+    found = resolve_import(script, Import("opts"), search_folders(script, widened=True))
+    assert found == tmp_path / "src" / "lib" / "opts.py"
+    assert resolve_import(script, Import("opts"), search_folders(script)) is None
+
+
+def test_a_folder_computed_at_run_time_is_not_searched(tmp_path: Path) -> None:
+    """`sys.path.insert(0, os.environ['LIB'])`, a path relative to the working folder:
+    which folder is not in the source."""
+    import ast
+
+    from envcheck.scripts.project_context import added_folders
+
+    (tmp_path / "lib2").mkdir()
+    script = tmp_path / "train.py"
+    text = "import os, sys\nsys.path.insert(0, os.environ['LIB'])\nsys.path.append('lib2')\n"
+    assert added_folders(script, ast.parse(text)) == []
+    text = "import os, sys\nsys.path.append(os.path.join(os.path.dirname(__file__), 'lib2'))\n"
+    assert added_folders(script, ast.parse(text)) == [(False, tmp_path / "lib2")]

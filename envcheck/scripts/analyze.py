@@ -119,6 +119,10 @@ def analyze_file(
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
+            if walker.module_scope.hf_arguments is not None:
+                walker.module_scope.hf_arguments.elsewhere = functools.partial(
+                    run.class_definition, shown
+                )
         walker.run()
     except RecursionError:  # `a + b + ...`, `elif` over thousands: one file, not the run
         failed = FileReport(shown)

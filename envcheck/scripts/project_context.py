@@ -13,23 +13,29 @@ imports (`from .data import x`) from the importer's package; absolute ones from 
 script's folder (sys.path[0]), then from the project's root (the nearest folder above
 holding .git, pyproject.toml, setup.py, setup.cfg or requirements.txt, at most MAX_LEVELS
 up) and its `src/`, which is where running from the root, `pip install -e .` or a
-`sys.path.insert` of the root finds them; for a script that extends sys.path itself or
-through `import _init_paths`, also from `lib/` and `src/` beside it and `lib/` at the
-root. The folders in between are on no path. With no project root in reach only the
-script's own folder is searched (the folders above may hold another project's modules).
-Imports of the files found are followed too (MAX_DEPTH), within MAX_FILES files; a
-third-party package is never found (it is not under the project).
+`sys.path.insert` of the root finds them. The folders in between are on no path. With no
+project root in reach only the script's own folder is searched (the folders above may
+hold another project's modules). A file of the run that puts a folder on sys.path itself,
+where its source determines which (`sys.path.insert(0, osp.join(osp.dirname(__file__),
+'lib'))`, directly or through a helper `add_path(lib_path)`: added_folders), has it
+searched for the imports that follow, as Python would: CenterNet's `import _init_paths`
+then `from opts import opts` is `src/lib/opts.py`; a script that extends sys.path in a
+way its source does not settle also has `lib/` and `src/` beside it and `lib/` at the root
+searched. Imports of the files found are followed too (MAX_DEPTH), within MAX_FILES files;
+a third-party package is never found (it is not under the project).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.parsing import parse_file
 from envcheck.scripts.run_options import PATH_SETUP_MODULES, adds_to_sys_path
@@ -37,6 +43,7 @@ from envcheck.scripts.run_options import PATH_SETUP_MODULES, adds_to_sys_path
 MAX_LEVELS = 3  # folders above the script searched for its project's root
 MAX_DEPTH = 3  # imports of imports followed
 MAX_FILES = 64  # context files read per run, all named scripts together
+MAX_PATH_DEPTH = 8  # calls and names followed to read a folder put on sys.path
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
 LIBRARY_FOLDERS = ("src", "lib")
 # never a project's own module, whatever a folder beside the script holds
@@ -117,6 +124,108 @@ def extends_sys_path(module: ast.Module) -> bool:
     )
 
 
+PATH_CALLS = ("dirname", "abspath", "realpath", "normpath", "expanduser")
+PATH_METHODS = ("resolve", "absolute", "expanduser")
+
+
+def added_folders(path: Path, module: ast.Module) -> list[tuple[bool, Path]]:
+    """(first, folder) for each existing folder the file at `path` puts on sys.path,
+    where its source determines which: `sys.path.insert(0, X)` (first) or
+    `sys.path.append(X)`, X a path built from `__file__` (os.path's dirname, join,
+    abspath..., pathlib's `.parent`, `/`, `.resolve()`), directly, through a name the file
+    assigns once, or through the parameter of a helper of the file the file calls with
+    one (`def add_path(path): sys.path.insert(0, path)`, `add_path(lib_path)`). A folder
+    relative to the working directory, or computed at run time, is not taken."""
+    nodes = module_nodes(module)
+    names = simple_assignments(module.body)
+    helpers: dict[str, tuple[bool, int]] = {}  # function -> (first, parameter position)
+    direct: list[tuple[bool, ast.expr]] = []
+    for function in nodes:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in function.args.args]
+        for node in ast.walk(function):
+            added = _sys_path_addition(node)
+            if added is not None and isinstance(added[1], ast.Name) and added[1].id in params:
+                helpers[function.name] = (added[0], params.index(added[1].id))
+    for node in nodes:
+        added = _sys_path_addition(node)
+        if added is not None:
+            direct.append(added)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in helpers
+            and len(node.args) > helpers[node.func.id][1]
+        ):
+            first, position = helpers[node.func.id]
+            direct.append((first, node.args[position]))
+    found: list[tuple[bool, Path]] = []
+    for first, expr in direct:
+        folder = _path_value(expr, path, names, 0)
+        if folder is not None and folder.is_dir():
+            found.append((first, Path(os.path.normpath(folder))))
+    return found
+
+
+def _sys_path_addition(node: ast.AST) -> Optional[tuple[bool, ast.expr]]:
+    """(first, the folder expression) of `sys.path.insert(i, X)` / `sys.path.append(X)`."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and ast.unparse(node.func.value) == "sys.path"
+    ):
+        return None
+    if node.func.attr == "insert" and len(node.args) == 2:
+        return True, node.args[1]
+    if node.func.attr == "append" and len(node.args) == 1:
+        return False, node.args[0]
+    return None
+
+
+def _path_value(
+    expr: ast.expr, path: Path, names: dict[str, ast.expr], depth: int
+) -> Optional[Path]:
+    """The absolute path `expr` computes in the file at `path`, when it is built from
+    `__file__`; None otherwise (a bare relative string depends on the working folder)."""
+    if depth > MAX_PATH_DEPTH:
+        return None
+    again = functools.partial(_path_value, path=path, names=names, depth=depth + 1)
+    if isinstance(expr, ast.Name):
+        if expr.id == "__file__":
+            return path
+        bound = names.get(expr.id)
+        return again(bound) if bound is not None else None
+    if isinstance(expr, ast.Attribute) and expr.attr == "parent":
+        base = again(expr.value)
+        return base.parent if base is not None else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Div):
+        base, part = again(expr.left), _text(expr.right)
+        return base / part if base is not None and part is not None else None
+    if not isinstance(expr, ast.Call) or expr.keywords:
+        return None
+    func = expr.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if isinstance(func, ast.Attribute) and name in PATH_METHODS and not expr.args:
+        return again(func.value)
+    if len(expr.args) == 1 and name in ("dirname", "Path", "str", *PATH_CALLS):
+        base = again(expr.args[0])
+        if base is None:
+            return None
+        return base.parent if name == "dirname" else Path(os.path.normpath(base))
+    if name == "join" and expr.args and not isinstance(getattr(func, "value", None), ast.Constant):
+        base = again(expr.args[0])
+        parts = [_text(a) for a in expr.args[1:]]
+        if base is None or any(p is None for p in parts):
+            return None
+        return base.joinpath(*[p for p in parts if p is not None])
+    return None
+
+
+def _text(expr: ast.expr) -> Optional[str]:
+    return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
+
+
 def _is_project_root(folder: Path) -> bool:
     return any((folder / marker).exists() for marker in PROJECT_MARKERS)
 
@@ -167,16 +276,11 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
     result = ContextFiles()
     seen = {str(_real(path)) for path in known}
     shown_of = {str(_real(path)): shown for path, shown, _ in scripts}
-    queue: list[tuple[Path, str, ast.Module, int, list[Path]]] = [
-        (
-            path.absolute(),
-            shown,
-            module,
-            0,
-            search_folders(path.absolute(), extends_sys_path(module)),
-        )
-        for path, shown, module in scripts
-    ]
+    queue: list[tuple[Path, str, ast.Module, int, list[Path]]] = []
+    for path, shown, module in scripts:
+        folders = search_folders(path.absolute(), extends_sys_path(module))
+        _add_folders(folders, added_folders(path.absolute(), module))
+        queue.append((path.absolute(), shown, module, 0, folders))
     while queue:
         path, shown, module, depth, folders = queue.pop(0)
         for imported in _project_files(path, module, folders):
@@ -195,11 +299,26 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             if isinstance(parsed, dict):  # unreadable or not Python: no context from it
                 continue
             shown_of[real] = name
+            # sys.path as the file leaves it, for the imports that follow (the list is
+            # the one the imports being resolved read)
+            _add_folders(folders, added_folders(imported.absolute(), parsed[0]))
             result.files.append((name, *parsed))
             result.links.append((shown, name))
             if depth + 1 < MAX_DEPTH:
                 queue.append((imported, name, parsed[0], depth + 1, folders))
     return result
+
+
+def _add_folders(folders: list[Path], added: list[tuple[bool, Path]]) -> None:
+    """Put the folders a file adds to sys.path into the script's search list, in place:
+    `insert` ones first, `append` ones last."""
+    for first, folder in added:
+        if folder in folders:
+            continue
+        if first:
+            folders.insert(0, folder)
+        else:
+            folders.append(folder)
 
 
 def _project_files(path: Path, module: ast.Module, folders: list[Path]) -> Iterator[Path]:

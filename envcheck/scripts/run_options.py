@@ -312,6 +312,21 @@ class RunOptions:
             f"config default {where} = {ast.unparse(expr)} in {shown}",
         )
 
+    def class_definition(
+        self, reader: str, qualname: str
+    ) -> Optional[tuple[ast.ClassDef, dict[str, str]]]:
+        """The class `qualname` (`arguments.MyTrainingArguments`, imported by `reader`)
+        as the one linked file of the run that defines it writes it, with that file's
+        import aliases to read its bases; None when no such file is in the run."""
+        shown = self._defining_file(reader, qualname, self.definitions)
+        if shown is None:
+            return None
+        name = qualname.rpartition(".")[2]
+        for node in self.modules[shown].body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return node, self.aliases[shown]
+        return None
+
     def held_in_memory(self, reader: str, qualname: str) -> Optional[str]:
         """Why the Dataset class `qualname` (`windows.Windows`, imported by `reader`)
         serves samples from memory, when a file of the run linked to `reader` defines it

@@ -37,6 +37,7 @@ from envcheck.scripts.cpu_expressions import (
     symbolic,
 )
 from envcheck.scripts.gpu_tests import cuda_available, gpu_count, gpu_test
+from envcheck.scripts.hf_arguments import HfArguments
 from envcheck.scripts.index import none_parameters
 from envcheck.scripts.returns import RUNTIME, ConstantReturns, gpu_run_return
 
@@ -139,6 +140,8 @@ class Scope:
         # a name the file imports from another file of the run (`from config import
         # CONFIG`) -> its expression there and that file's module scope (run_options.py)
         self.imported: Optional[Callable[[str], Optional[tuple[ast.expr, Scope]]]] = None
+        # the file's names bound to Hugging Face TrainingArguments (hf_arguments.py)
+        self.hf_arguments: Optional[HfArguments] = None
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
@@ -151,6 +154,7 @@ class Scope:
             module_attributes=attribute_assignments(module.body),
         )
         scope.returns = ConstantReturns(module)
+        scope.hf_arguments = HfArguments(module)
         return scope
 
     def inside(self, function: Optional[ast.AST]) -> Scope:
@@ -168,6 +172,7 @@ class Scope:
         scope.foreign = self.foreign
         scope.configs = self.configs
         scope.imported = self.imported
+        scope.hf_arguments = self.hf_arguments
         return scope
 
     def lookup(self, name: str) -> Optional[ast.expr]:
@@ -391,6 +396,9 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         if node.attr in scope.config_defaults and node.value.id != "self":
             # `config.num_workers`; not `self.device`, an attribute of the object itself
             return _config_default(node, scope, depth)
+        library = _hf_field(node, scope)
+        if library is not None:  # `training_args.dataloader_num_workers`
+            return library
         shared = _foreign(node, scope) if node.value.id != "self" else None
         if shared is None and node.value.id != "self":
             shared = _run_config(node, scope)
@@ -634,6 +642,17 @@ def _foreign(node: ast.Attribute, scope: Scope) -> Optional[Value]:
     return scope.foreign(node.attr, ast.unparse(node))
 
 
+def _hf_field(node: ast.Attribute, scope: Scope) -> Optional[Value]:
+    """A DataLoader field of a Hugging Face TrainingArguments object the file parses or
+    builds (hf_arguments.py), or None for any other attribute."""
+    if scope.hf_arguments is None or not isinstance(node.value, ast.Name):
+        return None
+    found = scope.hf_arguments.field(node.value.id, node.attr)
+    if found is None:
+        return None
+    return Value(found.known, found.value, ast.unparse(node), found.source)
+
+
 def _imported(name: str, scope: Scope) -> Optional[tuple[ast.expr, Scope]]:
     """What another file of the run assigns `name`, when this file imports it from there
     (run_options.py), with that file's module scope to read it in; else None."""
@@ -671,6 +690,7 @@ def _module_level(scope: Scope) -> Scope:
     )
     module.returns = scope.returns
     module.imported = scope.imported
+    module.hf_arguments = scope.hf_arguments
     return module
 
 
