@@ -407,3 +407,49 @@ def test_a_folder_computed_at_run_time_is_not_searched(tmp_path: Path) -> None:
     assert added_folders(script, ast.parse(text)) == []
     text = "import os, sys\nsys.path.append(os.path.join(os.path.dirname(__file__), 'lib2'))\n"
     assert added_folders(script, ast.parse(text)) == [(False, tmp_path / "lib2")]
+
+
+ENTRY = """\
+import argparse
+from trainer import train
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--workers', type=int, default={n})
+args = parser.parse_args()
+train(args)
+"""
+TRAINER = """\
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+def train(args):
+    ds = datasets.ImageFolder("data")
+    loader = DataLoader(ds, batch_size=64, num_workers=args.workers, pin_memory=True)
+    model = torch.nn.Conv2d(3, 8, 3).cuda()
+    for epoch in range(10):
+        for x, y in loader:
+            model(x.cuda()).mean().backward()
+"""
+
+
+def test_the_entry_point_importing_a_named_module_gives_its_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trainer.py named alone reads `args.workers`; train.py beside it imports trainer and
+    parses --workers (default 8): the run's value, 8 workers on 2 CPUs (EC504). With a
+    second script importing trainer with another default, which one runs is not in
+    sight: unknown."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(ENTRY.format(n=8))
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "notes.py").write_text("# from trainer import train, in a comment only\n")
+    report = audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == "EC504"
+    assert "train.py" in found["message"]
+    assert report["facts"]["scripts"]["context"] == ["train.py"]
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=0))
+    report = audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    assert workers_finding(report) is None
+    assert "context" not in report["facts"]["scripts"]

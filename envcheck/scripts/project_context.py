@@ -23,6 +23,13 @@ then `from opts import opts` is `src/lib/opts.py`; a script that extends sys.pat
 way its source does not settle also has `lib/` and `src/` beside it and `lib/` at the root
 searched. Imports of the files found are followed too (MAX_DEPTH), within MAX_FILES files;
 a third-party package is never found (it is not under the project).
+
+The other way round, a named module that an entry point of the project imports (the
+`trainer.py` or `data_factory.py` a user names, imported by `train.py` beside it or at
+the project's root) is judged with that entry point, where its options, config and device
+are set, when exactly one such file imports it (importer_candidates, imports_script):
+with several (a demo, an evaluation and a training script, each with its own defaults)
+which one runs is not in sight, and none is read.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +51,8 @@ from envcheck.scripts.run_options import PATH_SETUP_MODULES, adds_to_sys_path
 MAX_LEVELS = 3  # folders above the script searched for its project's root
 MAX_DEPTH = 3  # imports of imports followed
 MAX_FILES = 64  # context files read per run, all named scripts together
+MAX_IMPORTER_CANDIDATES = 200  # files looked at for an entry point importing a script
+MAX_IMPORTER_BYTES = 1_000_000  # a candidate entry point larger than this is not read
 MAX_PATH_DEPTH = 8  # calls and names followed to read a folder put on sys.path
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
 LIBRARY_FOLDERS = ("src", "lib")
@@ -98,11 +108,7 @@ def search_folders(script: Path, widened: bool = False) -> list[Path]:
     between are on no path. Without a project root within MAX_LEVELS, only the script's
     folder: a folder above it may hold another project's modules."""
     folder = script.parent
-    root: Optional[Path] = folder
-    levels = 0
-    while root is not None and not _is_project_root(root):
-        levels += 1
-        root = root.parent if root.parent != root and levels <= MAX_LEVELS else None
+    root = project_root(folder)
     candidates = [folder]
     if root is not None:
         candidates += [root, root / "src"]
@@ -226,6 +232,65 @@ def _text(expr: ast.expr) -> Optional[str]:
     return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
 
 
+def project_root(folder: Path) -> Optional[Path]:
+    """The nearest folder from `folder` up holding a project marker, at most MAX_LEVELS
+    up; None when there is none in reach."""
+    root: Optional[Path] = folder
+    levels = 0
+    while root is not None and not _is_project_root(root):
+        levels += 1
+        root = root.parent if root.parent != root and levels <= MAX_LEVELS else None
+    return root
+
+
+def importer_candidates(script: Path) -> list[Path]:
+    """The files that may import `script` as the run's entry point: the *.py beside it,
+    at the project's root, and beside the package it is in (`tools/train.py` importing
+    `lib/trainer.py`'s package), at most MAX_IMPORTER_CANDIDATES, sorted by name."""
+    folder = script.parent
+    root = project_root(folder)
+    places = [folder]
+    if root is not None and root != folder:
+        places.append(root)
+        if (folder / "__init__.py").is_file() and folder.parent not in places:
+            places.append(folder.parent)
+    found: list[Path] = []
+    for place in places:
+        try:
+            entries = sorted(place.iterdir())
+        except OSError:  # an unreadable folder gives no candidates
+            continue
+        for entry in entries:
+            if entry.suffix == ".py" and entry != script and entry.is_file():
+                found.append(entry)
+                if len(found) >= MAX_IMPORTER_CANDIDATES:
+                    return found
+    return found
+
+
+def imports_script(candidate: Path, module: ast.Module, script: Path) -> bool:
+    """Whether the file `candidate` imports the file `script` (resolved as Python would
+    from the candidate's place)."""
+    folders = search_folders(candidate, extends_sys_path(module))
+    target = _real(script)
+    return any(
+        hit is not None and _real(hit) == target
+        for hit in (resolve_import(candidate, found, folders) for found in module_imports(module))
+    )
+
+
+def _mentions(candidate: Path, stem: str) -> bool:
+    """A cheap text test before a candidate importer is parsed: its source names the
+    script's module in an import statement."""
+    try:
+        if candidate.stat().st_size > MAX_IMPORTER_BYTES:
+            return False
+        text = candidate.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return re.search(rf"^\s*(from|import)\b[^\n]*\b{re.escape(stem)}\b", text, re.M) is not None
+
+
 def _is_project_root(folder: Path) -> bool:
     return any((folder / marker).exists() for marker in PROJECT_MARKERS)
 
@@ -281,6 +346,16 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
         folders = search_folders(path.absolute(), extends_sys_path(module))
         _add_folders(folders, added_folders(path.absolute(), module))
         queue.append((path.absolute(), shown, module, 0, folders))
+    for path, shown, _ in scripts:
+        for importer, name, entry in _importers(path.absolute(), shown, seen, shown_of):
+            if len(result.files) >= MAX_FILES:
+                result.truncated = True
+                return result
+            result.files.append((name, *entry))
+            result.links.append((name, shown))
+            folders = search_folders(importer, extends_sys_path(entry[0]))
+            _add_folders(folders, added_folders(importer, entry[0]))
+            queue.append((importer, name, entry[0], MAX_DEPTH - 1, folders))
     while queue:
         path, shown, module, depth, folders = queue.pop(0)
         for imported in _project_files(path, module, folders):
@@ -307,6 +382,33 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             if depth + 1 < MAX_DEPTH:
                 queue.append((imported, name, parsed[0], depth + 1, folders))
     return result
+
+
+def _importers(
+    script: Path, shown: str, seen: set[str], shown_of: dict[str, str]
+) -> list[tuple[Path, str, tuple[ast.Module, str]]]:
+    """The entry point of the project that imports the named `script` (`train.py`
+    importing the `trainer.py` named), where its options, config and device are set: one
+    such file, or none when several import it (a demo, an evaluation and a training
+    script each with its own defaults: which one runs is not in sight). The one found is
+    marked seen, so it is read once; its own imports are followed one level."""
+    stem = script.stem if script.stem != "__init__" else script.parent.name
+    found: list[tuple[Path, str, tuple[ast.Module, str]]] = []
+    for candidate in importer_candidates(script):
+        real = str(_real(candidate))
+        if real in seen or real in shown_of or not _mentions(candidate, stem):
+            continue
+        name = shown_path(candidate, shown, script)
+        parsed = parse_file(candidate, name)
+        if isinstance(parsed, dict) or not imports_script(candidate, parsed[0], script):
+            continue
+        found.append((candidate, name, parsed))
+        if len(found) > 1:
+            return []
+    for candidate, name, _ in found:
+        seen.add(str(_real(candidate)))
+        shown_of[str(_real(candidate))] = name
+    return found
 
 
 def _add_folders(folders: list[Path], added: list[tuple[bool, Path]]) -> None:
