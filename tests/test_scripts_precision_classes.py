@@ -1608,3 +1608,70 @@ def test_a_base_model_keying_embedding_tables_by_input_features_is_small(tmp_pat
     assert "embedding tables keyed by its input features" in found["EC507"].reason
     source = CTR_BASE_MODEL.replace("self._feature_map.feature_specs[k]", "k")
     assert results(tmp_path, source)["EC507"].status.value == "fail"
+
+
+LIGHTNING_ARGPARSE = """
+import argparse
+import torch
+from omegaconf import OmegaConf
+from pytorch_lightning import Trainer
+from mymodels import VQModel
+
+parser = argparse.ArgumentParser()
+parser = Trainer.add_argparse_args(parser)
+opt = parser.parse_args()
+config = OmegaConf.load(opt.base)
+trainer_config = config.lightning.get("trainer", OmegaConf.create())
+trainer_opt = argparse.Namespace(**trainer_config)
+model = VQModel(embed_dim=256)
+trainer = Trainer.from_argparse_args({namespace})
+trainer.fit(model, loader)
+"""
+
+
+def test_a_lightning_trainer_from_a_settings_namespace_sets_its_precision_outside(
+    tmp_path: Path,
+) -> None:
+    """taming-transformers: `Trainer.from_argparse_args(argparse.Namespace(
+    **trainer_config))` with the settings merged from its YAML config: the precision is
+    the config's, out of sight, as for `Trainer(**settings)`: EC507 is unknown. The
+    parsed options themselves keep `--precision` at its default 32 (lightning-bolts'
+    examples): float32, as for `Trainer()`; a precision keyword decides it."""
+    found = results(tmp_path, LIGHTNING_ARGPARSE.format(namespace="trainer_opt"))
+    assert found["EC507"].status.value == "unknown"
+    assert "Trainer(**trainer_config)" in found["EC507"].reason
+    parsed = results(tmp_path, LIGHTNING_ARGPARSE.format(namespace="opt"))
+    assert parsed["EC507"].status.value == "fail"
+    mixed = LIGHTNING_ARGPARSE.format(namespace='trainer_opt, precision="16-mixed"')
+    assert results(tmp_path, mixed)["EC507"].status.value == "pass"
+
+
+LIGHTNING_HYDRA = """
+import hydra
+from lightning import LightningDataModule, LightningModule, Trainer
+from omegaconf import DictConfig
+
+@hydra.main(version_base="1.3", config_path="../configs", config_name="train.yaml")
+def main(cfg: DictConfig) -> None:
+    datamodule: LightningDataModule = hydra.utils.instantiate(cfg.data)
+    model: LightningModule = hydra.utils.instantiate(cfg.model)
+    trainer: Trainer = hydra.utils.instantiate(cfg.trainer, callbacks=[])
+    trainer.{method}(model=model, datamodule=datamodule)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_lightning_trainer_from_a_hydra_config_sets_its_precision_outside(
+    tmp_path: Path,
+) -> None:
+    """lightning-hydra-template: `trainer = hydra.utils.instantiate(cfg.trainer)` then
+    `trainer.fit(...)`: every Trainer setting is in YAML the source does not show, as for
+    `Trainer(**settings)`: EC507 is unknown. A config object that is never fitted says
+    nothing of the precision."""
+    found = results(tmp_path, LIGHTNING_HYDRA.format(method="fit"))
+    assert found["EC507"].status.value == "unknown"
+    assert "Hydra config" in found["EC507"].reason
+    tested = results(tmp_path, LIGHTNING_HYDRA.format(method="test"))
+    assert "Hydra config" not in tested["EC507"].reason

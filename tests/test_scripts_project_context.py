@@ -453,3 +453,82 @@ def test_the_entry_point_importing_a_named_module_gives_its_options(
     report = audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)
     assert workers_finding(report) is None
     assert "context" not in report["facts"]["scripts"]
+
+
+KERAS_MODELS = """\
+import tensorflow as tf
+
+class Block(tf.keras.layers.Layer):
+    def __init__(self, filters):
+        super().__init__()
+        self.layer = {layer}
+
+    def call(self, x):
+        return self.layer(x)
+
+class Encoder(tf.keras.Model):
+    def __init__(self, depth):
+        super().__init__()
+        self.blocks = [Block(64) for _ in range(depth)]
+
+    def call(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+def small():
+    return Encoder(2)
+
+def large():
+    return Encoder(4)
+"""
+
+KERAS_TAPE_TRAIN = """\
+import argparse
+import tensorflow as tf
+from models import small, large
+
+encoders = {"small": small, "large": large}
+
+def main(args):
+    net = encoders[args.encoder]()
+    opt = tf.keras.optimizers.Adam()
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(net(x, training=True))
+        grads = tape.gradient(loss, net.trainable_variables)
+        opt.apply_gradients(zip(grads, net.trainable_variables))
+        return loss
+
+    for epoch in range(10):
+        for _ in range(100):
+            step(tf.random.normal([64, 32, 32, 3]))
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--encoder", required=True, choices=["small", "large"])
+    main(parser.parse_args())
+"""
+
+
+@pytest.mark.parametrize(
+    ("layer", "flagged"),
+    [
+        ('tf.keras.layers.Conv2D(filters, 3, padding="same")', True),
+        ("tf.keras.layers.Dense(filters)", False),
+    ],
+)
+def test_a_keras_model_picked_from_a_dict_of_project_builders_in_a_tape_loop(
+    tmp_path: Path, layer: str, flagged: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """simclr-tensorflow2: `encoders = {"resnet18": ResNet18, ...}` of factories from
+    models.py, `encoders[args.encoder]()` trained by a GradientTape loop. Every builder
+    of the dict returns a Keras model whose blocks build `layers.Conv2D`: a convnet in
+    float32 (EC522). Builders whose layers are Dense say nothing of a convnet."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "models.py").write_text(KERAS_MODELS.format(layer=layer))
+    (tmp_path / "train.py").write_text(KERAS_TAPE_TRAIN)
+    report = audit(Path("train.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    assert ("EC522" in {f["id"] for f in report["findings"]}) == flagged

@@ -121,6 +121,21 @@ def test_custom_layer_numpy() -> None:
             [],
         ),
         (
+            # retinaface-tf2's load_tfrecord_dataset: a parameter named for one record file
+            "import tensorflow as tf\n"
+            "def load_tfrecord_dataset(tfrecord_name, batch_size):\n"
+            "    d = tf.data.TFRecordDataset(tfrecord_name)\n"
+            "    return d.map(parse, num_parallel_calls=4).batch(8).prefetch(1)\n",
+            [],
+        ),
+        (
+            "import tensorflow as tf\n"
+            "def load_tfrecord_dataset(tfrecord_names, batch_size):\n"
+            "    d = tf.data.TFRecordDataset(tfrecord_names)\n"
+            "    return d.map(parse, num_parallel_calls=4).batch(8).prefetch(1)\n",
+            [("EC515", 3)],
+        ),
+        (
             "import tensorflow as tf\n"
             "import numpy as np\n"
             "def aug(x):\n"

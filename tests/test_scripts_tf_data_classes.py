@@ -1106,3 +1106,76 @@ def test_in_memory_tensors_mapped_with_arithmetic_and_zipped_stay_in_memory(
         "tf.image.random_flip_left_right(image)",
     )
     assert lines(tmp_path, augmented, "EC512") == [13]
+
+
+# A one-element peek (`take(1).as_numpy_iterator()`) to learn the input shapes is a look,
+# as `next(iter(ds))` is, not the pipeline's consumer.
+
+PEEK_PARAMETER = """
+class Trainer:
+    def train(self, train_loader: tf.data.Dataset, epochs=10):
+        x = list(train_loader.take(1).as_numpy_iterator())[0][0]
+        self.model = self.build(x.shape[1:])
+        for epoch in range(epochs):
+            self.train_loop(train_loader)
+
+    def train_loop(self, train_loader):
+        for x, y in train_loader:
+            self.train_step(x, y)
+"""
+
+PEEK_BUILT = """
+def files():
+    return tf.data.TFRecordDataset(["a.tfrecord"]).map(parse, num_parallel_calls=8).batch(32)
+
+shapes = list(files().take(1).as_numpy_iterator())[0]
+model = keras.Sequential([keras.layers.Dense(1)])
+ds = files().prefetch(tf.data.AUTOTUNE)
+model.fit(ds, epochs=5)
+"""
+
+
+def test_a_one_element_peek_is_no_consumer(tmp_path: Path) -> None:
+    """tfts's Trainer.train: `list(train_loader.take(1).as_numpy_iterator())[0][0]` on the
+    pipeline it was handed reads one batch for the shapes; the pipeline is handed to the
+    loop method, which is no pipeline of the file. Reading every element (`take(8)` in a
+    loop that trains) is still consuming."""
+    assert lines(tmp_path, PEEK_PARAMETER, "EC512") == []
+    assert lines(tmp_path, PEEK_BUILT, "EC512") == []
+    consumed = PEEK_BUILT.replace(
+        "shapes = list(files().take(1).as_numpy_iterator())[0]",
+        "for x in files().take(8).as_numpy_iterator():\n    model.train_on_batch(x)",
+    )
+    assert lines(tmp_path, consumed, "EC512") == [8]
+
+
+# In-memory pipelines a function of the file returns in a tuple, unpacked by the caller.
+
+TUPLE_OF_IN_MEMORY = """
+import numpy as np
+
+def mnist_datasets():
+    (x_train, y_train), (x_test, y_test) = keras.datasets.mnist.load_data()
+    x_train, x_test = x_train / np.float32(255), x_test / np.float32(255)
+    train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+    test_dataset = tf.data.Dataset.from_tensor_slices((x_test, y_test))
+    return train_dataset, test_dataset
+
+train_ds, test_ds = mnist_datasets()
+train_ds = train_ds.shuffle(60000).batch(100)
+model = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(10)])
+model.fit(train_ds, epochs=5)
+"""
+
+
+def test_in_memory_pipelines_unpacked_from_a_helper_of_the_file(tmp_path: Path) -> None:
+    """TensorFlow-2.x-Tutorials' conv_train.py: `train_ds, test_ds = mnist_datasets()`,
+    whose `from_tensor_slices` pipelines over MNIST arrays the caller only shuffles and
+    batches: the documented in-memory pass, through the helper. A helper returning files
+    read by TFRecordDataset is still judged."""
+    assert lines(tmp_path, TUPLE_OF_IN_MEMORY, "EC512") == []
+    files = TUPLE_OF_IN_MEMORY.replace(
+        "tf.data.Dataset.from_tensor_slices((x_train, y_train))",
+        'tf.data.TFRecordDataset("train.tfrecord")',
+    )
+    assert lines(tmp_path, files, "EC512") == [15]

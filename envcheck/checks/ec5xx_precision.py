@@ -267,7 +267,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     does not settle (a parameter of the caller's, a recipe's config dtype, the Trainer of
     a LightningModule or `training_step(self, batch, batch_idx)` hook defined elsewhere,
     a Trainer in the file that only predicts, a Lightning `Trainer(**settings)` built
-    from a dict the source does not show, `accelerate launch`), the rule is unknown
+    from a dict the source does not show, also through `Trainer.from_argparse_args(
+    argparse.Namespace(**trainer_config))`, or from a Hydra config,
+    `hydra.utils.instantiate(cfg.trainer)` then fitted, `accelerate launch`), the rule
+    is unknown
     for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
     trains nothing, nor does one whose `backward()` feeds no update (no optimizer, no
     step: FGSM's gradient with respect to the input, a forward/backward timing table).
@@ -595,7 +598,10 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     csbdeep's `keras = keras_import()`; or `train_on_batch`, the Keras GAN pattern), a library
     trainer that calls it (TF-GNN's `runner.KerasTrainer`, whose
     `KerasTrainerOptions(policy=...)` sets the policy) or a custom loop (`tf.GradientTape`
-    and `optimizer.apply_gradients`, where the policy applies the same way), without a
+    and `optimizer.apply_gradients`, where the policy applies the same way; the model
+    may be a class of a project module the script imports, judged by its `Conv2D`
+    layers there, also picked from a dict of such builders: simclr's `encoders[args.
+    encoder]()`), without a
     mixed-precision policy, on GPUs of compute capability 7.0 or newer. Keras computes in
     float32 by default, so the tensor cores
     that run float16/bfloat16 matmuls and convolutions sit unused; the TensorFlow mixed

@@ -337,7 +337,8 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     a function of the file is judged by what the function does with it: a loop over it
     that does work (`def fit(ds, steps): for step, x in ds.repeat().take(steps)
     .enumerate(): train_step(x)`) consumes it; a look at a few elements (`next(iter(
-    ds.take(1)))`, a loop over `ds.take(3)`) is no consumer, and one consumed in sight
+    ds.take(1)))`, a loop over `ds.take(3)`, one element read for the input shapes:
+    `list(ds.take(1).as_numpy_iterator())[0]`) is no consumer, and one consumed in sight
     as well (`fit(validation_data=ds)`) is judged there. A pipeline returned by a
     function of the file and consumed as it comes by a file of the same run that imports
     it (`train, valid = generate_datasets()`, then `for x in train:`) is judged as
@@ -349,8 +350,10 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     default since 2.12): with a known TensorFlow >= 2.12 the missing final prefetch
     passes, and the severity is low. Tensors already in memory that are only sliced,
     shuffled and batched (`from_tensor_slices((x, y)).shuffle(n).batch(32)`, no map, no
-    file read) pass as well: assembling such a batch is a copy of a few KB to MB, with
-    nothing to decode for a prefetch to overlap (as EC501 treats in-memory tensors).
+    file read; also when a function of the file returns them in a tuple, `train_ds,
+    test_ds = mnist_datasets()`) pass as well: assembling such a batch is a copy of a few
+    KB to MB, with nothing to decode for a prefetch to overlap (as EC501 treats
+    in-memory tensors).
     A Dataset method called as a statement of its own (`ds.prefetch(n)`, its result
     thrown away) leaves `ds` as it was: the finding points at the discarded prefetch.
     `tf.data.Dataset.zip((a, b))` of pipelines the source builds is the pipeline
@@ -669,7 +672,8 @@ def tf_data_files_without_interleave(facts: Facts) -> Outcome:
     `num_parallel_reads`, or `list_files(...).flat_map(...)`: the shards are read one
     after another, so a remote or slow disk's latency is paid in series. (`list_files`
     followed by a parallel `map` that reads one image per element is fine and is not
-    flagged.)
+    flagged, nor is a reader over one file: a constant path, a list of one, or a variable
+    named for one file, `TFRecordDataset(input_file)`, `TFRecordDataset(tfrecord_name)`.)
 
     **Best practice.** Read shards in parallel: `interleave(tf.data.TFRecordDataset,
     cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE)` or

@@ -3,10 +3,11 @@
 `model = UNetGenerator(cfg)` in train.py names a class of the project's models/ package:
 out of sight, only its name could tell whether it convolves (model_names.py). When the
 file that defines it is read as context (project_context.py), its layers decide: a class
-that builds `nn.Conv2d` (or a torchvision/timm model, or a class of its own module that
-does) is convolutional; one that builds only `nn.Linear`, recurrent or attention layers is
-matmul-bound. A factory function (`def build_model(cfg): return Net(cfg)`) is the kind
-of the classes it builds. Anything else says nothing (None), never a guess.
+that builds `nn.Conv2d` or Keras' `layers.Conv2D` (or a torchvision/timm model, or a class
+of its own module that does) is convolutional; one that builds only `nn.Linear`,
+recurrent or attention layers is matmul-bound. A factory function (`def build_model(cfg):
+return Net(cfg)`) is the kind of the classes it builds. Anything else says nothing (None),
+never a guess.
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from typing import Callable, Optional
 
 from envcheck.scripts.model_names import architecture, model_like
 
-CONV_LAYER = re.compile(r"^(Lazy)?Conv(Transpose)?[123]d$")
+# PyTorch's `nn.Conv2d`, `nn.LazyConvTranspose3d`; Keras' `layers.Conv2D`,
+# `Conv2DTranspose`, `Convolution2D`, `SeparableConv2D`, `DepthwiseConv2D`
+CONV_LAYER = re.compile(
+    r"^((Lazy)?Conv(Transpose)?[123]d|(Separable|Depthwise)?Conv(olution)?[123]D(Transpose)?)$"
+)
 CONV_BUILDERS = ("torchvision.models.", "timm.create_model", "models.resnet", "models.vgg")
 MATMUL_LAYER_NAMES = {
     "Linear",

@@ -24,7 +24,11 @@
   (`"framework_default": True`), as Fabric() and a Lightning Trainer's precision are,
   unless the script branches on `accelerator.mixed_precision` (then the launcher's);
   a LightningCLI runs the file's LightningModule wherever it is called
-  (lightning_runner.py);
+  (lightning_runner.py); a Trainer built from a settings dict out of sight
+  (`Trainer.from_argparse_args(argparse.Namespace(**trainer_config))`) or from a Hydra
+  config and fitted (`trainer = hydra.utils.instantiate(cfg.trainer)`) is set outside
+  (not known), one from the parsed options (`Trainer.from_argparse_args(args)`) keeps
+  Lightning's default unless `--precision` is passed;
 - `conv_layers`: the model has convolutions: `nn.Conv*`, `torchvision.models.*` (not the
   transformers among them), `timm.create_model` of a convolutional architecture, or a
   model of the project built out of sight whose name says it (`ResNet18()`, `DGCNN()`,
@@ -149,6 +153,10 @@ FRAMEWORK_DEFAULT = (
 )
 # TrainingArguments from the command line: fp16/bf16 default to False.
 HF_COMMAND_LINE = "--fp16/--bf16 on the command line"
+# A Lightning Trainer built from a Hydra config (`hydra.utils.instantiate(cfg.trainer)`):
+# its precision is set outside the source.
+HYDRA_RUNNER = "the precision in the Hydra config the trainer is built from ({config})"
+HYDRA_INSTANTIATE = ("hydra.utils.instantiate", "hydra.utils.call")
 # Trainer()/Fabric() of Lightning given no precision: its float32 default.
 LIGHTNING_DEFAULT_TAIL = "at Lightning's default precision '32-true'"
 LIGHTNING_DEFAULT = "{short}() " + LIGHTNING_DEFAULT_TAIL
@@ -487,6 +495,8 @@ class _Reader:
                 self.lightning_module = True
         elif isinstance(node, ast.Assign):
             _reference(node, self.references)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            self._hydra_runner(node, scope)
         elif isinstance(node, ast.ClassDef):
             self._lightning_module(node)
             self.classes.append(node)
@@ -538,6 +548,7 @@ class _Reader:
                 self.gates.append((enabled, scope))
                 return True
         accelerate = name.startswith("accelerate.") and short == "Accelerator"
+        self._argparse_trainer(node, name, gates, scope)
         for key in ("mixed_precision", "precision"):
             setting = keyword_arg(node, key)
             if short not in ("Accelerator", "Trainer", "Fabric"):
@@ -852,6 +863,65 @@ class _Reader:
         elif (chosen is not None and not chosen.known) or (chosen is None and opaque):
             self.gates.append((f"the precision in the trainer_defaults {kind}() gets", scope))
 
+    def _argparse_trainer(
+        self, node: ast.Call, name: str, gates: list[ast.expr], scope: Scope
+    ) -> None:
+        """`Trainer.from_argparse_args(namespace, **kwargs)` (Lightning 1.x): a precision
+        the keywords set wins. A namespace built from a settings dict
+        (`argparse.Namespace(**trainer_config)`, taming-transformers merging its YAML
+        config's `lightning.trainer` with the command line) gives the precision those
+        settings hold, out of sight. The parsed options themselves (`parser.parse_args()`
+        after `Trainer.add_argparse_args(parser)`) keep `--precision` at its default, 32,
+        unless it is passed: Lightning's float32 default, as for `Trainer()`."""
+        parts = name.split(".")
+        if not (
+            name.startswith(LIGHTNING_ROOTS)
+            and len(parts) >= 2
+            and parts[-1] == "from_argparse_args"
+            and parts[-2] == "Trainer"
+        ):
+            return
+        setting = keyword_arg(node, "precision")
+        if setting is not None:
+            value = resolve(setting, scope)
+            if value.known and str(value.value) in MIXED_VALUES:
+                text = f"Trainer.from_argparse_args(precision={ast.unparse(setting)})"
+                self._use(text, gates, scope)
+            elif not value.known:
+                self.gates.append((setting, scope))
+            return
+        given = node.args[0] if node.args else None
+        bound = scope.lookup(given.id) if isinstance(given, ast.Name) else None
+        if (
+            isinstance(bound, ast.Call)
+            and self.walker.qualname(bound.func) == "argparse.Namespace"
+            and any(k.arg is None for k in bound.keywords)
+        ):
+            self._spread_settings(bound, "Trainer", scope)  # the dict's, where in sight
+
+    def _hydra_runner(self, node: Union[ast.Assign, ast.AnnAssign], scope: Scope) -> None:
+        """`trainer = hydra.utils.instantiate(cfg.trainer, callbacks=...)` then
+        `trainer.fit(...)`: the runner, its precision included, is built from a config the
+        source does not show (lightning-hydra-template), as for `Trainer(**settings)`."""
+        value = node.value
+        if not (isinstance(value, ast.Call) and value.args):
+            return
+        if self.walker.qualname(value.func) not in HYDRA_INSTANTIATE:
+            return
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = {ast.unparse(t) for t in targets}
+        owner = self.functions.get(id(scope)) or self.walker.module
+        fitted = any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "fit"
+            and ast.unparse(n.func.value) in names
+            for n in ast.walk(owner)
+        )
+        if fitted:
+            config = ast.unparse(value.args[0])
+            self.gates.append((HYDRA_RUNNER.format(config=config), scope))
+
     def _inference_runner(self, scope: Scope) -> bool:
         """A Trainer built in a function that fits nothing (`Trainer(...).predict(self,
         loader)`): it runs inference, the training Trainer is elsewhere."""
@@ -951,6 +1021,9 @@ class _Reader:
         func = node.func
         if not isinstance(func, ast.Subscript):
             return None
+        builders = self._builder_dict_kind(func.value, scope)
+        if builders is not None:
+            return builders
         owner = self.walker.qualname(func.value) or ""
         last = owner.rsplit(".", 1)[-1]
         named = model_like(last) and not owner.startswith(LIBRARIES)
@@ -960,6 +1033,23 @@ class _Reader:
         if not value.known or not isinstance(value.value, str):
             return None
         return named_file(value.value)
+
+    def _builder_dict_kind(self, table: ast.expr, scope: Scope) -> Optional[str]:
+        """The kind of a model picked from a dict the file spells out, whose every value
+        is a model class or factory (simclr's `encoders = {"resnet18": ResNet18,
+        "resnet34": ResNet34}` ... `encoders[args.encoder]()`): the kind all of them
+        share, by their names or their layers in another file of the run (class_kinds);
+        None when one of them says nothing or they differ."""
+        bound = scope.lookup(table.id) if isinstance(table, ast.Name) else None
+        if not (isinstance(bound, ast.Dict) and bound.values):
+            return None
+        kinds: set[Optional[str]] = set()
+        for value in bound.values:
+            name = self.walker.qualname(value) if value is not None else None
+            if name is None:
+                return None
+            kinds.add(architecture(name.rsplit(".", 1)[-1]) or self._kind_elsewhere(name))
+        return kinds.pop() if len(kinds) == 1 else None
 
     def _attention_model(self, node: ast.Call, name: str) -> bool:
         """A model of the project out of sight, whose name says nothing of its kind, given

@@ -52,8 +52,9 @@ if TYPE_CHECKING:
 # Where a tf.data pipeline starts (qualified names, after import aliases).
 SOURCE_PREFIXES = ("tensorflow.data.Dataset.",)
 INSPECTORS = {"iter", "next", "list"}
-# A variable named for one file (`input_file`, `record_path`): a reader over it reads one.
-SINGLE_FILE = ("file", "path", "filename", "record")  # builtins that look at a few elements
+# A variable named for one file (`input_file`, `record_path`, `tfrecord_name`): a reader
+# over it reads one.
+SINGLE_FILE = ("file", "path", "filename", "record", "_name")
 # Calls that only look at a pipeline (its size, its repr), not consume it.
 LOOKS = INSPECTORS | {"print", "len", "type", "isinstance", "repr", "str", "cardinality"}
 # Calls that consume a pipeline for training: Keras, TF1 iterators, a distribution strategy.
@@ -227,6 +228,7 @@ def _pipelines(walker: Walker) -> None:
         factories.clear()
         factories.update(found)
         used.clear()
+    _in_memory_returns(readers)
     for reader in readers:
         walker.report.tf_pipelines.extend(reader.finished())
     uses = [use for reader in readers for use in reader.imported_uses]
@@ -243,6 +245,23 @@ def _factories(readers: list[_Pipelines], files: FileIndex) -> dict[str, dict[st
         if name in files.functions and len(returned) == 1 and not returned[0].get("in_container"):
             found[name] = returned[0]
     return found
+
+
+def _in_memory_returns(readers: list[_Pipelines]) -> None:
+    """`train, test = mnist_datasets()` where that function of the file returns
+    `from_tensor_slices` pipelines in a tuple: each unpacked name continues an in-memory
+    pipeline (`returned_from`), as one a single-pipeline factory returns does."""
+    returned = {
+        record["returned_at"]: record
+        for reader in readers
+        for record in reader.records
+        if record.get("returned_at") and record["returned_at"][1] is not None
+    }
+    for reader in readers:
+        for record in reader.records:
+            place = record.get("unpacked_from")
+            if place is not None and place in returned:
+                record["returned_from"] = returned[place]
 
 
 def _extended(
@@ -605,6 +624,11 @@ class _Pipelines:
             node = node.func.value
         else:
             consumer = _iterator_ops(ops)
+            if isinstance(node, ast.Name) and consumer is not None and _peek(ops):
+                # `list(ds.take(1).as_numpy_iterator())[0]`: one element read to learn the
+                # input shapes, as `next(iter(ds))` is; no consumer, no pipeline of its own
+                self.inspected.add(node.id)
+                return None
             if isinstance(node, ast.Name) and consumer is not None and not ops:
                 self._mark(node.id, consumer)  # `ds.make_one_shot_iterator()`
             if isinstance(node, ast.Name) and node.id not in self.live and ops:
@@ -643,8 +667,11 @@ class _Pipelines:
                 self.records.append(base)
         if base is None:
             return None
+        peeked = bool(ops) and getattr(ops[0].func, "attr", None) in ITERATOR_METHODS
         consumer = _iterator_ops(ops) or consumer
-        if consumer is not None:  # `ds.make_one_shot_iterator().get_next()` reads it
+        if peeked and _peek(ops):
+            target = None  # `list(make().take(1).as_numpy_iterator())`: a look, no consumer
+        elif consumer is not None:  # `ds.make_one_shot_iterator().get_next()` reads it
             base["used_by"] = base["used_by"] or consumer
         for op in reversed(ops):
             base["ops"].append(self._op(op))
@@ -683,6 +710,9 @@ class _Pipelines:
         record = self._new(node, ast.unparse(call.func))
         record["variable"] = variable
         record["unpacked"] = variable in self.unpacked
+        if variable in self.positions and isinstance(call.func, ast.Name):
+            # `train, test = make_datasets()`: the function of the file and the place
+            record["unpacked_from"] = (call.func.id, self.positions[variable])
         self.live[variable] = record
 
     def _own_return(self) -> Optional[dict[str, Any]]:
@@ -1444,6 +1474,8 @@ def _in_memory(record: dict[str, Any]) -> bool:
     inputs = record.get("merged_from") or []
     if record["source"] in MERGES and inputs:
         return cheap and all(_in_memory(merged) for merged in inputs)
+    if record.get("returned_from") is not None:  # unpacked from a function of the file
+        return cheap and _in_memory(record["returned_from"])
     return cheap and record["source"] in IN_MEMORY_SOURCES
 
 
@@ -1646,6 +1678,17 @@ def _parameter_chain(node: ast.expr, parameter: str) -> Optional[tuple[ast.Name,
     if isinstance(node, ast.Name) and node.id == parameter:
         return node, methods[::-1]
     return None
+
+
+def _peek(ops: list[ast.Call]) -> bool:
+    """`ds.take(1)` read by an iterator method (`.as_numpy_iterator()`), `ops` outermost
+    first: one element, not repeated first; a peek at the pipeline (its shapes), as
+    `next(iter(ds))` is."""
+    if not ops or getattr(ops[0].func, "attr", None) != "take" or len(ops[0].args) != 1:
+        return False
+    count = ops[0].args[0]
+    repeated = any(getattr(op.func, "attr", None) == "repeat" for op in ops)
+    return isinstance(count, ast.Constant) and count.value == 1 and not repeated
 
 
 def _previews(methods: list[str]) -> bool:
