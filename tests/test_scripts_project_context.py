@@ -532,3 +532,23 @@ def test_a_keras_model_picked_from_a_dict_of_project_builders_in_a_tape_loop(
     (tmp_path / "train.py").write_text(KERAS_TAPE_TRAIN)
     report = audit(Path("train.py"), cwd=tmp_path, monkeypatch=monkeypatch)
     assert ("EC522" in {f["id"] for f in report["findings"]}) == flagged
+
+
+def test_a_run_naming_many_files_searches_no_importers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that names more than MAX_NAMED_FOR_IMPORTERS files names its entry points
+    itself: no folder is searched for importers once per named file."""
+    from envcheck.scripts import project_context
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(ENTRY.format(n=8))
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    others = []
+    for i in range(project_context.MAX_NAMED_FOR_IMPORTERS):
+        (tmp_path / f"m{i}.py").write_text("x = 1\n")
+        others.append(Path(f"m{i}.py"))
+    report = audit(Path("trainer.py"), *others, cwd=tmp_path, monkeypatch=monkeypatch)
+    assert workers_finding(report) is None
+    report = audit(Path("trainer.py"), *others[1:], cwd=tmp_path, monkeypatch=monkeypatch)
+    assert workers_finding(report)["id"] == "EC504"

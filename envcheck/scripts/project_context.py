@@ -53,6 +53,9 @@ MAX_DEPTH = 3  # imports of imports followed
 MAX_FILES = 64  # context files read per run, all named scripts together
 MAX_IMPORTER_CANDIDATES = 200  # files looked at for an entry point importing a script
 MAX_IMPORTER_BYTES = 1_000_000  # a candidate entry point larger than this is not read
+# a run naming more files than this names its entry points itself: no importer search
+# (each named file would read the same folders again)
+MAX_NAMED_FOR_IMPORTERS = 16
 MAX_PATH_DEPTH = 8  # calls and names followed to read a folder put on sys.path
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
 LIBRARY_FOLDERS = ("src", "lib")
@@ -346,7 +349,7 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
         folders = search_folders(path.absolute(), extends_sys_path(module))
         _add_folders(folders, added_folders(path.absolute(), module))
         queue.append((path.absolute(), shown, module, 0, folders))
-    for path, shown, _ in scripts:
+    for path, shown, _ in scripts if len(scripts) <= MAX_NAMED_FOR_IMPORTERS else ():
         for importer, name, entry in _importers(path.absolute(), shown, seen, shown_of):
             if len(result.files) >= MAX_FILES:
                 result.truncated = True
