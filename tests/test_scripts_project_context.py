@@ -444,6 +444,8 @@ def test_the_entry_point_importing_a_named_module_gives_its_options(
     (tmp_path / "train.py").write_text(ENTRY.format(n=8))
     (tmp_path / "trainer.py").write_text(TRAINER)
     (tmp_path / "notes.py").write_text("# from trainer import train, in a comment only\n")
+    # a library module re-exporting it is no entry point: it sets no run's options
+    (tmp_path / "api.py").write_text("from trainer import train\n__all__ = ['train']\n")
     report = audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)
     found = workers_finding(report)
     assert found is not None and found["id"] == "EC504"

@@ -51,7 +51,7 @@ from envcheck.scripts.run_options import PATH_SETUP_MODULES, adds_to_sys_path
 MAX_LEVELS = 3  # folders above the script searched for its project's root
 MAX_DEPTH = 3  # imports of imports followed
 MAX_FILES = 64  # context files read per run, all named scripts together
-MAX_IMPORTER_CANDIDATES = 200  # files looked at for an entry point importing a script
+MAX_IMPORTER_CANDIDATES = 200  # files per folder looked at for an entry point importing a script
 MAX_IMPORTER_BYTES = 1_000_000  # a candidate entry point larger than this is not read
 # a run naming more files than this names its entry points itself: no importer search
 # (each named file would read the same folders again)
@@ -249,7 +249,8 @@ def project_root(folder: Path) -> Optional[Path]:
 def importer_candidates(script: Path) -> list[Path]:
     """The files that may import `script` as the run's entry point: the *.py beside it,
     at the project's root, and beside the package it is in (`tools/train.py` importing
-    `lib/trainer.py`'s package), at most MAX_IMPORTER_CANDIDATES, sorted by name."""
+    `lib/trainer.py`'s package), at most MAX_IMPORTER_CANDIDATES per folder, sorted by
+    name."""
     folder = script.parent
     root = project_root(folder)
     places = [folder]
@@ -263,11 +264,8 @@ def importer_candidates(script: Path) -> list[Path]:
             entries = sorted(place.iterdir())
         except OSError:  # an unreadable folder gives no candidates
             continue
-        for entry in entries:
-            if entry.suffix == ".py" and entry != script and entry.is_file():
-                found.append(entry)
-                if len(found) >= MAX_IMPORTER_CANDIDATES:
-                    return found
+        here = [e for e in entries if e.suffix == ".py" and e != script and e.is_file()]
+        found += here[:MAX_IMPORTER_CANDIDATES]
     return found
 
 
@@ -282,14 +280,22 @@ def imports_script(candidate: Path, module: ast.Module, script: Path) -> bool:
     )
 
 
+# what an entry point's source holds (a library module importing the script is no run)
+ENTRY_MARKERS = ("__main__", "parse_args", "hydra.main", "app.run(", "LightningCLI", "fire.Fire")
+
+
 def _mentions(candidate: Path, stem: str) -> bool:
-    """A cheap text test before a candidate importer is parsed: its source names the
-    script's module in an import statement."""
+    """A cheap text test before a candidate importer is parsed: it is an entry point (a
+    `__main__` guard, a parser, a Hydra or absl main) and names the script's module in an
+    import statement; a library module importing the script (a package's `__init__.py`
+    re-exporting it) sets no run's options."""
     try:
         if candidate.stat().st_size > MAX_IMPORTER_BYTES:
             return False
         text = candidate.read_text(encoding="utf-8", errors="replace")
     except OSError:
+        return False
+    if not any(marker in text for marker in ENTRY_MARKERS):
         return False
     return re.search(rf"^\s*(from|import)\b[^\n]*\b{re.escape(stem)}\b", text, re.M) is not None
 
