@@ -115,6 +115,7 @@ def analyze_file(
             walker.held_elsewhere = functools.partial(run.held_in_memory, shown)
             walker.maker_elsewhere = functools.partial(run.maker, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
+            walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
         walker.run()
@@ -169,6 +170,8 @@ class Walker(ast.NodeVisitor):
         # `models.net.UNet` -> "conv"/"matmul": the kind of a model class (or factory)
         # another file of the run defines, by its layers there (class_kinds.py)
         self.kind_elsewhere: Optional[Callable[[str], Optional[str]]] = None
+        # `models.LogisticRegression` -> whether that class is one nn.Linear layer there
+        self.linear_elsewhere: Optional[Callable[[str], bool]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,
