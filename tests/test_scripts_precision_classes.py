@@ -286,6 +286,118 @@ def test_an_agent_sampling_a_replay_memory_is_an_rl_agent(tmp_path: Path) -> Non
     assert results(tmp_path, plain)["EC507"].status.value == "fail"
 
 
+PPO_UPDATE = """
+import torch
+import torch.nn as nn
+import torch.optim as optim
+
+
+class PPO:
+    def __init__(self, actor_critic, clip_param, lr=None):
+        self.actor_critic = actor_critic
+        self.clip_param = clip_param
+        self.optimizer = optim.Adam(actor_critic.parameters(), lr=lr)
+
+    def update(self, rollouts):
+        advantages = rollouts.returns[:-1] - rollouts.value_preds[:-1]
+        for sample in rollouts.feed_forward_generator(advantages, 4):
+            obs, actions, old_log_probs, adv = sample
+            values, log_probs, entropy = self.actor_critic.evaluate_actions(obs, actions)
+            ratio = torch.exp(log_probs - old_log_probs)
+            loss = -torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_ppo_update_over_a_rollout_storage_is_an_rl_agent(tmp_path: Path) -> None:
+    """pytorch-a2c-ppo-acktr-gail's algo/ppo.py imports no Gym: the rollout storage its
+    update reads, in a file of actions, says RL; the policy is the caller's."""
+    found = results(tmp_path, PPO_UPDATE)
+    assert found["EC507"].status.value == "unknown"
+    assert "rollout storage" in found["EC507"].reason
+    plain = PPO_UPDATE.replace("rollouts", "batches").replace("actions", "labels")
+    assert results(tmp_path, plain)["EC507"].status.value == "fail"
+
+
+GAIL_DISCRIMINATOR = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+
+
+class Discriminator(nn.Module):
+    def __init__(self, input_dim, hidden_dim, device):
+        super().__init__()
+        self.trunk = nn.Sequential(
+            nn.Linear(input_dim, hidden_dim), nn.Tanh(),
+            nn.Linear(hidden_dim, hidden_dim), nn.Tanh(),
+            nn.Linear(hidden_dim, 1)).to(device)
+        self.optimizer = torch.optim.Adam(self.trunk.parameters())
+        self.ret_rms = RunningMeanStd(shape=())
+
+    def update(self, expert_loader, policy_batches):
+        for expert, policy in zip(expert_loader, policy_batches):
+            loss = F.binary_cross_entropy_with_logits(self.trunk(policy), expert)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_an_agent_mlp_whose_widths_the_caller_passes_is_not_known(tmp_path: Path) -> None:
+    """GAIL's discriminator: an MLP in sight whose hidden width is a constructor parameter
+    the training script fills (100): RL networks are often too small to gain, so neither
+    EC507 nor EC508 can tell; the same MLP with a wide width written out is judged."""
+    found = results(tmp_path, GAIL_DISCRIMINATOR)
+    assert found["EC507"].status.value == "unknown"
+    assert found["EC508"].status.value == "unknown"
+    assert "widths passed by the caller" in found["EC507"].reason
+    wide = GAIL_DISCRIMINATOR.replace("(hidden_dim, hidden_dim)", "(hidden_dim, 4096)")
+    assert results(tmp_path, wide)["EC507"].status.value == "fail"
+    supervised = GAIL_DISCRIMINATOR.replace(
+        "from stable_baselines3.common.running_mean_std import RunningMeanStd\n", ""
+    ).replace("        self.ret_rms = RunningMeanStd(shape=())\n", "")
+    assert results(tmp_path, supervised)["EC507"].status.value == "fail"
+
+
+LIGHTNING_MODULE = """
+import torch
+import torch.nn.functional as F
+import pytorch_lightning as pl
+
+
+class Autoencoder(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.encoder = torch.nn.Conv2d(3, 64, 3)
+        self.decoder = torch.nn.ConvTranspose2d(64, 3, 3)
+
+    def training_step(self, batch, batch_idx):
+        x = batch["image"]
+        loss = F.mse_loss(self.decoder(self.encoder(x)), x)
+        self.log("train/loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=1e-4)
+"""
+
+
+def test_a_lightning_module_whose_trainer_is_elsewhere_leaves_benchmark_unknown(
+    tmp_path: Path,
+) -> None:
+    """taming-transformers' vqgan.py: the Trainer (and its `benchmark=`) is main.py's,
+    the file that runs the training; a Trainer built in the file decides."""
+    found = results(tmp_path, LIGHTNING_MODULE)
+    assert found["EC506"].status.value == "unknown"
+    assert "not in this file" in found["EC506"].reason
+    runner = LIGHTNING_MODULE + "\npl.Trainer(accelerator='gpu').fit(Autoencoder(), loader)\n"
+    assert results(tmp_path, runner)["EC506"].status.value == "fail"
+
+
 GRADIENT_WRT_INPUT = """
 import torch
 import torch.nn.functional as F

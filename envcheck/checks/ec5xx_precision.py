@@ -158,11 +158,16 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     to `config/yolov3.cfg`), not
     from any value named alike (`loss_fcn = nn.CrossEntropyLoss()`, `self.conv1`), nor
     from the name of a class of the file, whose layers in sight decide (`class
-    GraphConv(nn.Module)` of `torch.mm`s is no convolution). A setting made only in a
+    GraphConv(nn.Module)` of `torch.mm`s is no convolution). A model the file builds,
+    keeps in eval mode and never runs in a loop of backward passes (a frozen encoder
+    computing features once for a linear probe trained by the only optimizer) is not the
+    model it trains, and its layers say nothing of the kind. A setting made only in a
     branch the default run does not take (`if args.test_only:
     torch.backends.cudnn.benchmark = False; ...; return`) is not the training run's; a
     Lightning `Trainer(benchmark=True)` (or a LightningCLI's `trainer_defaults=
-    {"benchmark": True}`) sets it.
+    {"benchmark": True}`) sets it; for a LightningModule whose Trainer is built in
+    another file (the file that runs the training), that Trainer's setting decides and
+    the rule is unknown for the module's file.
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
@@ -172,6 +177,10 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     files, unknown = found
     varying = [f for f in files if f.get("varying_input")]
     files = [f for f in files if not f.get("varying_input")]
+    # a LightningModule whose Trainer is another file's: that file's run setting
+    elsewhere = [f for f in files if f.get("benchmark_elsewhere") and f.get("conv_layers")]
+    unknown += [f"{f.get('path')}: {f.get('benchmark_elsewhere')}" for f in elsewhere]
+    files = [f for f in files if f not in elsewhere]
     hits = [_file_hit(f) for f in files if f.get("conv_layers")]
     unknown += [f"{f.get('path')}: {OUT_OF_SIGHT}" for f in files if _out_of_sight(f)]
     clean = "no convolutional GPU training without cuDNN autotuning"
@@ -190,11 +199,18 @@ MODEL_UNSEEN = (
     "transformers and wide layers, small for an embedding model or a few narrow layers)"
 )
 RL_POLICY = (
-    "a reinforcement-learning agent (the file uses Gym or an RL library, or samples a replay "
-    "memory) whose policy network "
+    "a reinforcement-learning agent (the file uses Gym or an RL library, samples a replay "
+    "memory or reads a rollout storage) whose policy network "
     "is built out of this file, the caller's choice: policies are often small MLPs "
     "(Stable-Baselines3's MlpPolicy: two 64-unit layers), where autocast gains nothing; "
     "whether this one is large enough is not known"
+)
+# An agent's network in sight, whose widths are parameters its caller fills.
+RL_CALLER_WIDTHS = (
+    "a reinforcement-learning agent whose network in sight is an MLP or RNN with its widths "
+    "passed by the caller (constructor parameters nothing in this file fills): RL networks "
+    "are often a few 64-unit layers, where float32 costs little; whether this one is wide "
+    "enough to gain is not known"
 )
 # A model out of sight fed graphs.
 GRAPH_BATCHES = (
@@ -290,7 +306,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     gains nothing and is not flagged: a few narrow layers in sight, their widths written
     or passed to the file's own model class (`Net(7, 16, 2)`, `GIN(in_dim, 16,
     out_dim)`), or a graph network or MLP built out of sight and given a hidden width of
-    at most 128 (`GCN(nfeat=..., nhid=16)`); nor is a model out of sight that the file
+    at most 128 (`GCN(nfeat=..., nhid=16)`), or a model class of the project that is one
+    `nn.Linear` layer (a logistic regression on features); nor is a model out of sight that the file
     trains on feature rows an estimator was handed (`fit(self, X, y)` wrapping arrays
     documented or annotated as such: TabNet, wide-and-deep, autoencoders over features), a
     tabular network of a few narrow layers: the pass says why; so is one whose embedding
@@ -298,13 +315,16 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     models: deepctr's `create_embedding_matrix(feature_columns)`, FuxiCTR's `nn.Embedding`
     tables of `feature_map.feature_specs`), embedding lookups bound by memory, then narrow
     layers. For a reinforcement-learning
-    agent (on Gym or an RL library, or sampling a replay memory for its updates) whose
+    agent (on Gym or an RL library, sampling a replay memory or reading a rollout storage
+    for its updates) whose
     policy network is built out of sight (Stable-Baselines3's `PPO(policy="MlpPolicy",
     ...)`, two 64-unit layers by default) the
     rule is unknown: RL policies are often too small to gain; so it is for an agent whose
     training loop steps its environment before each update (PPO's `envs.step(action)`
     rollouts, then the update), whatever network is in sight: the run waits on the
-    simulator, and the agent's network is a small part of each step. A model out of sight
+    simulator, and the agent's network is a small part of each step; and for one whose
+    network in sight is an MLP or RNN with its widths left to the caller (GAIL's
+    `Discriminator(input_dim, hidden_dim)`, built by the training script). A model out of sight
     that the file feeds graphs (it imports PyG, DGL or TorchDrug, or calls `self.model(
     graphs, ...)`) is unknown too: message passing is bound by gathers and scatters over
     the edges, and such networks are often narrow.
@@ -338,6 +358,8 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         gate = f.get("amp_gate")
         if not isinstance(gate, dict) and _out_of_sight(f) and f.get("rl_environment"):
             unknown.append(f"{f.get('path')}: {RL_POLICY}")
+        elif not isinstance(gate, dict) and f.get("caller_widths"):
+            unknown.append(f"{f.get('path')}: {RL_CALLER_WIDTHS}")
         elif not isinstance(gate, dict) and _out_of_sight(f) and f.get("graph_batches"):
             at = f.get("graph_batches")
             unknown.append(f"{f.get('path')}: {GRAPH_BATCHES.format(at=at)}")
@@ -441,7 +463,8 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     defaulting to "vit_b"), not toy ones (a few small
     constant `nn.Linear`, or an MLP/RNN/graph network whose widths in sight are all at
     most 128, as an RL agent's with its input width taken from the environment, or as
-    passed to the file's own model class: `Net(7, 16, 2)`);
+    passed to the file's own model class: `Net(7, 16, 2)`; an RL agent's MLP whose widths
+    its caller passes is unknown, as for EC507);
     a convolutional backbone feeding recurrent or transformer layers is judged by those.
     A model built out of sight whose kind nothing names is unknown. When mixed precision
     is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
@@ -476,6 +499,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             continue  # convolutions (with Linear heads): cuDNN already allows TF32
         if f.get("toy_model"):
             continue  # a small MLP/RNN: TF32 buys nothing
+        if f.get("caller_widths"):
+            unknown.append(f"{f.get('path')}: {RL_CALLER_WIDTHS}")
+            continue
         if _out_of_sight(f):
             unknown.append(f"{f.get('path')}: {OUT_OF_SIGHT}")
             continue

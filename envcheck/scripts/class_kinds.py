@@ -8,6 +8,9 @@ of its own module that does) is convolutional; one that builds only `nn.Linear`,
 recurrent or attention layers is matmul-bound. A factory function (`def build_model(cfg):
 return Net(cfg)`) is the kind of the classes it builds. Anything else says nothing (None),
 never a guess.
+
+`linear_model` tells a class that is one `nn.Linear` layer and nothing else (a logistic
+regression, a linear probe on features): matmul-bound, but a single GEMM per step.
 """
 
 from __future__ import annotations
@@ -98,3 +101,27 @@ def _torch_imports(module: ast.Module) -> set[str]:
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch"
         for alias in node.names
     }
+
+
+def linear_model(module: ast.Module, name: str) -> bool:
+    """Whether the class `name` defined at the top level of `module` is one `nn.Linear`
+    layer (`self.model = nn.Linear(n_features, n_classes)`) and nothing else: no other
+    layer or model, no call of the project's (a helper could build layers); calls on its
+    own attributes (`self.model(x)`) and torch's functions (`torch.sigmoid(x)`) run it."""
+    found = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    if found is None:
+        return False
+    torch_names = _torch_imports(module) | {"torch", "nn", "F"}
+    linear = 0
+    for node in ast.walk(found):
+        if not isinstance(node, ast.Call):
+            continue
+        text = ast.unparse(node.func)
+        short = text.rsplit(".", 1)[-1]
+        if short == "Linear":
+            linear += 1
+        elif text == "super" or short == "__init__" or text.startswith("self."):
+            continue
+        elif not (short[:1].islower() and text.split(".")[0] in torch_names):
+            return False
+    return linear == 1

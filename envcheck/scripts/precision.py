@@ -46,6 +46,8 @@
   nor on a class of the file whose layers are in sight (its own `class MLP`, any
   nn.Module of the file); a class subclassing a layer (`class Layer(nn.Linear)`) is
   that layer;
+  A model built and kept frozen (frozen_models.py: in eval mode, trained by no optimizer,
+  run in no loop of backward passes) is not read;
 - `matmul_layers`: matmul-bound layers or architectures in sight (`nn.Linear`, `nn.LSTM`,
   `nn.Transformer*`, a Hugging Face model, graph layers, `RNNModel()`, `GCN()`, a model
   of the project given attention heads: `Translator(num_heads=8)`, one picked from a
@@ -62,15 +64,19 @@
   matmul: the model is built out of sight and the rules that depend on its kind say unknown;
 - `rl_environment`: the file imports Gym or Gymnasium (or an RL library on them:
   TorchRL, Tianshou, Stable-Baselines3, dm_env, PettingZoo) or samples a replay memory
-  in a file of actions (`mem.sample(batch_size)`), a reinforcement-learning agent whose
+  or reads a rollout storage in a file of actions (`mem.sample(batch_size)`,
+  `rollouts.feed_forward_generator(...)`), a reinforcement-learning agent whose
   network (its policy, when out of sight) is the caller's choice; `env_rollouts`: the
   `envs.step(...)` call of such an agent's training loop (the loop of its backward pass
-  steps the environment: each update waits for the simulator), or None;
+  steps the environment: each update waits for the simulator), or None; `caller_widths`:
+  such an agent's MLP/RNN in sight has its widths passed by a caller out of sight;
 - `feature_embeddings`: for a model out of sight, where the file keys embedding tables by
   its input's features (a CTR/recommender base model: `create_embedding_matrix(
   feature_columns)`, `nn.Embedding` tables of `feature_map.feature_specs`), or None;
 - `graph_batches`: for a model out of sight, what shows it is fed graphs (an import of
-  PyG, DGL or TorchDrug; `self.model(graphs, ...)`), or None.
+  PyG, DGL or TorchDrug; `self.model(graphs, ...)`), or None;
+- `benchmark_elsewhere`: for a LightningModule whose Trainer is built in another file
+  (and no cuDNN setting in this one), that the Trainer there sets cuDNN autotuning.
 
 Size: one reader, one walk. Each call is read once for the precision it switches on and
 the model it builds, under the conditions in force at that point (the gates) and the
@@ -85,6 +91,7 @@ import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.device import LIGHTNING_ROOTS
+from envcheck.scripts.frozen_models import frozen_builds
 from envcheck.scripts.index import keyword_arg, qualified_base
 from envcheck.scripts.lightning_runner import benchmark, runner_kind, trainer_settings, trains
 from envcheck.scripts.model_names import (
@@ -167,6 +174,11 @@ OFF_UNLESS_SET = (LAUNCH_CONFIG, HF_COMMAND_LINE)
 # A LightningModule whose Trainer is created elsewhere: that Trainer sets the precision.
 LIGHTNING_ELSEWHERE = (
     "the Lightning Trainer that runs this LightningModule (not in this file) sets its precision"
+)
+# ... and cuDNN autotuning, with its `benchmark=`: a run-level setting of that file.
+BENCHMARK_ELSEWHERE = (
+    "the Lightning Trainer that runs this LightningModule (not in this file) sets cuDNN "
+    "autotuning with its benchmark="
 )
 # Half-precision dtypes, and full ones, as written (`torch.bfloat16`, `"bf16"`).
 HALF_DTYPES = ("bfloat16", "float16", "half", "bf16", "fp16")
@@ -267,13 +279,24 @@ RL_ENVIRONMENTS = {
 REPLAY_MEMORY = re.compile(r"(?i)^(mem|memory|\w*replay\w*|\w*_buffer|buffer)$")
 
 
+# An on-policy agent's rollout storage, read for each update (`rollouts.returns`,
+# `rollouts.feed_forward_generator(advantages, ...)`): the name of the value read.
+ROLLOUT_STORAGE = re.compile(r"(?i)^(\w+_)?rollouts?(_(storage|buffer|memory))?$")
+
+
 def _replay_agent(walker: Walker) -> bool:
     """An RL agent without an environment library in sight (Rainbow's agent.py: its
-    `learn(mem)` samples a replay memory and scores actions): a replay memory sampled in a
-    file that speaks of actions."""
-    if not any("action" in line for line in walker.lines) or not any(
-        ".sample(" in line for line in walker.lines
+    `learn(mem)` samples a replay memory and scores actions; a PPO module's
+    `update(rollouts)` reads the rollout storage the caller filled): a replay memory
+    sampled, or a rollout storage read, in a file that speaks of actions."""
+    if not any("action" in line for line in walker.lines):
+        return False
+    if any("rollout" in line for line in walker.lines) and any(
+        isinstance(node, ast.Attribute) and ROLLOUT_STORAGE.match(_last_name(node.value) or "")
+        for node in ast.walk(walker.module)
     ):
+        return True
+    if not any(".sample(" in line for line in walker.lines):
         return False
     for node in ast.walk(walker.module):
         if (
@@ -454,6 +477,13 @@ def read(walker: Walker) -> dict[str, Any]:
     if reader.benchmark is not None and not walker.facts.get("cudnn_benchmark"):
         # Lightning sets torch.backends.cudnn.benchmark to its Trainer's `benchmark=`
         found["cudnn_benchmark"] = reader.benchmark
+    if (
+        reader.lightning_module
+        and not reader.lightning_runner
+        and walker.facts.get("cudnn_benchmark") is None
+    ):
+        # the Trainer built in another file sets cuDNN autotuning with its `benchmark=`
+        found["benchmark_elsewhere"] = BENCHMARK_ELSEWHERE
     return found
 
 
@@ -479,6 +509,10 @@ class _Reader:
         self.variables: dict[int, set[str]] = {}
         self.layered_classes: Optional[set[str]] = None  # the file's classes with layers
         self.small_models = 0  # graph nets / MLPs out of sight given a small hidden width
+        # matmul layers whose widths are small or parameters the caller fills (True), one
+        # wide or of a width from elsewhere (False), none read (None)
+        self.by_caller: Optional[bool] = None
+        self.frozen = frozen_builds(walker)  # calls building models trained by nothing
         self.library_model = False  # a torchvision/timm model built by name: no toy
         self.benchmark: Optional[bool] = None  # a Lightning Trainer's `benchmark=`
         self.classes: list[ast.ClassDef] = []  # the classes the walk is in
@@ -610,6 +644,8 @@ class _Reader:
             self._use(f".{func.attr}()", gates, scope)
         if self._model_to_half(node, scope):
             self._use(ast.unparse(node), gates, scope)
+        if id(node) in self.frozen:
+            return False  # a model built and kept frozen: not the one the file trains
         layer = self._subclassed_layer(node)  # `super().__init__(n_in, n_out)`
         if self._convolutional(node, layer or name, scope):
             self.conv = True
@@ -977,7 +1013,16 @@ class _Reader:
         ):
             self.matmul.append(_callee(node) or picked_name(node, scope) or ast.unparse(node.func))
             self.linear_weights = None
-            self._sized_model(node, scope)
+            if self._linear_elsewhere(name):
+                self.small_models += 1  # one nn.Linear layer: a linear model is small
+            else:
+                self._sized_model(node, scope)
+
+    def _linear_elsewhere(self, name: str) -> bool:
+        """Whether a model class of another file of the run is one nn.Linear layer there
+        (a logistic regression trained on features)."""
+        linear = self.walker.linear_elsewhere
+        return linear is not None and "." in name and linear(name)
 
     def _kind_elsewhere(self, name: str) -> Optional[str]:
         """The kind of a model class or factory of another file of the run, by its layers
@@ -1074,7 +1119,25 @@ class _Reader:
         sizes = [width(self.walker, a, function) for a in written]
         if written and sizes == [None] * len(sizes) and data_widths(written, function):
             return  # `nn.Linear(input_dim, output_dim)`: the data's widths, no hidden one
+        self._caller_widths(written, sizes, function)
         self._sizes(sizes)
+
+    def _caller_widths(
+        self, written: list[ast.expr], sizes: list[Optional[int]], function: Optional[ast.AST]
+    ) -> None:
+        """Whether a layer's widths are small or the caller's: each size not in sight a
+        parameter of the function building it (`nn.Linear(hidden_dim, hidden_dim)` in a
+        `Discriminator.__init__(self, input_dim, hidden_dim)` that nothing in the file
+        builds), none in sight above TOY_WIDTH."""
+        parameters: set[str] = set()
+        if isinstance(function, ast.FunctionDef):
+            arguments = function.args
+            parameters = {a.arg for a in [*arguments.args, *arguments.kwonlyargs]} - {"self"}
+        for expr, size in zip(written, sizes, strict=True):
+            if size is None and isinstance(expr, ast.Name) and expr.id in parameters:
+                self.by_caller = self.by_caller is not False
+            elif size is None or size > TOY_WIDTH:
+                self.by_caller = False
 
     def _sizes(self, sizes: list[Optional[int]]) -> None:
         if self.small_widths is None:
@@ -1259,6 +1322,16 @@ class _Reader:
         found["rl_environment"] = bool(roots & RL_ENVIRONMENTS) or _replay_agent(self.walker)
         found["env_rollouts"] = (
             _environment_rollouts(self.walker) if found["rl_environment"] else None
+        )
+        # an agent's MLP/RNN in sight whose widths its caller passes (GAIL's discriminator,
+        # `Discriminator(obs_dim + act_dim, 100, device)` in the training script)
+        found["caller_widths"] = bool(
+            found["rl_environment"]
+            and self.by_caller
+            and not toy
+            and not self.conv
+            and not self.library_model
+            and set(self.matmul) <= set(SIZED_LAYERS)
         )
         found["varying_input"] = _aspect_ratio_batches(self.walker)
         found["graph_batches"] = None if self.matmul or self.conv else _graph_batches(self.walker)

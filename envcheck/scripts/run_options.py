@@ -44,7 +44,7 @@ from typing import Optional, TypeVar
 
 from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.class_kinds import MAX_DEPTH as MAX_KIND_DEPTH
-from envcheck.scripts.class_kinds import definition_kind
+from envcheck.scripts.class_kinds import definition_kind, linear_model
 from envcheck.scripts.configs import (
     attribute_path,
     config_defaults,
@@ -276,6 +276,20 @@ class RunOptions:
                 kind = self.model_kind(exporter, f"{module}.{original}", depth + 1)
         self._kinds[key] = kind
         return kind
+
+    def linear_model(self, reader: str, qualname: str, depth: int = 0) -> bool:
+        """Whether the model class `qualname` (imported by `reader`) is one nn.Linear layer
+        in the file of the run that defines it (class_kinds.linear_model), following
+        re-exports as model_kind does."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.definitions)
+        if shown is not None:
+            return linear_model(self.modules[shown], name)
+        exporter = self._defining_file(reader, qualname, self.from_imports)
+        if exporter is None or depth >= MAX_KIND_DEPTH:
+            return False
+        module, original = self.from_imports[exporter][name]
+        return self.linear_model(exporter, f"{module}.{original}", depth + 1)
 
     def _imported_kind(self, shown: str, name: str, depth: int) -> Optional[str]:
         """The kind of a name the run's file `shown` imports (`from .backbone import
