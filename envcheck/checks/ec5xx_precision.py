@@ -219,6 +219,12 @@ GRAPH_BATCHES = (
     "tensor cores speed up, and such networks are often narrow: whether autocast would "
     "gain is not known"
 )
+# A graph network in sight: message-passing layers (or graph models) and only heads.
+GRAPH_NETWORK = (
+    "a graph network ({layers}): its message passing is bound by gathers and scatters "
+    "over the edges, not by the matmuls tensor cores speed up, so whether {what} would "
+    "gain is not known"
+)
 # An agent that steps its environment in the loop of its updates.
 RL_ROLLOUTS = (
     "a reinforcement-learning agent whose training loop steps its environment ({at}) "
@@ -327,7 +333,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     `Discriminator(input_dim, hidden_dim)`, built by the training script). A model out of sight
     that the file feeds graphs (it imports PyG, DGL or TorchDrug, or calls `self.model(
     graphs, ...)`) is unknown too: message passing is bound by gathers and scatters over
-    the edges, and such networks are often narrow.
+    the edges, and such networks are often narrow; so is a graph network in sight (PyG/DGL
+    message-passing layers such as `GCNConv`, or `GCN()`/`GIN()` models, with at most
+    Linear or MLP heads beside them), whatever its width.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -363,6 +371,11 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         elif not isinstance(gate, dict) and _out_of_sight(f) and f.get("graph_batches"):
             at = f.get("graph_batches")
             unknown.append(f"{f.get('path')}: {GRAPH_BATCHES.format(at=at)}")
+        elif not isinstance(gate, dict) and f.get("graph_network"):
+            layers = ", ".join(f["graph_network"])
+            unknown.append(
+                f"{f.get('path')}: {GRAPH_NETWORK.format(layers=layers, what='autocast')}"
+            )
         elif not isinstance(gate, dict) and f.get("env_rollouts"):
             at = f.get("env_rollouts")
             unknown.append(f"{f.get('path')}: {RL_ROLLOUTS.format(at=at)}")
@@ -464,7 +477,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     constant `nn.Linear`, or an MLP/RNN/graph network whose widths in sight are all at
     most 128, as an RL agent's with its input width taken from the environment, or as
     passed to the file's own model class: `Net(7, 16, 2)`; an RL agent's MLP whose widths
-    its caller passes is unknown, as for EC507);
+    its caller passes is unknown, as for EC507; a graph network of message-passing
+    layers is unknown too, whatever its width: its gathers and scatters over the edges,
+    not its matmuls, bound it);
     a convolutional backbone feeding recurrent or transformer layers is judged by those.
     A model built out of sight whose kind nothing names is unknown. When mixed precision
     is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
@@ -501,6 +516,10 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             continue  # a small MLP/RNN: TF32 buys nothing
         if f.get("caller_widths"):
             unknown.append(f"{f.get('path')}: {RL_CALLER_WIDTHS}")
+            continue
+        if f.get("graph_network"):
+            layers = ", ".join(f["graph_network"])
+            unknown.append(f"{f.get('path')}: {GRAPH_NETWORK.format(layers=layers, what='TF32')}")
             continue
         if _out_of_sight(f):
             unknown.append(f"{f.get('path')}: {OUT_OF_SIGHT}")

@@ -96,6 +96,7 @@ from envcheck.scripts.index import keyword_arg, qualified_base
 from envcheck.scripts.lightning_runner import benchmark, runner_kind, trainer_settings, trains
 from envcheck.scripts.model_names import (
     GRAPH_INPUT,
+    GRAPH_MODEL,
     GRAPH_OUTPUT,
     GRAPH_WRAPPERS,
     HIDDEN_KEYWORD,
@@ -282,6 +283,11 @@ REPLAY_MEMORY = re.compile(r"(?i)^(mem|memory|\w*replay\w*|\w*_buffer|buffer)$")
 # An on-policy agent's rollout storage, read for each update (`rollouts.returns`,
 # `rollouts.feed_forward_generator(advantages, ...)`): the name of the value read.
 ROLLOUT_STORAGE = re.compile(r"(?i)^(\w+_)?rollouts?(_(storage|buffer|memory))?$")
+
+
+# Layers a graph network keeps beside its message passing (input encoders, readout MLPs):
+# they do not make it matmul-bound.
+GRAPH_COMPANIONS = {"Linear", "Bilinear", "Embedding", "MLP"}
 
 
 def _replay_agent(walker: Walker) -> bool:
@@ -498,6 +504,7 @@ class _Reader:
         self.gates: list[tuple[Gate, Scope]] = []
         self.conv = False
         self.matmul: list[str] = []  # what shows matmul-bound layers
+        self.graph: list[str] = []  # those of them that are message-passing layers or models
         self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
         # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
         # layer with no width in sight, or a layer too wide to be a toy's
@@ -988,6 +995,7 @@ class _Reader:
                 self.linear_weights = None
         elif graph_layer(name):
             self.matmul.append(short)
+            self.graph.append(short)
             self.linear_weights = None
             if short not in GRAPH_WRAPPERS:  # GINConv(mlp): the widths are the MLP's
                 self._graph_widths(node, short, scope)
@@ -1012,6 +1020,8 @@ class _Reader:
             or self._kind_elsewhere(name) == "matmul"
         ):
             self.matmul.append(_callee(node) or picked_name(node, scope) or ast.unparse(node.func))
+            if GRAPH_MODEL.search(_callee(node) or ""):  # `GCN(...)`, `GIN(...)`: a graph network
+                self.graph.append(self.matmul[-1])
             self.linear_weights = None
             if self._linear_elsewhere(name):
                 self.small_models += 1  # one nn.Linear layer: a linear model is small
@@ -1332,6 +1342,14 @@ class _Reader:
             and not self.conv
             and not self.library_model
             and set(self.matmul) <= set(SIZED_LAYERS)
+        )
+        # message passing and nothing else heavy: graph layers or graph models, with at
+        # most Linear heads or MLPs beside them (no convolutions, RNNs, transformers)
+        others = set(self.matmul) - set(self.graph) - GRAPH_COMPANIONS
+        found["graph_network"] = (
+            sorted(set(self.graph))
+            if self.graph and not (others or self.conv or self.library_model)
+            else None
         )
         found["varying_input"] = _aspect_ratio_batches(self.walker)
         found["graph_batches"] = None if self.matmul or self.conv else _graph_batches(self.walker)
