@@ -275,9 +275,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     `mixed_precision`, Lightning's `precision="16-mixed"`, `TrainingArguments(fp16=True)`,
     `model.half()`, apex `amp.initialize`, a precision setting handed to the project's
     own classes (`MixedPrecisionTrainer(use_fp16=...)`), a model built, loaded or cast in
-    bfloat16/float16 (`set_default_dtype`, `torch_dtype=`, `model.to(dtype=
-    torch.bfloat16)`, a model builder of the project given the dtype: `build_model(...,
-    dtype=config.model.dtype)`, a setting the source does not show), an FSDP
+    bfloat16/float16 (`set_default_dtype`, `from_pretrained(torch_dtype=...)` or its newer
+    spelling `dtype=`, `model.to(dtype=torch.bfloat16)`, a model builder of the project
+    given the dtype: `build_model(..., dtype=config.model.dtype)`, a setting the source
+    does not show), an FSDP
     mixed-precision policy that casts the parameters to one
     (FSDP2's `fully_shard(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))`,
     FSDP1's `mixed_precision=MixedPrecision(param_dtype=...)`). Behind a command-line
@@ -291,10 +292,16 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     a Trainer in the file that only predicts, a Lightning `Trainer(**settings)` built
     from a dict the source does not show, also through `Trainer.from_argparse_args(
     argparse.Namespace(**trainer_config))`, or from a Hydra config,
-    `hydra.utils.instantiate(cfg.trainer)` then fitted, `accelerate launch`), the rule
-    is unknown
-    for that file. A file that fits only data transforms (`encoder.fit`, `scaler.fit`)
-    trains nothing, nor does one whose `backward()` feeds no update (no optimizer, no
+    `hydra.utils.instantiate(cfg.trainer)` then fitted, `accelerate launch`, a model
+    loaded in bfloat16 only under a test of an input the run is normally given, `if
+    args.model_name_or_path:` with no default), the rule is unknown
+    for that file. An entry point with no training loop of its own that calls the
+    project's function or class holding one (`trainer_synapse(args, net, ...)` of
+    trainer.py, read as context: project_context.py) starts that run: it is judged by
+    that loop's precision and settings, with the model it builds; when that trainer file
+    is audited in the same run, the finding is the trainer's, where autocast goes. A
+    file that fits only data transforms (`encoder.fit`, `scaler.fit`) trains nothing,
+    nor does one whose `backward()` feeds no update (no optimizer, no
     step: FGSM's gradient with respect to the input, a forward/backward timing table).
     A framework left at its default precision trains in float32:
     `Accelerator()` without `mixed_precision` (or `Accelerator(**kwargs)` with a dict

@@ -131,6 +131,7 @@ def _context(
     except (OSError, RecursionError):  # an unreadable folder: the scripts are still audited
         return []
     for shown, module, text in found.files:
+        run.context.add(shown)
         try:
             run.add(shown, module, text)
         except RecursionError:

@@ -120,6 +120,7 @@ def analyze_file(
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
+            walker.started_elsewhere = functools.partial(_started_run, run, shown)
             if walker.module_scope.hf_arguments is not None:
                 walker.module_scope.hf_arguments.elsewhere = functools.partial(
                     run.class_definition, shown
@@ -181,6 +182,11 @@ class Walker(ast.NodeVisitor):
         self.function_elsewhere: Optional[Callable[[str], Optional[Foreign]]] = None
         # `models.LogisticRegression` -> whether that class is one nn.Linear layer there
         self.linear_elsewhere: Optional[Callable[[str], bool]] = None
+        # `trainer.trainer_synapse` -> (the file, its facts) when another file of the run
+        # defines it and trains there: the training loop of the run this file starts
+        self.started_elsewhere: Optional[Callable[[str], Optional[tuple[str, dict[str, Any]]]]] = (
+            None
+        )
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,
@@ -201,12 +207,43 @@ class Walker(ast.NodeVisitor):
         self.facts.update(precision.read(self))
         self.facts["processes_per_node"] = processes.read(self)
         self.facts["train_at"] = device.trains(self)
+        started = self._started_run() if self.facts["train_at"] is None else None
+        if started is not None:
+            self.facts["train_at"] = started[0]
         self.facts["torch"] = self._pytorch()
         self.facts["trains"] = self.facts["train_at"] is not None
         gpu = device.answer(self)
+        if started is not None:
+            gpu = _run_settings(self.facts, gpu, started[1])
         self.facts["gpu"] = gpu
         self.facts["uses_cuda"] = gpu["trains"] == "yes"
         self.report.facts = self.facts
+
+    def _started_run(self) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
+        """An entry point with no training loop of its own that calls a function (or
+        builds a class) another file of the run defines and trains in: `trainer_synapse(
+        args, net, args.output_dir)` of trainer.py, read as context (project_context.py).
+        The run it starts trains there, with the model this file builds: where its
+        training code is (the call) and the other file's facts; None otherwise."""
+        find = self.started_elsewhere
+        if find is None or not self.facts.get("main_guard"):
+            return None
+        for node in module_nodes(self.module):
+            if not isinstance(node, ast.Call):
+                continue
+            name = self.qualname(node.func)
+            found = find(name) if name and "." in name else None
+            if found is not None:
+                shown, facts = found
+                code = ast.unparse(node)
+                at = {
+                    "line": node.lineno,
+                    "column": node.col_offset + 1,
+                    "code": code if len(code) <= 60 else code[:57] + "...",
+                    "loop_in": shown,
+                }
+                return at, facts
+        return None
 
     def _pytorch(self) -> bool:
         """A PyTorch file: it imports PyTorch (or a library on it), or, with PyTorch out
@@ -444,6 +481,72 @@ class Walker(ast.NodeVisitor):
             and node.func.attr in ("backward", "manual_backward")
             for node in module_nodes(self.module)
         )
+
+
+def _started_run(
+    run: RunOptions, reader: str, qualname: str
+) -> Optional[tuple[str, dict[str, Any]]]:
+    """(the file, its facts) of the context file of the run (read, not audited), linked
+    to `reader`, that defines `qualname` with a backward pass in it (a function, or a
+    method of the class: the training loop, not a factory of that file), analysed once
+    per run; None otherwise. A loop in a file audited in the same run is judged there,
+    where autocast goes (detr's main.py and engine.py named together)."""
+    shown = run.defining_file(reader, qualname)
+    if shown is None or shown not in run.context or "backward(" not in run.texts.get(shown, ""):
+        return None
+    name = qualname.rpartition(".")[2]
+    definition = next(
+        (
+            node
+            for node in run.modules[shown].body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name == name
+        ),
+        None,
+    )
+    if definition is None or not _backward_in(definition):
+        return None
+    if shown not in run.started:
+        run.started[shown] = None  # a file whose analysis comes back here ends the cycle
+        report = analyze_file(Path(shown), shown, run, (run.modules[shown], run.texts[shown]))
+        run.started[shown] = report.facts if report.error is None else None
+    facts = run.started[shown]
+    return (shown, facts) if facts and facts.get("trains") else None
+
+
+def _backward_in(definition: ast.AST) -> bool:
+    """A `.backward()` call in the function or class."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "backward"
+        for node in ast.walk(definition)
+    )
+
+
+# The training loop's own settings an entry point that starts it takes, where it sets
+# none of them itself (precision, cuDNN autotuning and TF32 may be set in either file).
+LOOP_SETTINGS = ("cudnn_benchmark", "tf32", "tf32_option", "env_rollouts", "varying_input")
+
+
+def _run_settings(
+    facts: dict[str, Any], gpu: dict[str, Any], loop: dict[str, Any]
+) -> dict[str, Any]:
+    """The entry point's facts completed with those of the file its training loop is in
+    (`loop`): mixed precision used or gated there, the settings that file makes, and its
+    device when this file does not settle one. The model is this file's (its kind, its
+    size). Returns the GPU answer."""
+    if not facts.get("autocast") and facts.get("amp_gate") is None:
+        facts["autocast"] = bool(loop.get("autocast"))
+        facts["amp_gate"] = loop.get("amp_gate")
+    for key in LOOP_SETTINGS:
+        if facts.get(key) is None and loop.get(key) is not None:
+            facts[key] = loop[key]
+    theirs = loop.get("gpu")
+    if gpu.get("trains") != "yes" and isinstance(theirs, dict) and theirs.get("trains") == "yes":
+        where = facts["train_at"]["loop_in"]
+        return {**theirs, "reason": f"{theirs.get('reason')} (in {where})", "line": None}
+    return gpu
 
 
 def _pairs(target: ast.expr, value: ast.expr) -> list[tuple[ast.expr, ast.expr]]:

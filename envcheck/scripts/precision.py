@@ -779,7 +779,8 @@ class _Reader:
     def _model_dtype(self, node: ast.Call, name: str, gates: list[ast.expr], scope: Scope) -> None:
         """The dtype the model is built or loaded in: `set_default_dtype(dtype)` (torch's,
         or a project's context manager around the model's construction) and
-        `from_pretrained(..., torch_dtype=dtype)`, a project's model builder given the
+        `from_pretrained(..., torch_dtype=dtype)` (or `dtype=`, its newer spelling in
+        transformers), a project's model builder given the
         dtype (`build_model(..., dtype=config.model.dtype)`: its parameters are made in
         it). bfloat16/float16 is low precision on
         the tensor cores; a dtype the source does not show (a recipe's config) is a gate."""
@@ -788,6 +789,9 @@ class _Reader:
             expr = node.args[0]
         elif keyword_arg(node, "torch_dtype") is not None:
             expr = keyword_arg(node, "torch_dtype")
+        elif name.rsplit(".", 1)[-1] in PRETRAINED_LOADERS:
+            # transformers >= 4.56 (and diffusers) spell torch_dtype `dtype`
+            expr = keyword_arg(node, "dtype")
         elif _model_builder(node, name):
             expr = keyword_arg(node, "dtype")
         if expr is None:
@@ -1410,6 +1414,11 @@ class _Reader:
                 "option": None,
                 "default": False,  # float32 unless the launcher's config sets it
             }
+        if value.known and value.value is None and not _about_precision(expr):
+            # `if args.model_name_or_path:` around `from_pretrained(..., dtype=bfloat16)`:
+            # whether an input the run is normally given (a model to fine-tune) is given
+            # is not a precision setting; which branch runs is not in the source
+            return {"text": text, "option": None, "default": None}
         if value.known and not isinstance(default, bool):
             default = str(default).lower() in MIXED_VALUES or default is True
         return {"text": text, "option": option, "default": default}

@@ -10,6 +10,8 @@ single process, else `{"count", "per_gpu", "how", "line"}`:
 - `torch.distributed.init_process_group`, `DistributedDataParallel`, a helper named
   `init_distributed_mode`, or the launcher's variables read from the environment
   (`LOCAL_WORLD_SIZE`, `LOCAL_RANK`): a launcher (torchrun) starts them, one per GPU;
+  not in a file that builds an Accelerate `Accelerator`, where those reads are
+  boilerplate and `accelerate launch` (out of the source) starts the processes;
 - MPI: `mpi4py.MPI.COMM_WORLD` (ranks started by `mpiexec -n GPUS`), Horovod's
   `hvd.init()`, or a helper named `setup_dist` (guided-diffusion's `dist_util`, which
   reads the MPI rank): one rank per GPU, as with torchrun;
@@ -33,7 +35,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.assignments import main_guard
-from envcheck.scripts.index import keyword_arg
+from envcheck.scripts.index import keyword_arg, module_nodes
 from envcheck.scripts.values import Scope, resolve
 
 if TYPE_CHECKING:
@@ -75,10 +77,15 @@ def read(walker: Walker) -> Optional[dict[str, Any]]:
         return None  # nothing that starts processes: skip the walk
     found: list[dict[str, Any]] = []
     _visit(walker, walker.module, walker.module_scope, found)
+    if _accelerated(walker):
+        # `os.environ.get("LOCAL_RANK", -1)` copied into an Accelerate script (diffusers'
+        # examples): the processes are those `accelerate launch` starts, not in the source
+        found = [f for f in found if not f.get("environment")]
     if not found:
         return None
     counted = [f for f in found if f["count"] is not None]
-    return counted[0] if counted else found[0]
+    chosen = counted[0] if counted else found[0]
+    return {key: value for key, value in chosen.items() if key != "environment"}
 
 
 def _visit(walker: Walker, node: ast.AST, scope: Scope, found: list[dict[str, Any]]) -> None:
@@ -110,9 +117,21 @@ def _visit(walker: Walker, node: ast.AST, scope: Scope, found: list[dict[str, An
         found.append(_entry(None, f"MPI.COMM_WORLD (mpiexec starts the ranks: {PER_GPU})", node))
         return
     if isinstance(node, ast.Constant) and node.value in LAUNCHER_VARIABLES:
-        found.append(_entry(None, f"reads {node.value} (set by torchrun: {PER_GPU})", node))
+        entry = _entry(None, f"reads {node.value} (set by torchrun: {PER_GPU})", node)
+        found.append({**entry, "environment": True})
     for child in ast.iter_child_nodes(node):
         _visit(walker, child, scope, found)
+
+
+def _accelerated(walker: Walker) -> bool:
+    """The file builds an Accelerate `Accelerator`: it runs as one process, or as many as
+    `accelerate launch` (or its config) starts, whatever launcher variables it reads."""
+    return any(
+        isinstance(node, ast.Call)
+        and (walker.qualname(node.func) or "").startswith("accelerate.")
+        and (walker.qualname(node.func) or "").endswith(".Accelerator")
+        for node in module_nodes(walker.module)
+    )
 
 
 def _launcher_test(test: ast.expr) -> bool:

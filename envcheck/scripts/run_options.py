@@ -40,7 +40,7 @@ import functools
 import re
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.class_kinds import MAX_DEPTH as MAX_KIND_DEPTH
@@ -142,6 +142,10 @@ class RunOptions:
             str, dict[str, tuple[str, str]]
         ] = {}  # file -> local -> (module, name)
         self.modules: dict[str, ast.Module] = {}  # file -> its parsed module
+        self.texts: dict[str, str] = {}  # file -> its source
+        self.context: set[str] = set()  # files read as context only (project_context.py)
+        # file -> its facts as analysed for a file of the run that starts its training
+        self.started: dict[str, Optional[dict[str, Any]]] = {}
         self.top_names: dict[str, dict[str, ast.expr]] = {}  # file -> name -> its one assignment
         self.config_objects: dict[str, dict[str, list[tuple[str, ast.expr]]]] = {}
         self.definitions: dict[str, set[str]] = {}  # file -> its top-level classes, functions
@@ -167,6 +171,7 @@ class RunOptions:
         self.makers[shown] = forwarding_makers(module)
         self.from_imports[shown] = from_imports(module)
         self.modules[shown] = module
+        self.texts[shown] = text
         self.top_names[shown] = simple_assignments(module.body)
         self.config_objects[shown] = config_defaults(module)
         self.definitions[shown] = {
@@ -340,6 +345,11 @@ class RunOptions:
             if isinstance(node, ast.ClassDef) and node.name == name:
                 return node, self.aliases[shown]
         return None
+
+    def defining_file(self, reader: str, qualname: str) -> Optional[str]:
+        """The one file of the run, linked to `reader`, that defines the top-level class
+        or function `qualname` (`trainer.trainer_synapse`) imported by `reader`."""
+        return self._defining_file(reader, qualname, self.definitions)
 
     def held_in_memory(self, reader: str, qualname: str) -> Optional[str]:
         """Why the Dataset class `qualname` (`windows.Windows`, imported by `reader`)
