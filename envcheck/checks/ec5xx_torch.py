@@ -337,7 +337,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A loader over an in-memory `TensorDataset`, text tokenised up front
     (`DataLoader(tokenized["train"])` after `raw.map(tokenize_function)`) or a Dataset class of the
     file (or of a file of the same run it is imported from) whose `__getitem__` only indexes data it
-    holds (`return self.centers[i], self.contexts[i]`; not one that memory-maps its data) or is
+    holds (`return self.centers[i], self.contexts[i]`, numpy's shuffles and random shifts of
+    the sample included, directly or in a function of its file; not one that memory-maps its
+    data or reads a file per item) or is
     memoised without bound (`@functools.cache`: each sample stays in the training process, a cache
     worker processes would discard every epoch; so is a helper's loader over the caller's dataset
     when every Dataset class of the file without a loader of its own is memoised), or a

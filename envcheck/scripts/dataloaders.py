@@ -557,7 +557,7 @@ def _held_in_memory(walker: Walker, name: str) -> Optional[str]:
     classes = [c for c in walker.index().class_nodes if c.name == name]
     if len(classes) != 1 or name not in walker.index().derived_from(TORCH_DATASETS):
         return None
-    return in_memory(classes[0])
+    return in_memory(classes[0], walker.module)
 
 
 def _built_by(
