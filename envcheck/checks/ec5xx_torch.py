@@ -620,15 +620,16 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     the setting; build it once, outside, if its start-up cost matters. One built in a
     loop only to be kept in a list (or dict) made before that loop (`for name in sets:
     loaders.append(DataLoader(...))`, one per validation set) is built once, and judged.
-    Nor is a loader
-    whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
-    num_samples=int(1e10))`): one pass that never ends. A worker count the source does
-    not settle makes the rule unknown unless `persistent_workers=True` is given; one
-    written over the CPU count (`multiprocessing.cpu_count() // 2`,
-    `max(os.cpu_count() - 1, 1)`) is evaluated on the training machine's logical CPUs
-    (`--target`), as EC501 does. An imported class named like a loader and handed only
-    DataLoader's own keywords (schnetpack's `AtomsLoader(dataset, batch_size=...,
-    num_workers=8, pin_memory=...)`, deepspeech's `AudioDataLoader`) is taken for a
+    Nor is a loader whose sampler never runs out (an `InfiniteSampler`, `RandomSampler(...,
+    num_samples=int(1e10))`, or a sampler class of the file or of a file of the run whose
+    `__iter__` yields in a `while True:` it never leaves): one pass that never ends. A
+    worker count the source does not settle makes the rule unknown unless
+    `persistent_workers=True` is given; one written over the CPU count
+    (`multiprocessing.cpu_count() // 2`, `max(os.cpu_count() - 1, 1)`) is evaluated on the
+    training machine's logical CPUs (`--target`), as EC501 does. An imported class named
+    like a loader and handed only DataLoader's own keywords (schnetpack's
+    `AtomsLoader(dataset, batch_size=..., num_workers=8, pin_memory=...)`, deepspeech's
+    `AudioDataLoader`) is taken for a
     DataLoader subclass: a setting it is not given is DataLoader's default, whereas a
     maker function out of sight (`create_loader(...)`) keeps its own defaults (unknown);
     for a maker another file of the same run defines, handing the caller's `**kwargs`

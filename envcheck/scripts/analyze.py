@@ -117,6 +117,7 @@ def analyze_file(
             walker.maker_elsewhere = functools.partial(run.maker, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
+            walker.class_elsewhere = functools.partial(run.class_definition, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
             if walker.module_scope.hf_arguments is not None:
@@ -178,6 +179,11 @@ class Walker(ast.NodeVisitor):
         # `commons.clip_grad_value_` -> that function of another file of the run, read in
         # its own module for the host syncs a training step runs through it
         self.function_elsewhere: Optional[Callable[[str], Optional[Foreign]]] = None
+        # `data_generator.TrainSampler` -> that class as another file of the run defines it
+        # (with the file's import aliases): a sampler whose __iter__ never ends
+        self.class_elsewhere: Optional[
+            Callable[[str], Optional[tuple[ast.ClassDef, dict[str, str]]]]
+        ] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,
