@@ -359,3 +359,62 @@ def test_ec503_at_the_call_of_a_maker_of_the_run(
     (tmp_path / "dataloaders").rename(tmp_path / "elsewhere")  # out of sight
     unseen = CliRunner().invoke(app, [*both[:2], *both[3:], "--exit-zero"])
     assert " EC503 " not in unseen.stdout, unseen.stdout
+
+
+SAMPLERS = (
+    "import numpy as np\n"
+    "class BalancedTrainSampler(object):\n"
+    "    def __init__(self, n, batch_size):\n"
+    "        self.n, self.batch_size = n, batch_size\n"
+    "    def __iter__(self):\n"
+    "        while True:\n"
+    "            batch = []\n"
+    "            for _ in range(self.batch_size):\n"
+    "                if np.random.rand() < 0.5:\n"
+    "                    break\n"  # leaves the inner loop only
+    "                batch.append(np.random.randint(self.n))\n"
+    "            yield batch\n"
+    "class EvaluateSampler(object):\n"
+    "    def __init__(self, n, batch_size):\n"
+    "        self.n, self.batch_size = n, batch_size\n"
+    "    def __iter__(self):\n"
+    "        pointer = 0\n"
+    "        while True:\n"
+    "            if pointer >= self.n:\n"
+    "                break\n"
+    "            yield list(range(pointer, pointer + self.batch_size))\n"
+    "            pointer += self.batch_size\n"
+)
+SAMPLED_TRAIN = (
+    "import torch\n"
+    "from samplers import BalancedTrainSampler, EvaluateSampler\n"
+    "balanced = 'balanced'\n"
+    "if balanced == 'balanced':\n"
+    "    Sampler = BalancedTrainSampler\n"
+    "else:\n"
+    "    Sampler = EvaluateSampler\n"
+    "train_loader = torch.utils.data.DataLoader(dataset, batch_sampler=Sampler(100, 8),\n"
+    "    num_workers=8, pin_memory=True)\n"
+    "eval_loader = torch.utils.data.DataLoader(dataset, batch_sampler=EvaluateSampler(100, 8),\n"
+    "    num_workers=8, pin_memory=True)\n"
+)
+
+
+def test_a_batch_sampler_of_another_file_yielding_without_end(tmp_path: Path) -> None:
+    """audioset_tagging_cnn: `batch_sampler=Sampler(...)`, the name bound to a sampler
+    class of data_generator.py whose `__iter__` is a `while True:` it never leaves (the
+    inner loop's break leaves only that loop): the training loop makes one endless pass,
+    its workers never restart (no EC503). A sampler whose loop breaks ends each pass."""
+    (tmp_path / "samplers.py").write_text(SAMPLERS)
+    (tmp_path / "train.py").write_text(SAMPLED_TRAIN)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "train.py",))
+    train, evaluate = collect(ctx)["scripts"]["loaders"]
+    assert "BalancedTrainSampler(...) yields without end" in train["endless"]
+    assert evaluate["endless"] is None
+    (tmp_path / "samplers.py").write_text(
+        SAMPLERS.replace(
+            "            yield batch\n", "            yield batch\n            return\n"
+        )
+    )
+    train, _ = collect(ctx)["scripts"]["loaders"]
+    assert train["endless"] is None

@@ -409,6 +409,23 @@ def test_a_folder_computed_at_run_time_is_not_searched(tmp_path: Path) -> None:
     assert added_folders(script, ast.parse(text)) == [(False, tmp_path / "lib2")]
 
 
+def test_sys_path_0_is_the_entry_script_s_own_folder(tmp_path: Path) -> None:
+    """audioset_tagging_cnn's `sys.path.insert(1, os.path.join(sys.path[0], '../utils'))`:
+    Python sets sys.path[0] to the folder of the script it runs, so the folder is settled
+    for the script named; a module it imports sees the entry point's folder instead, and
+    takes none."""
+    import ast
+
+    from envcheck.scripts.project_context import added_folders
+
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "pytorch").mkdir()
+    script = tmp_path / "pytorch" / "main.py"
+    text = "import os, sys\nsys.path.insert(1, os.path.join(sys.path[0], '../utils'))\n"
+    assert added_folders(script, ast.parse(text), entry=True) == [(True, tmp_path / "utils")]
+    assert added_folders(script, ast.parse(text)) == []
+
+
 ENTRY = """\
 import argparse
 from trainer import train

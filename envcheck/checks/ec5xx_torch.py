@@ -337,7 +337,9 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     A loader over an in-memory `TensorDataset`, text tokenised up front
     (`DataLoader(tokenized["train"])` after `raw.map(tokenize_function)`) or a Dataset class of the
     file (or of a file of the same run it is imported from) whose `__getitem__` only indexes data it
-    holds (`return self.centers[i], self.contexts[i]`; not one that memory-maps its data) or is
+    holds (`return self.centers[i], self.contexts[i]`, numpy's shuffles and random shifts of
+    the sample included, directly or in a function of its file; not one that memory-maps its
+    data or reads a file per item) or is
     memoised without bound (`@functools.cache`: each sample stays in the training process, a cache
     worker processes would discard every epoch; so is a helper's loader over the caller's dataset
     when every Dataset class of the file without a loader of its own is memoised), or a
@@ -618,15 +620,16 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     the setting; build it once, outside, if its start-up cost matters. One built in a
     loop only to be kept in a list (or dict) made before that loop (`for name in sets:
     loaders.append(DataLoader(...))`, one per validation set) is built once, and judged.
-    Nor is a loader
-    whose sampler never runs out (an `InfiniteSampler`, or `RandomSampler(...,
-    num_samples=int(1e10))`): one pass that never ends. A worker count the source does
-    not settle makes the rule unknown unless `persistent_workers=True` is given; one
-    written over the CPU count (`multiprocessing.cpu_count() // 2`,
-    `max(os.cpu_count() - 1, 1)`) is evaluated on the training machine's logical CPUs
-    (`--target`), as EC501 does. An imported class named like a loader and handed only
-    DataLoader's own keywords (schnetpack's `AtomsLoader(dataset, batch_size=...,
-    num_workers=8, pin_memory=...)`, deepspeech's `AudioDataLoader`) is taken for a
+    Nor is a loader whose sampler never runs out (an `InfiniteSampler`, `RandomSampler(...,
+    num_samples=int(1e10))`, or a sampler class of the file or of a file of the run whose
+    `__iter__` yields in a `while True:` it never leaves): one pass that never ends. A
+    worker count the source does not settle makes the rule unknown unless
+    `persistent_workers=True` is given; one written over the CPU count
+    (`multiprocessing.cpu_count() // 2`, `max(os.cpu_count() - 1, 1)`) is evaluated on the
+    training machine's logical CPUs (`--target`), as EC501 does. An imported class named
+    like a loader and handed only DataLoader's own keywords (schnetpack's
+    `AtomsLoader(dataset, batch_size=..., num_workers=8, pin_memory=...)`, deepspeech's
+    `AudioDataLoader`) is taken for a
     DataLoader subclass: a setting it is not given is DataLoader's default, whereas a
     maker function out of sight (`create_loader(...)`) keeps its own defaults (unknown);
     for a maker another file of the same run defines, handing the caller's `**kwargs`

@@ -118,6 +118,7 @@ def analyze_file(
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
+            walker.class_elsewhere = functools.partial(run.class_definition, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
             walker.started_elsewhere = functools.partial(_started_run, run, shown)
@@ -187,6 +188,11 @@ class Walker(ast.NodeVisitor):
         self.started_elsewhere: Optional[Callable[[str], Optional[tuple[str, dict[str, Any]]]]] = (
             None
         )
+        # `data_generator.TrainSampler` -> that class as another file of the run defines it
+        # (with the file's import aliases): a sampler whose __iter__ never ends
+        self.class_elsewhere: Optional[
+            Callable[[str], Optional[tuple[ast.ClassDef, dict[str, str]]]]
+        ] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,

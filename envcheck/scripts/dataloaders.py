@@ -557,7 +557,7 @@ def _held_in_memory(walker: Walker, name: str) -> Optional[str]:
     classes = [c for c in walker.index().class_nodes if c.name == name]
     if len(classes) != 1 or name not in walker.index().derived_from(TORCH_DATASETS):
         return None
-    return in_memory(classes[0])
+    return in_memory(classes[0], walker.module)
 
 
 def _built_by(
@@ -677,6 +677,9 @@ def _endless(walker: Walker, call: ast.Call) -> Optional[str]:
     name = ast.unparse(sampler.func)
     if "infinite" in name.lower():
         return f"its sampler {name}(...) never runs out"
+    endless = _endless_class(walker, sampler.func)
+    if endless is not None:
+        return f"its sampler {endless}"
     for keyword in sampler.keywords:
         if keyword.arg == "num_samples":
             value = resolve(keyword.value, walker.scope())
@@ -687,6 +690,64 @@ def _endless(walker: Walker, call: ast.Call) -> Optional[str]:
             ):
                 return f"its sampler draws {ast.unparse(keyword.value)} samples: one endless pass"
     return None
+
+
+def _endless_class(walker: Walker, func: ast.expr) -> Optional[str]:
+    """Why the sampler class `func` names (the file's, or another file's of the run; a
+    name bound to one, `Sampler = BalancedTrainSampler`, followed) yields without end:
+    its own `__iter__` is a generator whose `while True:` has no `break` and which has no
+    `return` (audioset_tagging_cnn's training samplers); None otherwise."""
+    if isinstance(func, ast.Name):
+        bound = walker.scope().lookup(func.id)
+        if isinstance(bound, (ast.Name, ast.Attribute)):
+            func = bound
+    cls: Optional[ast.ClassDef] = None
+    if isinstance(func, ast.Name):
+        own = [c for c in walker.index().class_nodes if c.name == func.id]
+        cls = own[0] if len(own) == 1 else None
+    if cls is None and walker.class_elsewhere is not None:
+        qualname = walker.qualname(func) or ""
+        found = walker.class_elsewhere(qualname) if "." in qualname else None
+        cls = found[0] if found is not None else None
+    if cls is None:
+        return None
+    method = next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__iter__"), None
+    )
+    if method is None or any(isinstance(n, ast.Return) for n in ast.walk(method)):
+        return None
+    if not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(method)):
+        return None
+    for statement in method.body:
+        if (
+            isinstance(statement, ast.While)
+            and isinstance(statement.test, ast.Constant)
+            and statement.test.value is True
+            and not statement.orelse
+            and not _breaks(statement.body)
+        ):
+            return (
+                f"{cls.name}(...) yields without end (a `while True:` in its __iter__ it "
+                "never leaves): one endless pass"
+            )
+    return None
+
+
+def _breaks(statements: list[ast.stmt]) -> bool:
+    """Whether a `break` in `statements` (outside loops and functions nested in them)
+    leaves the loop they are the body of."""
+    todo: list[ast.AST] = list(statements)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Break):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(node.orelse)  # a break in a nested loop's else leaves ours
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _subclasses(nodes: list[ast.AST], aliases: dict[str, str], bases: set[str]) -> set[str]:

@@ -7,10 +7,13 @@ little there (EC501/EC502, as for a TensorDataset). A `__getitem__` that calls a
 beyond indexing, cheap conversions and methods of its own class that do no more
 (`self.transform(...)`, `Image.open`, a crop function) is not in memory by this
 reading, nor is a class that memory-maps or opens a store (`np.memmap`, `h5py.File`,
-lmdb, zarr), whose indexing reads the disk. A `__getitem__` memoised without bound
-(`@functools.cache`, `@lru_cache(maxsize=None)`) keeps each sample in the training process
-once it is built: later epochs read memory, and worker processes would each fill a copy
-of the cache that dies with them at the end of every epoch, so no workers is the design.
+lmdb, zarr), whose indexing reads the disk. numpy's functions other than its file readers
+(`np.random.shuffle(points)`, a random scale and shift: dgcnn's point-cloud augmentation)
+count as cheap, and so do functions of the class's file that do no more. A `__getitem__`
+memoised without bound (`@functools.cache`, `@lru_cache(maxsize=None)`) keeps each
+sample in the training process once it is built: later epochs read memory, and worker
+processes would each fill a copy of the cache that dies with them at the end of every
+epoch, so no workers is the design.
 A Dataset class out of sight handed one file that `torch.save` wrote (`.pt`, `.pth`) and
 otherwise only numbers (GAIL's `ExpertDataset("trajs_halfcheetah.pt",
 num_trajectories=4)`) holds tensors too: `torch.load` reads such a file whole, and there
@@ -50,6 +53,8 @@ CHEAP_METHODS = {
     "size",  # `self.data.size(0)`: a shape, nothing read
     "numpy",
     "type",  # `.type(torch.int64)`: a dtype cast, like .long()
+    "copy",
+    "dot",  # a small rotation matrix applied to a point cloud held
     # a sample moved to the GPU in __getitem__ (EC510's finding): still a slice of memory,
     # and workers or pinning would not help it (CUDA in forked workers fails)
     "to",
@@ -95,6 +100,32 @@ CHEAP_FUNCTIONS = {
     "numpy.random.randint",
     "numpy.random.choice",
 }
+# numpy's file readers and writers: every other numpy function computes on arrays in memory
+# (`np.random.shuffle(points)`, `np.clip(sigma * np.random.randn(n, 3), -c, c)`: the light
+# augmentation of a sample held), these read or write the disk
+NUMPY_FILES = {
+    "load",
+    "loadtxt",
+    "genfromtxt",
+    "fromfile",
+    "fromregex",
+    "memmap",
+    "open_memmap",
+    "save",
+    "savez",
+    "savez_compressed",
+    "savetxt",
+    "tofile",
+    "DataSource",
+}
+# the standard library's random draws (`random.shuffle(indices)`, `random.random() < 0.5`)
+PYTHON_RANDOM = {
+    "random.random",
+    "random.uniform",
+    "random.shuffle",
+    "random.sample",
+    "random.gauss",
+}
 # a class holding one of these reads the disk when indexed
 LAZY_STORES = ("memmap", "mmap", "h5py", "lmdb", "zarr", "tables.open_file")
 
@@ -135,9 +166,11 @@ def library_in_memory(qualname: str) -> Optional[str]:
     return f"{qualname.rsplit('.', 1)[-1]} is {why}" if why else None
 
 
-def in_memory(cls: ast.ClassDef) -> Optional[str]:
+def in_memory(cls: ast.ClassDef, module: Optional[ast.Module] = None) -> Optional[str]:
     """Why samples of `cls` come from memory ("__getitem__ only indexes self.centers"),
-    or None."""
+    or None. `module`, the file defining `cls`, lends the functions of its top level
+    that `__getitem__` may call (dgcnn's `translate_pointcloud(pointcloud)`: a numpy
+    scale and shift of the sample held) when they do no more than it may."""
     getitem = next(
         (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"),
         None,
@@ -153,7 +186,8 @@ def in_memory(cls: ast.ClassDef) -> Optional[str]:
     text = ast.unparse(cls)
     if any(word in text for word in LAZY_STORES):
         return None
-    if not _cheap_body(cls, getitem, 0):
+    helpers = _module_functions(module)
+    if not _cheap_body(cls, getitem, 0, helpers):
         return None
     held: list[str] = []
     aliases = _aliases(getitem)
@@ -283,15 +317,47 @@ def memoised(method: ast.FunctionDef) -> Optional[str]:
     return None
 
 
-def _cheap_body(cls: ast.ClassDef, method: ast.FunctionDef, depth: int) -> bool:
-    """`method` opens nothing and calls only cheap conversions, or methods of `cls` that
-    do the same (makemore's `self.encode(word)`: a dict lookup per character)."""
+def _module_functions(module: Optional[ast.Module]) -> dict[str, ast.FunctionDef]:
+    """The functions of `module`'s top level, by name; a name defined twice (or also bound
+    another way there) is left out: which one runs is not settled."""
+    if module is None:
+        return {}
+    counts: dict[str, int] = {}
+    functions: dict[str, ast.FunctionDef] = {}
+    for statement in module.body:
+        names: list[str] = []
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [statement.name]
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+            names = [n.id for n in ast.walk(statement) if isinstance(n, ast.Name)]
+            names += [a.asname or a.name for a in getattr(statement, "names", [])]
+        for name in names:
+            counts[name] = counts.get(name, 0) + 1
+        if isinstance(statement, ast.FunctionDef):
+            functions[statement.name] = statement
+    return {name: f for name, f in functions.items() if counts.get(name) == 1}
+
+
+def _cheap_body(
+    cls: ast.ClassDef,
+    method: ast.FunctionDef,
+    depth: int,
+    helpers: Optional[dict[str, ast.FunctionDef]] = None,
+) -> bool:
+    """`method` opens nothing and calls only cheap conversions, or methods of `cls` (or
+    functions of its file, `helpers`) that do the same (makemore's `self.encode(word)`: a
+    dict lookup per character)."""
+    helpers = helpers or {}
     for node in own_nodes(method):
         if isinstance(node, (ast.With, ast.AsyncWith, ast.Await, ast.Yield, ast.YieldFrom)):
             return False
         if isinstance(node, ast.Call) and not _cheap(node):
             helper = _own_method(cls, node) if depth < 2 else None
-            if helper is None or not _cheap_body(cls, helper, depth + 1):
+            if helper is None and depth < 2 and isinstance(node.func, ast.Name):
+                helper = helpers.get(node.func.id)
+                if helper is not None and any(w in ast.unparse(helper) for w in LAZY_STORES):
+                    return False
+            if helper is None or not _cheap_body(cls, helper, depth + 1, helpers):
                 return False
     return True
 
@@ -313,6 +379,10 @@ def _own_method(cls: ast.ClassDef, call: ast.Call) -> Optional[ast.FunctionDef]:
 
 def _cheap(call: ast.Call) -> bool:
     func = call.func
-    if ast.unparse(func) in CHEAP_FUNCTIONS:
+    written = ast.unparse(func)
+    if written in CHEAP_FUNCTIONS or written in PYTHON_RANDOM:
         return True
+    root, _, rest = written.partition(".")
+    if root in ("np", "numpy") and rest and rest.rsplit(".", 1)[-1] not in NUMPY_FILES:
+        return True  # numpy computing on arrays in memory, a random draw included
     return isinstance(func, ast.Attribute) and func.attr in CHEAP_METHODS

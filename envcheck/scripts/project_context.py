@@ -137,14 +137,17 @@ PATH_CALLS = ("dirname", "abspath", "realpath", "normpath", "expanduser")
 PATH_METHODS = ("resolve", "absolute", "expanduser")
 
 
-def added_folders(path: Path, module: ast.Module) -> list[tuple[bool, Path]]:
+def added_folders(path: Path, module: ast.Module, entry: bool = False) -> list[tuple[bool, Path]]:
     """(first, folder) for each existing folder the file at `path` puts on sys.path,
     where its source determines which: `sys.path.insert(0, X)` (first) or
     `sys.path.append(X)`, X a path built from `__file__` (os.path's dirname, join,
     abspath..., pathlib's `.parent`, `/`, `.resolve()`), directly, through a name the file
     assigns once, or through the parameter of a helper of the file the file calls with
-    one (`def add_path(path): sys.path.insert(0, path)`, `add_path(lib_path)`). A folder
-    relative to the working directory, or computed at run time, is not taken."""
+    one (`def add_path(path): sys.path.insert(0, path)`, `add_path(lib_path)`). In an
+    `entry` file (one run as `python path/to/main.py`) `sys.path[0]` is its own folder
+    too (audioset_tagging_cnn's `os.path.join(sys.path[0], '../utils')`); in a module it
+    imports, that is the entry point's folder, not taken. A folder relative to the
+    working directory, or computed at run time, is not taken."""
     nodes = module_nodes(module)
     names = simple_assignments(module.body)
     helpers: dict[str, tuple[bool, int]] = {}  # function -> (first, parameter position)
@@ -171,7 +174,7 @@ def added_folders(path: Path, module: ast.Module) -> list[tuple[bool, Path]]:
             direct.append((first, node.args[position]))
     found: list[tuple[bool, Path]] = []
     for first, expr in direct:
-        folder = _path_value(expr, path, names, 0)
+        folder = _path_value(expr, path, names, 0, entry)
         if folder is not None and folder.is_dir():
             found.append((first, Path(os.path.normpath(folder))))
     return found
@@ -193,13 +196,16 @@ def _sys_path_addition(node: ast.AST) -> Optional[tuple[bool, ast.expr]]:
 
 
 def _path_value(
-    expr: ast.expr, path: Path, names: dict[str, ast.expr], depth: int
+    expr: ast.expr, path: Path, names: dict[str, ast.expr], depth: int, entry: bool = False
 ) -> Optional[Path]:
     """The absolute path `expr` computes in the file at `path`, when it is built from
-    `__file__`; None otherwise (a bare relative string depends on the working folder)."""
+    `__file__` (or, in an `entry` file, `sys.path[0]`: its folder); None otherwise (a bare
+    relative string depends on the working folder)."""
     if depth > MAX_PATH_DEPTH:
         return None
-    again = functools.partial(_path_value, path=path, names=names, depth=depth + 1)
+    again = functools.partial(_path_value, path=path, names=names, depth=depth + 1, entry=entry)
+    if entry and isinstance(expr, ast.Subscript) and ast.unparse(expr) == "sys.path[0]":
+        return path.parent
     if isinstance(expr, ast.Name):
         if expr.id == "__file__":
             return path
@@ -353,7 +359,7 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
     queue: list[tuple[Path, str, ast.Module, int, list[Path]]] = []
     for path, shown, module in scripts:
         folders = search_folders(path.absolute(), extends_sys_path(module))
-        _add_folders(folders, added_folders(path.absolute(), module))
+        _add_folders(folders, added_folders(path.absolute(), module, entry=True))
         queue.append((path.absolute(), shown, module, 0, folders))
     for path, shown, _ in scripts if len(scripts) <= MAX_NAMED_FOR_IMPORTERS else ():
         for importer, name, entry in _importers(path.absolute(), shown, seen, shown_of):
@@ -363,7 +369,7 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             result.files.append((name, *entry))
             result.links.append((name, shown))
             folders = search_folders(importer, extends_sys_path(entry[0]))
-            _add_folders(folders, added_folders(importer, entry[0]))
+            _add_folders(folders, added_folders(importer, entry[0], entry=True))
             queue.append((importer, name, entry[0], MAX_DEPTH - 1, folders))
     while queue:
         path, shown, module, depth, folders = queue.pop(0)

@@ -669,7 +669,7 @@ def _in_memory_datasets(module: ast.Module) -> dict[str, str]:
         if isinstance(node, ast.ClassDef) and any(
             ast.unparse(b).endswith("Dataset") for b in node.bases
         ):
-            why = in_memory(node)
+            why = in_memory(node, module)
             if why:
                 found[node.name] = why
     return found
