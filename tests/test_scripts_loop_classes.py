@@ -226,6 +226,29 @@ def test_an_in_place_update_through_a_product_of_masks_syncs(tmp_path: Path) -> 
     assert sync_lines(tmp_path, source) == [11, 12, 13, 16]
 
 
+def test_a_mask_converted_to_bool_on_the_device_syncs(tmp_path: Path) -> None:
+    """VideoMAE's `bool_masked_pos = mask.to(device).flatten(1).to(torch.bool)` ...
+    `patches[bool_masked_pos]`: a conversion to torch.bool makes a mask (inside a
+    no_grad block of the step too); one to a float dtype does not."""
+    source = """
+device = "cuda"
+model = nn.Linear(8, 8).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for videos, mask in loader:
+    videos = videos.to(device)
+    bool_masked_pos = mask.to(device, non_blocking=True).flatten(1).to(torch.bool)
+    weights = mask.to(device).to(torch.float16)
+    with torch.no_grad():
+        labels = videos[bool_masked_pos]
+        weighted = videos[weights]
+    loss = (model(videos).sum() - labels.sum()) * weighted.mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    assert sync_lines(tmp_path, source) == [10]
+
+
 # -- fields of a batch object moved to the device; equality tests of device tensors ---------
 
 BATCH_OBJECT = """

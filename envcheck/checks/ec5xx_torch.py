@@ -979,8 +979,12 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     a function another module of the project defines, read in that module when it is
     audited in the run or imported beside the script: `commons.clip_grad_value_(
     net.parameters(), None)` running `.item()` per parameter, `mel(y_hat)` branching on
-    `torch.min(y) < -1.`, a slice bounded by a device tensor, reported at the step's
-    call when the function does it on every call to a device tensor the step hands it);
+    `torch.min(y) < -1.`, a slice bounded by a device tensor, or a method of a class
+    such a module defines, called on a name the file binds only to its instances
+    (`dice_loss = DiceLoss(n)` ... `dice_loss(out, y)` runs its `forward`, doing
+    `.item()` per class; `metric_logger.update(grad_norm=norm)` converting every tensor
+    it gets), reported at the step's call when the function does it on every call to a
+    device tensor the step hands it, not to a value the step may hand as None);
     a utility shared with
     other code (`metric.add(loss)`) is reported where the step calls it, a method of the
     trainer itself (`self._update_loss(loss)`, shared with evaluation or not) at the

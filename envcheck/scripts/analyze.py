@@ -29,7 +29,7 @@ from envcheck.scripts import device, precision, processes
 from envcheck.scripts.assignments import main_guard
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
-from envcheck.scripts.foreign_helpers import Foreign
+from envcheck.scripts.foreign_helpers import Foreign, instances
 from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes, source_lines
 from envcheck.scripts.inherited import (
     Passed,
@@ -119,6 +119,7 @@ def analyze_file(
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.class_elsewhere = functools.partial(run.class_definition, shown)
+            walker.method_elsewhere = functools.partial(run.method_elsewhere, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
             walker.started_elsewhere = functools.partial(_started_run, run, shown)
@@ -193,6 +194,10 @@ class Walker(ast.NodeVisitor):
         self.class_elsewhere: Optional[
             Callable[[str], Optional[tuple[ast.ClassDef, dict[str, str]]]]
         ] = None
+        # (`utils.MetricLogger`, ("update",)) -> the first of those methods of that class
+        # of another file of the run, read the same way
+        self.method_elsewhere: Optional[Callable[[str, tuple[str, ...]], Optional[Foreign]]] = None
+        self._instances: Optional[dict[str, Optional[str]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
             "start_method": None,
@@ -355,6 +360,13 @@ class Walker(ast.NodeVisitor):
             return None
         base = self.aliases.get(node.id, node.id)
         return ".".join([base, *reversed(parts)])
+
+    def instances(self) -> dict[str, Optional[str]]:
+        """Names the file binds only to what calls of one name return, by that name's
+        qualified name (foreign_helpers.instances), read once."""
+        if self._instances is None:
+            self._instances = instances(self.module, self.qualname)
+        return self._instances
 
     def index(self) -> FileIndex:
         """The file's functions, generators and classes, built once per file."""

@@ -18,18 +18,31 @@ counts: the function's body, its loops and `with` / `try` blocks, not the body o
 branch (`if clip_value is not None:`, `if verbose:`), nested functions or lambdas. A
 function handed no device tensor syncs nothing of the step's. What it cannot settle
 (its own calls of other functions) is not a sync: a finding is never a guess.
+
+Methods too: `dice_loss = DiceLoss(n)` (`from utils import DiceLoss`) called as
+`dice_loss(out, y)` runs `DiceLoss.forward` (or `__call__`), `metric_logger =
+utils.MetricLogger()` ... `metric_logger.update(grad_norm=norm)` runs `update(self,
+**kwargs)` with `kwargs` holding the norm. The method's own `self.f(...)` calls resolve to
+the class's methods (of its file: its bases there too), read for the tensors they return
+and for their syncs on every call. A type test that a device tensor passes
+(`if isinstance(v, torch.Tensor): v = v.item()`) takes its branch; `assert` on a tensor's
+value reads it.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
-from envcheck.scripts.index import is_cpu, keyword_arg, own_nodes
+from envcheck.scripts.index import is_cpu, keyword_arg, module_nodes, own_nodes
 from envcheck.scripts.tensors import DeviceTensors
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+# tests a device tensor passes: `isinstance(v, torch.Tensor)`, `torch.is_tensor(v)`
+TYPE_TESTS = ("isinstance", "torch.is_tensor")
+MAX_FOLLOWED = 8  # the class's own methods read inside one another
 
 # tensor methods that copy to the host (`.numpy()` fails on a CUDA tensor: never a sync)
 SYNC_METHODS = ("item", "cpu", "tolist")
@@ -44,6 +57,9 @@ class Foreign:
     shown: str
     function: Function
     aliases: dict[str, str]
+    # for a method: its class's methods by name (its bases' of the same file included),
+    # which its `self.f(...)` calls run
+    methods: dict[str, Function] = field(default_factory=dict)
     _found: dict[frozenset[str], Optional[tuple[int, str]]] = field(default_factory=dict)
 
     def first_sync(self, on_device: frozenset[str]) -> Optional[tuple[int, str]]:
@@ -56,23 +72,106 @@ class Foreign:
         return self._found[on_device]
 
     def parameters(self, call: ast.Call) -> dict[int, str]:
-        """Position of each positional argument of `call` -> the parameter it binds."""
+        """Position of each positional argument of `call` -> the parameter it binds (a
+        method's instance, `self`, is not among them)."""
         arguments = self.function.args
         names = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+        if self.methods and not _static(self.function):
+            names = names[1:]
         return dict(enumerate(names[: len(call.args)]))
+
+    def keyword(self, name: str) -> Optional[str]:
+        """The parameter the keyword argument `name` binds: its own, else `**kwargs`."""
+        arguments = self.function.args
+        if name in {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}:
+            return name
+        return arguments.kwarg.arg if arguments.kwarg is not None else None
+
+
+def _static(function: Function) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)
+
+
+def class_methods(module: ast.Module, cls: ast.ClassDef, depth: int = 0) -> dict[str, Function]:
+    """The methods of `cls` by name, with those it inherits from classes of the same
+    module (named as bases), its own first."""
+    found: dict[str, Function] = {}
+    if depth > 4:
+        return found
+    classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
+    for base in reversed(cls.bases):
+        if isinstance(base, ast.Name) and base.id in classes and base.id != cls.name:
+            found.update(class_methods(module, classes[base.id], depth + 1))
+    for item in cls.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[item.name] = item
+    return found
+
+
+def instances(
+    module: ast.Module, qualname: Callable[[ast.AST], Optional[str]]
+) -> dict[str, Optional[str]]:
+    """`dice_loss = DiceLoss(n)`, `metric_logger = utils.MetricLogger()`: names the file
+    binds, everywhere, to the result of calls of one name only (its qualified name), None
+    for a name bound to anything else as well."""
+    found: dict[str, Optional[str]] = {}
+
+    def bind(name: str, built: Optional[str]) -> None:
+        seen = found.get(name, built)
+        found[name] = built if seen == built else None
+
+    for node in module_nodes(module):
+        if isinstance(node, ast.Assign):
+            made = qualname(node.value.func) if isinstance(node.value, ast.Call) else None
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        bind(name.id, made if name is target else None)
+        elif isinstance(node, ast.arg):  # a parameter of that name holds what it is handed
+            bind(node.arg, None)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension, ast.withitem)):
+            bound = node.optional_vars if isinstance(node, ast.withitem) else node.target
+            for name in ast.walk(bound) if bound is not None else []:
+                if isinstance(name, ast.Name):
+                    bind(name.id, None)
+    return found
 
 
 class _Reader:
     def __init__(self, foreign: Foreign, on_device: frozenset[str]):
         self.function = foreign.function
         self.aliases = foreign.aliases
+        self.methods = foreign.methods
+        self.read: set[int] = set()  # the class's methods read for syncs, once each
         self.tensors = DeviceTensors(
-            [(self.function, list(own_nodes(self.function)))],
+            [(f, list(own_nodes(f))) for f in self._reached()],
             self.qualname,
-            lambda _call: None,
+            self._method,
             modules=frozenset(self.aliases),
             on_device=tuple((self.function, name) for name in sorted(on_device)),
         )
+
+    def _method(self, call: ast.Call) -> Optional[Function]:
+        """The class's own method `self.f(...)` runs (None for a function)."""
+        func = call.func
+        if (
+            self.methods
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            return self.methods.get(func.attr)
+        return None
+
+    def _reached(self) -> list[Function]:
+        """The function, and the methods of its class it runs through `self.f(...)`."""
+        reached = [self.function]
+        for function in reached:
+            for node in own_nodes(function):
+                found = self._method(node) if isinstance(node, ast.Call) else None
+                if found is not None and all(found is not r for r in reached):
+                    reached.append(found)
+        return reached[:MAX_FOLLOWED]
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         parts: list[str] = []
@@ -87,7 +186,25 @@ class _Reader:
         return node is not None and self.tensors.holds_in(node, self.function)
 
     def first(self) -> Optional[tuple[int, str]]:
+        self.read.add(id(self.function))
         return self._block(self.function.body)
+
+    def _followed(self, root: ast.AST) -> Optional[tuple[int, str]]:
+        """The first sync of a method of the class `root` calls (`self._dice(p, t)`),
+        read in its own names, each method once."""
+        for node in [root, *own_nodes(root)]:
+            method = self._method(node) if isinstance(node, ast.Call) else None
+            if method is None or id(method) in self.read or len(self.read) >= MAX_FOLLOWED:
+                continue
+            self.read.add(id(method))
+            outer, self.function = self.function, method
+            try:
+                found = self._block(method.body)
+            finally:
+                self.function = outer
+            if found is not None:
+                return found
+        return None
 
     def _block(self, body: list[ast.stmt]) -> Optional[tuple[int, str]]:
         for statement in body:
@@ -100,13 +217,20 @@ class _Reader:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return None
         if isinstance(statement, (ast.If, ast.While)):
-            # the test runs on every call; a branch's body only when taken
+            # the test runs on every call; a branch's body only when taken, as a type
+            # test a device tensor passes is (`if isinstance(v, torch.Tensor):`)
             if self._tests_tensor(statement.test):
                 return statement.test.lineno, "tests a tensor's value"
             found = self._expression(statement.test)
-            if found is None and isinstance(statement, ast.While):
+            if found is None and (
+                isinstance(statement, ast.While) or self._passes_type_test(statement.test)
+            ):
                 found = self._block(statement.body)
             return found
+        if isinstance(statement, ast.Assert) and self._tests_tensor(statement.test):
+            return statement.test.lineno, "asserts on a tensor's value"
+        if isinstance(statement, ast.Assign) and self._converts_itself(statement):
+            return statement.lineno, "copies a tensor to the host (converts it in place)"
         if isinstance(statement, (ast.For, ast.AsyncFor)):
             return self._expression(statement.iter) or self._block(statement.body)
         if isinstance(statement, (ast.With, ast.AsyncWith)):
@@ -118,6 +242,42 @@ class _Reader:
         if isinstance(statement, ast.Try):
             return self._block(statement.body) or self._block(statement.finalbody)
         return self._expression(statement)
+
+    def _passes_type_test(self, test: ast.expr) -> bool:
+        """`isinstance(v, torch.Tensor)`, `torch.is_tensor(v)` of a device tensor `v`."""
+        return (
+            isinstance(test, ast.Call)
+            and self.qualname(test.func) in TYPE_TESTS
+            and bool(test.args)
+            and (len(test.args) == 1 or "Tensor" in ast.unparse(test.args[1]))
+            and self._held(test.args[0])
+        )
+
+    def _held(self, node: ast.expr) -> bool:
+        """A device tensor, or a name that held one before the function made it a
+        number (`v = v.item()`: flow-insensitive, `v` is a number)."""
+        if self.tensor(node):
+            return True
+        key = self.tensors.key_in(node, self.function)
+        return key is not None and key in self.tensors.converted
+
+    def _converts_itself(self, statement: ast.Assign) -> bool:
+        """`v = v.item()`, `x = float(x)`: the tensor the name held is read on the host."""
+        value = statement.value
+        if len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
+            return False
+        if not isinstance(value, ast.Call) or value.keywords:
+            return False
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in SYNC_METHODS and not value.args:
+            read = func.value
+        elif isinstance(func, ast.Name) and func.id in CONVERSIONS and len(value.args) == 1:
+            read = value.args[0]
+        else:
+            return False
+        return (
+            isinstance(read, ast.Name) and read.id == statement.targets[0].id and self._held(read)
+        )
 
     def _tests_tensor(self, test: ast.expr) -> bool:
         """`if torch.min(y) < -1.:`, `while norm > limit:`: bool() of a device tensor."""
@@ -132,7 +292,7 @@ class _Reader:
             what = self._sync(node)
             if what is not None:
                 return getattr(node, "lineno", 0), what
-        return None
+        return self._followed(root) if self.methods else None
 
     def _sync(self, node: ast.AST) -> Optional[str]:
         if isinstance(node, ast.Subscript):

@@ -44,9 +44,14 @@ def boolean_expression(node: ast.expr, masks: Optional[dict[str, ast.expr]] = No
 
 
 def _bool_dtype(call: ast.Call) -> bool:
-    """`dtype=torch.bool` (or `bool`) given to a call: a factory making a boolean tensor."""
+    """`dtype=torch.bool` (or `bool`) given to a call: a factory making a boolean tensor;
+    or a conversion to it, `x.to(torch.bool)`, `x.to(device, torch.bool)`,
+    `x.type(torch.bool)`."""
     dtype = keyword_arg(call, "dtype")
-    return dtype is not None and ast.unparse(dtype) in ("torch.bool", "bool")
+    if dtype is not None:
+        return ast.unparse(dtype) in ("torch.bool", "bool")
+    converts = isinstance(call.func, ast.Attribute) and call.func.attr in ("to", "type")
+    return converts and any(ast.unparse(a) == "torch.bool" for a in call.args)
 
 
 def _dtype_argument(call: ast.Call) -> bool:

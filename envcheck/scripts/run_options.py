@@ -52,7 +52,7 @@ from envcheck.scripts.configs import (
     option_defaults,
 )
 from envcheck.scripts.datasets import in_memory
-from envcheck.scripts.foreign_helpers import Foreign, Function
+from envcheck.scripts.foreign_helpers import Foreign, Function, class_methods
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
 from envcheck.scripts.values import Scope, Value, resolve
@@ -150,6 +150,7 @@ class RunOptions:
         self.config_objects: dict[str, dict[str, list[tuple[str, ast.expr]]]] = {}
         self.definitions: dict[str, set[str]] = {}  # file -> its top-level classes, functions
         self.functions: dict[str, dict[str, Function]] = {}  # file -> its top-level functions
+        self.classes: dict[str, dict[str, ast.ClassDef]] = {}  # file -> its top-level classes
         self.star_imports: dict[str, list[str]] = {}  # file -> modules it imports `*` from
         self._foreign: dict[tuple[str, str], Optional[Foreign]] = {}
         self._kinds: dict[tuple[str, str], Optional[str]] = {}
@@ -183,6 +184,9 @@ class RunOptions:
             node.name: node
             for node in module.body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        self.classes[shown] = {
+            node.name: node for node in module.body if isinstance(node, ast.ClassDef)
         }
         self.star_imports[shown] = [
             node.module
@@ -379,16 +383,51 @@ class RunOptions:
         return self._foreign[key]
 
     def _function_elsewhere(self, reader: str, qualname: str) -> Optional[Foreign]:
+        found = self._defined_elsewhere(reader, qualname, self.functions)
+        if found is None:
+            return None
+        shown, name = found
+        return Foreign(shown, self.functions[shown][name], self.aliases[shown])
+
+    def _defined_elsewhere(
+        self, reader: str, qualname: str, defined: Mapping[str, Container[str]]
+    ) -> Optional[tuple[str, str]]:
+        """(file, name) of the definition `qualname` names in `reader`: `commons.f` with
+        `import commons`, `f` imported from a module or by `from utils import *`."""
         candidates = [qualname]
         if "." not in qualname:
             origin = self.from_imports.get(reader, {}).get(qualname)
             candidates = [f"{origin[0]}.{origin[1]}"] if origin is not None else []
             candidates += [f"{m}.{qualname}" for m in self.star_imports.get(reader, [])]
         for candidate in candidates:
-            shown = self._defining_file(reader, candidate, self.functions)
+            shown = self._defining_file(reader, candidate, defined)
             if shown is not None:
-                function = self.functions[shown][candidate.rpartition(".")[2]]
-                return Foreign(shown, function, self.aliases[shown])
+                return shown, candidate.rpartition(".")[2]
+        return None
+
+    def method_elsewhere(
+        self, reader: str, qualname: str, names: tuple[str, ...]
+    ) -> Optional[Foreign]:
+        """The first of the methods `names` of the class `qualname` names in `reader`
+        (`utils.MetricLogger`, `DiceLoss` from `from utils import DiceLoss`) that the one
+        file of the run linked to `reader` defining it defines (its class or a base
+        class of that file), read as `function_elsewhere`'s are; else None."""
+        key = (reader, f"{qualname}:{','.join(names)}")
+        if key not in self._foreign:
+            self._foreign[key] = self._method_elsewhere(reader, qualname, names)
+        return self._foreign[key]
+
+    def _method_elsewhere(
+        self, reader: str, qualname: str, names: tuple[str, ...]
+    ) -> Optional[Foreign]:
+        found = self._defined_elsewhere(reader, qualname, self.classes)
+        if found is None:
+            return None
+        shown, name = found
+        methods = class_methods(self.modules[shown], self.classes[shown][name])
+        for method in names:
+            if method in methods:
+                return Foreign(shown, methods[method], self.aliases[shown], methods)
         return None
 
     def _defining_file(

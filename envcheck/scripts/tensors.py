@@ -202,6 +202,9 @@ class DeviceTensors:
                 self._propagate(nodes)
             if len(self.keys) == before:
                 break
+        # names that held a tensor and were made numbers (`v = v.item()`): flow-insensitive,
+        # they are numbers; the conversion itself read the tensor
+        self.converted = frozenset(self.keys & self.numbers)
         self.keys -= self.numbers
 
     def _key(self, node: ast.AST, scope: Optional[int] = None) -> Optional[str]:
@@ -214,6 +217,14 @@ class DeviceTensors:
         if scope is None and id(node) in self.local:
             scope = self.local[id(node)]  # the comprehension's own `v`, the lambda's `t`
         return f"{self._scope if scope is None else scope}:{key}"
+
+    def key_in(self, node: ast.AST, owner: Optional[ast.AST]) -> Optional[str]:
+        """`_key`, reading local names as those of function `owner`."""
+        outer, self._scope = self._scope, id(owner) if owner is not None else 0
+        try:
+            return self._key(node)
+        finally:
+            self._scope = outer
 
     def holds_in(self, node: Optional[ast.AST], owner: Optional[ast.AST]) -> bool:
         """`holds`, reading local names as those of function `owner`."""
@@ -603,7 +614,7 @@ class DeviceTensors:
             and isinstance(func.value, ast.Name)
             and (func.value.id in self.modules or dotted(func) in self.held)
         )
-        return plain and any(self.holds(a, depth) for a in call.args)
+        return plain and any(self.holds(a, depth) for a in arguments)
 
 
 LISTINGS = {"list", "tuple", "sorted", "set"}

@@ -52,6 +52,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
+from envcheck.scripts.foreign_helpers import Foreign
 from envcheck.scripts.host_numbers import number_entry
 from envcheck.scripts.host_tensors import SAME_DEVICE, on_host
 from envcheck.scripts.index import (
@@ -1431,14 +1432,22 @@ class _StepLoop:
         name = self.walker.qualname(call.func)
         foreign = find(name) if name is not None else None
         if foreign is None:
+            foreign = self._method_elsewhere(call)
+        if foreign is None:
             return None
         parameters = foreign.parameters(call)
         on_device = {
             parameters[index]
             for index, argument in enumerate(call.args)
-            if index in parameters and (self._tensor(argument) or _parameters_of(argument))
+            if index in parameters
+            and (self._tensor(argument) or _parameters_of(argument))
+            and not self._maybe_none(argument)
         }
-        on_device |= {k.arg for k in call.keywords if k.arg and self._tensor(k.value)}
+        for keyword in call.keywords:
+            bound = foreign.keyword(keyword.arg) if keyword.arg else None
+            tensor = self._tensor(keyword.value) and not self._maybe_none(keyword.value)
+            if bound is not None and tensor:
+                on_device.add(bound)
         found = foreign.first_sync(frozenset(on_device))
         if found is None:
             return None
@@ -1446,6 +1455,37 @@ class _StepLoop:
         return self._record(
             call, "host_sync", f"{_short(call.func)}()", f"{what} at {foreign.shown}:{line}"
         )
+
+    def _maybe_none(self, argument: ast.expr) -> bool:
+        """`class_acc` where the step's function also sets `class_acc = None` (in the
+        branch not computing it): not surely a tensor when handed on, so a helper's sync
+        on it is not one of every step."""
+        owner = self.function if self.function is not None else self.walker.module
+        return isinstance(argument, ast.Name) and any(
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is None
+            and any(isinstance(t, ast.Name) and t.id == argument.id for t in node.targets)
+            for node in own_nodes(owner)
+        )
+
+    def _method_elsewhere(self, call: ast.Call) -> Optional[Foreign]:
+        """`metric_logger.update(...)`, `dice_loss(out, y)` where the file binds the name
+        only to instances of a class another file of the run defines (`metric_logger =
+        utils.MetricLogger()`): that method, or the instance's `__call__` / `forward`."""
+        find = self.walker.method_elsewhere
+        func = call.func
+        methods: tuple[str, ...]
+        if find is None:
+            return None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            receiver, methods = func.value.id, (func.attr,)
+        elif isinstance(func, ast.Name):
+            receiver, methods = func.id, ("__call__", "forward")
+        else:
+            return None
+        cls = self.walker.instances().get(receiver)
+        return find(cls, methods) if cls is not None else None
 
     def _calls_in_scope(self, function: Function) -> int:
         """How many calls in the code being read (the loop, or the helper being read)
