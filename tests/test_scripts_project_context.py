@@ -470,8 +470,51 @@ def test_the_entry_point_importing_a_named_module_gives_its_options(
     assert report["facts"]["scripts"]["context"] == ["train.py"]
     (tmp_path / "demo.py").write_text(ENTRY.format(n=0))
     report = audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)
-    assert workers_finding(report) is None
-    assert "context" not in report["facts"]["scripts"]
+    assert workers_finding(report) is None  # read for their imports, not their options
+    assert sorted(report["facts"]["scripts"]["context"]) == ["demo.py", "train.py"]
+
+
+BUILD = """import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+def build_loader(config):
+    ds = datasets.ImageFolder(config.DATA.PATH)
+    return DataLoader(ds, batch_size=64, num_workers=config.DATA.NUM_WORKERS, pin_memory=True)
+"""
+SWIN_MAIN = """import argparse
+from config import get_config
+from data import build_loader
+
+if __name__ == "__main__":
+    config = get_config(argparse.ArgumentParser().parse_args())
+    loader = build_loader(config)
+"""
+
+
+def test_entry_points_sharing_a_config_tree_give_it_to_the_module_they_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Swin-Transformer's layout: data/build.py (named) takes `config` as a parameter; the
+    root's main.py and main_pretrain.py import it through data/__init__.py and build the
+    config from config.py's yacs tree (`_C.DATA.NUM_WORKERS = 8`): 8 workers on 2 CPUs
+    (EC504), whichever of them runs."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "__init__.py").write_text("from .build import build_loader\n")
+    (tmp_path / "data" / "build.py").write_text(BUILD)
+    (tmp_path / "config.py").write_text(
+        "from yacs.config import CfgNode as CN\n_C = CN()\n_C.DATA = CN()\n"
+        "_C.DATA.PATH = ''\n_C.DATA.NUM_WORKERS = 8\n"
+        "def get_config(args):\n    return _C.clone()\n"
+    )
+    (tmp_path / "main.py").write_text(SWIN_MAIN)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "main_pretrain.py").write_text(SWIN_MAIN)
+    report = audit(Path("data/build.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == "EC504"
+    assert "config.py" in found["message"]
 
 
 KERAS_MODELS = """\

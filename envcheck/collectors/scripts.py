@@ -133,7 +133,7 @@ def _context(
     for shown, module, text in found.files:
         run.context.add(shown)
         try:
-            run.add(shown, module, text)
+            run.add(shown, module, text, own_options=shown not in found.silent)
         except RecursionError:
             continue
     for importer, imported in found.links:

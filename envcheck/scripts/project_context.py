@@ -25,11 +25,13 @@ searched. Imports of the files found are followed too (MAX_DEPTH), within MAX_FI
 a third-party package is never found (it is not under the project).
 
 The other way round, a named module that an entry point of the project imports (the
-`trainer.py` or `data_factory.py` a user names, imported by `train.py` beside it or at
-the project's root) is judged with that entry point, where its options, config and device
-are set, when exactly one such file imports it (importer_candidates, imports_script):
-with several (a demo, an evaluation and a training script, each with its own defaults)
-which one runs is not in sight, and none is read.
+`trainer.py` or `data/build.py` a user names, imported by `train.py` beside it, at the
+project's root or in its tools/ or scripts/, directly or through its package's
+`__init__.py`) is judged with that entry point, where its options, config and device are
+set, when exactly one such file imports it (importer_candidates, imports_script). With
+several (a demo, an evaluation and a training script, each with its own defaults) which
+one runs is not in sight: their own options are not read, only the modules they import
+(the config tree they all build on).
 """
 
 from __future__ import annotations
@@ -56,9 +58,12 @@ MAX_IMPORTER_BYTES = 1_000_000  # a candidate entry point larger than this is no
 # a run naming more files than this names its entry points itself: no importer search
 # (each named file would read the same folders again)
 MAX_NAMED_FOR_IMPORTERS = 16
+MAX_SHARED_IMPORTERS = 6  # entry points importing one named file read for what they import
 MAX_PATH_DEPTH = 8  # calls and names followed to read a folder put on sys.path
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
 LIBRARY_FOLDERS = ("src", "lib")
+# folders at a project's root that hold its entry points (`tools/train.py`)
+ENTRY_FOLDERS = ("tools", "scripts", "train", "bin")
 # never a project's own module, whatever a folder beside the script holds
 SKIPPED_PARTS = {"site-packages", "dist-packages", "node_modules", ".venv", "venv", "__pycache__"}
 
@@ -80,6 +85,10 @@ class ContextFiles:
 
     files: list[tuple[str, ast.Module, str]] = field(default_factory=list)
     links: list[tuple[str, str]] = field(default_factory=list)
+    # entry points read only for the modules they import: one of several importing a
+    # named file, whose own options and config trees are not the run's (which runs is
+    # not in sight)
+    silent: set[str] = field(default_factory=set)
     truncated: bool = False
 
 
@@ -254,9 +263,9 @@ def project_root(folder: Path) -> Optional[Path]:
 
 def importer_candidates(script: Path) -> list[Path]:
     """The files that may import `script` as the run's entry point: the *.py beside it,
-    at the project's root, and beside the package it is in (`tools/train.py` importing
-    `lib/trainer.py`'s package), at most MAX_IMPORTER_CANDIDATES per folder, sorted by
-    name."""
+    at the project's root, beside the package it is in, and in the root's entry-point
+    folders (`tools/train.py` importing `data/build.py`'s package), at most
+    MAX_IMPORTER_CANDIDATES per folder, sorted by name."""
     folder = script.parent
     root = project_root(folder)
     places = [folder]
@@ -264,6 +273,8 @@ def importer_candidates(script: Path) -> list[Path]:
         places.append(root)
         if (folder / "__init__.py").is_file() and folder.parent not in places:
             places.append(folder.parent)
+    if root is not None:
+        places += [root / name for name in ENTRY_FOLDERS if (root / name) not in places]
     found: list[Path] = []
     for place in places:
         try:
@@ -277,13 +288,36 @@ def importer_candidates(script: Path) -> list[Path]:
 
 def imports_script(candidate: Path, module: ast.Module, script: Path) -> bool:
     """Whether the file `candidate` imports the file `script` (resolved as Python would
-    from the candidate's place)."""
+    from the candidate's place), directly or through the `__init__.py` of the script's
+    package when that imports it (`from data import build_loader`, data/__init__.py
+    importing .build)."""
     folders = search_folders(candidate, extends_sys_path(module))
-    target = _real(script)
+    targets = {_real(script)}
+    init = package_init(script)
+    if init is not None:
+        targets.add(_real(init))
     return any(
-        hit is not None and _real(hit) == target
+        hit is not None and _real(hit) in targets
         for hit in (resolve_import(candidate, found, folders) for found in module_imports(module))
     )
+
+
+def package_init(script: Path) -> Optional[Path]:
+    """The `__init__.py` of the package `script` is in, when it imports `script` (so that
+    importing the package loads it); else None."""
+    init = script.parent / "__init__.py"
+    if script.name == "__init__.py" or not init.is_file():
+        return None
+    parsed = parse_file(init, str(init))
+    if isinstance(parsed, dict):
+        return None
+    target = _real(script)
+    folders = [script.parent]
+    for found in module_imports(parsed[0]):
+        hit = resolve_import(init, found, folders)
+        if hit is not None and _real(hit) == target:
+            return init
+    return None
 
 
 # what an entry point's source holds (a library module importing the script is no run)
@@ -362,10 +396,13 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
         _add_folders(folders, added_folders(path.absolute(), module, entry=True))
         queue.append((path.absolute(), shown, module, 0, folders))
     for path, shown, _ in scripts if len(scripts) <= MAX_NAMED_FOR_IMPORTERS else ():
-        for importer, name, entry in _importers(path.absolute(), shown, seen, shown_of):
+        importers = _importers(path.absolute(), shown, seen, shown_of)
+        for importer, name, entry in importers:
             if len(result.files) >= MAX_FILES:
                 result.truncated = True
                 return result
+            if len(importers) > 1:
+                result.silent.add(name)
             result.files.append((name, *entry))
             result.links.append((name, shown))
             folders = search_folders(importer, extends_sys_path(entry[0]))
@@ -402,23 +439,27 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
 def _importers(
     script: Path, shown: str, seen: set[str], shown_of: dict[str, str]
 ) -> list[tuple[Path, str, tuple[ast.Module, str]]]:
-    """The entry point of the project that imports the named `script` (`train.py`
-    importing the `trainer.py` named), where its options, config and device are set: one
-    such file, or none when several import it (a demo, an evaluation and a training
-    script each with its own defaults: which one runs is not in sight). The one found is
-    marked seen, so it is read once; its own imports are followed one level."""
-    stem = script.stem if script.stem != "__init__" else script.parent.name
+    """The entry points of the project that import the named `script` (`train.py`
+    importing the `trainer.py` named), where its options, config and device are set. When
+    several import it (a demo, an evaluation and a training script, each with its own
+    defaults: which one runs is not in sight), at most MAX_SHARED_IMPORTERS of them are
+    read only for the modules they import (a config module they share), never for their
+    own options (ContextFiles.silent); more than that, none. Those found are marked seen,
+    so each is read once; their own imports are followed one level."""
+    stems = {script.stem if script.stem != "__init__" else script.parent.name}
+    if package_init(script) is not None:
+        stems.add(script.parent.name)  # `from data import build_loader`
     found: list[tuple[Path, str, tuple[ast.Module, str]]] = []
     for candidate in importer_candidates(script):
         real = str(_real(candidate))
-        if real in seen or real in shown_of or not _mentions(candidate, stem):
+        if real in seen or real in shown_of or not any(_mentions(candidate, s) for s in stems):
             continue
         name = shown_path(candidate, shown, script)
         parsed = parse_file(candidate, name)
         if isinstance(parsed, dict) or not imports_script(candidate, parsed[0], script):
             continue
         found.append((candidate, name, parsed))
-        if len(found) > 1:
+        if len(found) > MAX_SHARED_IMPORTERS:
             return []
     for candidate, name, _ in found:
         seen.add(str(_real(candidate)))

@@ -163,7 +163,10 @@ class RunOptions:
         self._linked = None
         self._by_group = {}
 
-    def add(self, shown: str, module: ast.Module, text: str) -> None:
+    def add(self, shown: str, module: ast.Module, text: str, own_options: bool = True) -> None:
+        """Index one file of the run; `own_options` False for a file read only for what it
+        imports (one of several entry points importing a named file): its parsers and
+        config trees are not the run's."""
         self.imports[shown] = imported_modules(module)
         self.called[shown] = called_names(module)
         self.aliases[shown] = module_aliases(module)
@@ -199,6 +202,8 @@ class RunOptions:
             self.path_adders.add(shown)
         self._linked = None
         self._by_group = {}
+        if not own_options:
+            return
         paths = module_config_tree(module)
         if paths:
             self.trees.append(_Tree(shown, module, paths))
