@@ -641,3 +641,161 @@ def test_a_namespace_kept_on_the_object_with_an_unknown_option(tmp_path: Path) -
     source = NAMESPACE_ON_THE_OBJECT.replace("self.args.workers", "self.args.loader_workers")
     [found] = workers(analyse(tmp_path, source))
     assert not found["known"]
+
+
+HPARAMS_MODULE = """\
+class HParams:
+    def __init__(self, **kwargs):
+        self.data = {}
+        for key, value in kwargs.items():
+            self.data[key] = value
+
+    def __getattr__(self, key):
+        return self.data[key]
+
+    def set_hparam(self, key, value):
+        self.data[key] = value
+
+
+hparams = HParams(batch_size=16, num_workers=16, lr=1e-4)
+"""
+
+
+def test_an_object_keeping_its_keyword_arguments_gives_them_as_attributes(
+    tmp_path: Path,
+) -> None:
+    """Wav2Lip's `hparams = HParams(num_workers=16, ...)`, a class storing its **kwargs
+    behind a `__getattr__`: `hparams.num_workers` is 16, in the file and in a file of the
+    run that imports it; EasyDict/Namespace too. A key the source changes on the object
+    (`hparams.set_hparam("num_workers", 4)`) or one **settings may hold is unknown."""
+    report = analyse(
+        tmp_path,
+        HPARAMS_MODULE + "from torch.utils.data import DataLoader\n"
+        "from easydict import EasyDict\n"
+        "opts = EasyDict(workers=3)\n"
+        "a = DataLoader(ds, num_workers=hparams.num_workers)\n"
+        "b = DataLoader(ds, num_workers=opts.workers)\n",
+    )
+    assert [(w["known"], w["value"]) for w in workers(report)] == [(True, 16), (True, 3)]
+    assert "HParams(num_workers=16)" in workers(report)[0]["source"]
+    report = analyse(
+        tmp_path,
+        HPARAMS_MODULE + "from torch.utils.data import DataLoader\n"
+        "from argparse import Namespace\n"
+        "opts = Namespace(**base)\n"
+        "hparams.set_hparam('num_workers', 4)\n"
+        "a = DataLoader(ds, num_workers=hparams.num_workers)\n"
+        "b = DataLoader(ds, num_workers=opts.workers)\n",
+    )
+    assert [w["known"] for w in workers(report)] == [False, False]
+
+
+def test_keyword_objects_imported_from_another_file_of_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_scripts_project_context import audit
+
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "hparams.py").write_text(HPARAMS_MODULE)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "from hparams import hparams\n"
+        "def main():\n"
+        "    loader = DataLoader(ds, batch_size=hparams.batch_size,\n"
+        "                        num_workers=hparams.num_workers, pin_memory=True)\n"
+        "    model = torch.nn.Conv2d(3, 8, 3).cuda()\n"
+        "    for x in loader:\n"
+        "        model(x.cuda()).sum().backward()\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n"
+    )
+    report = audit(tmp_path / "train.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    found = {f["id"]: f for f in report["findings"]}
+    assert "EC504" in found and "HParams(num_workers=16)" in found["EC504"]["message"]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        "dnnlib.EasyDict(pin_memory=True, num_workers=3, prefetch_factor=2)",
+        "HParams(num_workers=3)",
+    ],
+)
+def test_a_settings_object_given_num_workers_is_no_loader_maker(
+    tmp_path: Path, settings: str
+) -> None:
+    """stylegan2-ada's `args.data_loader_kwargs = dnnlib.EasyDict(num_workers=3, ...)`:
+    an attribute dict of settings, handed to the loader built in another module, where
+    it is judged; not a loader maker out of sight at this line."""
+    report = analyse(
+        tmp_path,
+        HPARAMS_MODULE + f"import dnnlib\nimport torch\nkwargs = {settings}\nlaunch(kwargs)\n",
+    )
+    assert report.loaders == []
+
+
+TRAIN_UTIL = """\
+def add_training_arguments(parser, support_dreambooth):
+    parser.add_argument("--max_data_loader_n_workers", type=int, default=8)
+    parser.add_argument("--persistent_data_loader_workers", action="store_true")
+    parser.add_argument("--mixed_precision", default="no", choices=["no", "fp16", "bf16"])
+
+
+def prepare_accelerator(args):
+    from accelerate import Accelerator
+    return Accelerator(mixed_precision=args.mixed_precision)
+"""
+
+FINE_TUNE = """\
+import argparse
+import os
+import torch
+import library.train_util as train_util
+
+def train(args):
+    accelerator = train_util.prepare_accelerator(args)
+    n_workers = min(args.max_data_loader_n_workers, os.cpu_count())
+    loader = torch.utils.data.DataLoader(ds, batch_size=1, num_workers=n_workers,
+        persistent_workers=args.persistent_data_loader_workers, pin_memory=True)
+    model = torch.nn.Linear(768, 768)
+    model = accelerator.prepare(model)
+    for epoch in range(10):
+        for x in loader:
+            with accelerator.autocast():
+                loss = model(x).sum()
+            accelerator.backward(loss)
+
+def setup_parser():
+    parser = argparse.ArgumentParser()
+    train_util.add_training_arguments(parser, False)
+    parser.add_argument("--train_text_encoder", action="store_true")
+    return parser
+
+if __name__ == "__main__":
+    parser = setup_parser()
+    args = parser.parse_args()
+    train(args)
+"""
+
+
+def test_options_added_to_the_files_parser_by_a_helper_of_another_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kohya's sd-scripts: `train_util.add_training_arguments(parser, False)` adds
+    --max_data_loader_n_workers (8) and --persistent_data_loader_workers (off) to the
+    file's own parser: min(8, 2 CPUs) = 2 workers restarted every epoch (EC503), none
+    too many (EC504). `accelerator.autocast()` on the Accelerator train_util builds is
+    mixed precision set out of sight: EC507 unknown, not 'without torch.autocast'."""
+    from test_scripts_project_context import audit
+
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "__init__.py").write_text("")
+    (tmp_path / "library" / "train_util.py").write_text(TRAIN_UTIL)
+    (tmp_path / "fine_tune.py").write_text(FINE_TUNE)
+    report = audit(tmp_path / "fine_tune.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    checks = {c["id"]: c for c in report["checks"]}
+    assert checks["EC503"]["status"] == "fail"
+    assert checks["EC504"]["status"] == "pass"
+    assert checks["EC507"]["status"] == "unknown"
+    assert "Accelerator accelerator.autocast() uses" in checks["EC507"]["reason"]

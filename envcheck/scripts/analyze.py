@@ -108,6 +108,11 @@ def analyze_file(
     sys.setrecursionlimit(max(limit, WALK_RECURSION_LIMIT))
     try:
         walker = Walker(module, source_lines(text), report)
+        if run is not None and walker.module_scope.argparse:
+            # options added to the file's parser by helpers of the run's other files
+            helped = run.helper_options(shown)
+            for dest, option in helped.items():
+                walker.module_scope.argparse.setdefault(dest, option)
         if run is not None and not walker.module_scope.argparse:
             # a file with no parser of its own reads the options of the run's other files
             walker.module_scope.foreign = functools.partial(run.lookup, shown)

@@ -254,3 +254,129 @@ def attribute_path(node: ast.expr) -> Optional[tuple[str, ...]]:
     and attributes."""
     text = dotted(node)
     return tuple(text.split(".")) if text is not None else None
+
+
+# Library classes whose keyword arguments become the object's attributes
+# (`EasyDict(num_workers=3).num_workers`, `argparse.Namespace(...)`, `SimpleNamespace`).
+KEYWORD_HOLDERS = ("EasyDict", "edict", "Namespace", "SimpleNamespace", "AttrDict")
+# Methods that merge settings from elsewhere into such an object (`hparams.parse(text)`).
+MERGING_METHODS = ("update", "parse", "override", "merge", "load", "set", "from_")
+
+
+def keyword_classes(module: ast.Module) -> set[str]:
+    """The top-level classes of the file whose objects keep the keyword arguments they are
+    built with as attributes, and nothing else: `def __init__(self, **kwargs)` whose body
+    only stores them (`self.data = {}` then `for k, v in kwargs.items(): self.data[k] =
+    v`, read back by a `__getattr__`; `setattr(self, k, v)`; `self.__dict__.update(kwargs)`),
+    or a dict subclass with a `__getattr__` and no `__init__` (dnnlib's EasyDict):
+    `HParams(num_workers=16).num_workers` is 16."""
+    found = set()
+    for node in module.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        methods = {s.name: s for s in node.body if isinstance(s, ast.FunctionDef)}
+        getattr_ = "__getattr__" in methods
+        init = methods.get("__init__")
+        if init is None:
+            bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+            if getattr_ and bases & {"dict", *KEYWORD_HOLDERS}:
+                found.add(node.name)
+            continue
+        stored = _stores_keywords(init)
+        if stored == "attributes" or (stored == "dict" and getattr_):
+            found.add(node.name)
+    return found
+
+
+def _stores_keywords(init: ast.FunctionDef) -> Optional[str]:
+    """ "attributes" when `__init__(self, **kwargs)` sets each keyword as an attribute,
+    "dict" when it keeps them in a dict of its own, None when it does anything else."""
+    arguments = init.args
+    if (
+        arguments.kwarg is None
+        or [a.arg for a in [*arguments.posonlyargs, *arguments.args]] != ["self"]
+        or arguments.vararg is not None
+        or arguments.kwonlyargs
+    ):
+        return None
+    kwargs = arguments.kwarg.arg
+    kept: Optional[str] = None
+    for statement in init.body:
+        text = ast.unparse(statement)
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the docstring
+        if text in (f"self.__dict__.update({kwargs})", f"super().__init__(**{kwargs})"):
+            kept = "attributes" if "__dict__" in text else kept
+            continue
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            value = ast.unparse(statement.value)
+            own = isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self"
+            if own and value in ("{}", "dict()"):
+                continue
+            if own and value in (kwargs, f"dict({kwargs})", f"{{**{kwargs}}}"):
+                kept = kept or "dict"
+                continue
+            return None
+        if isinstance(statement, ast.For) and ast.unparse(statement.iter) == f"{kwargs}.items()":
+            body = [ast.unparse(s) for s in statement.body]
+            pair = statement.target
+            if not (isinstance(pair, ast.Tuple) and len(pair.elts) == 2):
+                return None
+            key, value = (ast.unparse(e) for e in pair.elts)
+            if body == [f"setattr(self, {key}, {value})"]:
+                kept = "attributes"
+                continue
+            if (
+                len(statement.body) == 1
+                and body[0].startswith("self.")
+                and (body[0].endswith(f"[{key}] = {value}"))
+            ):
+                kept = kept or "dict"
+                continue
+        return None
+    return kept
+
+
+def changed_keys(module: ast.Module) -> dict[str, set[str]]:
+    """name -> the settings the file changes on the object bound to it, anywhere: `obj.k
+    = v`, `obj["k"] = v`, `setattr(obj, "k", v)`, `obj.set_hparam("k", v)`; "*" for a
+    merge whose keys are not in sight (`obj.update(d)`, `obj.parse(text)`, `obj[key] =
+    v`)."""
+    found: dict[str, set[str]] = {}
+
+    def add(holder: ast.expr, key: Optional[ast.expr]) -> None:
+        if not isinstance(holder, ast.Name):
+            return
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            found.setdefault(holder.id, set()).add(key.value)
+        else:
+            found.setdefault(holder.id, set()).add("*")
+
+    for node in ast.walk(module):
+        targets: list[ast.expr] = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Attribute):
+                add(target.value, ast.Constant(target.attr))
+            elif isinstance(target, ast.Subscript):
+                add(target.value, target.slice)
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "setattr" and node.args:
+            add(node.args[0], node.args[1] if len(node.args) > 1 else None)
+        elif isinstance(func, ast.Attribute) and (node.args or node.keywords):
+            first = node.args[0] if node.args else None
+            if func.attr.startswith(MERGING_METHODS) and not (
+                isinstance(first, ast.Constant) and isinstance(first.value, str)
+            ):
+                add(func.value, None)
+            elif (
+                isinstance(first, ast.Constant)
+                and isinstance(first.value, str)
+                and func.attr not in ("get", "__getattr__")
+            ):
+                add(func.value, first)
+    return found

@@ -15,6 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
+from envcheck.scripts.configs import KEYWORD_HOLDERS, keyword_classes
 from envcheck.scripts.datasets import in_memory, library_in_memory, memoised, tensor_file
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.hf_trainers import trainer_loaders
@@ -307,6 +308,8 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
         return  # a class of the file wrapping a DataLoader: that loader is read in sight
     if short.endswith("Dataset"):
         return  # MONAI's CacheDataset(num_workers=4): threads that fill its cache once
+    if short in KEYWORD_HOLDERS or short in keyword_classes(walker.module):
+        return  # `EasyDict(num_workers=3)`: settings kept, read where a loader is built
     if id(node) in walker.index().discarded_calls and "loader" not in short.lower():
         return  # `show_config(num_workers=4)`: a result nobody reads is no loader
     written = keyword_expressions(node, walker.scope()).get("num_workers")

@@ -92,7 +92,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.frozen_models import frozen_builds
-from envcheck.scripts.index import keyword_arg, qualified_base
+from envcheck.scripts.index import keyword_arg, module_nodes, qualified_base
 from envcheck.scripts.lightning_runner import benchmark, runner_kind, trainer_settings, trains
 from envcheck.scripts.model_names import (
     GRAPH_INPUT,
@@ -158,6 +158,11 @@ LAUNCH_CONFIG = "accelerate launch --mixed_precision or accelerate config"
 FRAMEWORK_DEFAULT = (
     "Accelerator() at Accelerate's default mixed_precision 'no' (unless `accelerate launch "
     "--mixed_precision` or `accelerate config` changes it)"
+)
+# `accelerator.autocast()` on an Accelerator built out of sight: Accelerate's autocast
+# follows that Accelerator's mixed_precision (a no-op under "no").
+ACCELERATOR_ELSEWHERE = (
+    "the mixed_precision of the Accelerator {call}() uses (built out of this file)"
 )
 # TrainingArguments from the command line: fp16/bf16 default to False.
 HF_COMMAND_LINE = "--fp16/--bf16 on the command line"
@@ -589,6 +594,12 @@ class _Reader:
                 self.gates.append((enabled, scope))
                 return True
         accelerate = name.startswith("accelerate.") and short == "Accelerator"
+        if self._accelerator_elsewhere(node, name):
+            # `with accelerator.autocast():` on an Accelerator another file builds
+            # (`accelerator = train_util.prepare_accelerator(args)`): its mixed_precision,
+            # and so whether this autocast casts anything, is set out of sight
+            where = ACCELERATOR_ELSEWHERE.format(call=ast.unparse(node.func))
+            self.gates.append((where, scope))
         self._argparse_trainer(node, name, gates, scope)
         for key in ("mixed_precision", "precision"):
             setting = keyword_arg(node, key)
@@ -661,6 +672,23 @@ class _Reader:
             self.library_model = True
         self._matmul(node, layer or name, scope)
         return False
+
+    def _accelerator_elsewhere(self, node: ast.Call, name: str) -> bool:
+        """`accelerator.autocast()` (Accelerate's context, a no-op under mixed_precision
+        "no") in a file that builds no Accelerator itself."""
+        func = node.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and func.attr == "autocast"
+            and not name.startswith(LIBRARIES)
+            and "accelerator" in ast.unparse(func.value).lower()
+        ):
+            return False
+        return not any(
+            isinstance(n, ast.Call)
+            and (self.walker.qualname(n.func) or "").rsplit(".", 1)[-1] == "Accelerator"
+            for n in module_nodes(self.walker.module)
+        )
 
     def _subclassed_layer(self, node: ast.Call) -> Optional[str]:
         """The torch.nn layer a class of the file subclasses (`class Layer(nn.Linear)`,

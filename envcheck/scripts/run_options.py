@@ -475,6 +475,65 @@ class RunOptions:
         value = self.constants[files[0]][name].value
         return Value(True, value, text, f"{name} = {value!r} in {files[0]}")
 
+    def helper_options(self, reader: str) -> dict[str, tuple[str, ast.expr]]:
+        """dest -> (option, default) of the options that functions of other files of the
+        run add to `reader`'s own parser: `train_util.add_training_arguments(parser,
+        False)` where train_util.py's function calls `parser.add_argument(...)` on the
+        parameter it is handed (kohya's sd-scripts). A default that file's source does not
+        settle to a constant is left out (the option stays unknown), and so are the
+        helpers those functions call with the parser in turn."""
+        module = self.modules.get(reader)
+        if module is None:
+            return {}
+        parsers = parser_names(module)
+        found: dict[str, tuple[str, ast.expr]] = {}
+        for node in module_nodes(module):
+            if not isinstance(node, ast.Call) or not isinstance(
+                node.func, (ast.Name, ast.Attribute)
+            ):
+                continue
+            handed = [
+                place
+                for place, arg in enumerate(node.args)
+                if isinstance(arg, ast.Name) and arg.id in parsers
+            ]
+            if not handed:
+                continue
+            located = self._defined_elsewhere(
+                reader, _qualified(node.func, self.aliases.get(reader, {})), self.functions
+            )
+            if located is None:
+                continue
+            shown, name = located
+            function = self.functions[shown][name]
+            params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+            if handed[0] >= len(params):
+                continue
+            found.update(self._added_by(shown, function, params[handed[0]]))
+        return found
+
+    def _added_by(
+        self, shown: str, function: Function, parameter: str
+    ) -> dict[str, tuple[str, ast.expr]]:
+        """The options `function` (of the run's file `shown`) adds to the parser it gets
+        as `parameter`, with the defaults that file settles to constants."""
+        body = ast.Module(body=list(function.body), type_ignores=[])
+        if not any(
+            isinstance(n, ast.Attribute)
+            and n.attr in ("add_argument", "add_argument_group", "add_mutually_exclusive_group")
+            and isinstance(n.value, ast.Name)
+            and n.value.id == parameter
+            for n in ast.walk(body)
+        ):
+            return {}
+        scope = self.module_scope(shown)
+        found: dict[str, tuple[str, ast.expr]] = {}
+        for dest, (option, expr) in option_defaults(body).items():
+            value = resolve(expr, scope, 1)
+            if value.known and isinstance(value.value, (bool, int, float, str, type(None))):
+                found[dest] = (f"{option} (in {shown})", ast.Constant(value.value))
+        return found
+
     def lookup(self, reader: str, dest: str, text: str) -> Optional[Value]:
         """The value of `dest` for the file `reader` (shown path), or None when no other
         file of the run defines that option."""
@@ -754,6 +813,19 @@ def forwarding_makers(module: ast.Module) -> dict[str, frozenset[str]]:
         if any(len([k for k in c.keywords if k.arg is None]) != 1 for c in loaders):
             continue  # another `**dict` merged in: settings from elsewhere too
         found[node.name] = frozenset(k.arg for c in loaders for k in c.keywords if k.arg)
+    return found
+
+
+def parser_names(module: ast.Module) -> set[str]:
+    """Names the module binds to an argparse parser (`parser = argparse.ArgumentParser()`)."""
+    found: set[str] = set()
+    for node in module_nodes(module):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func).endswith("ArgumentParser")
+        ):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return found
 
 

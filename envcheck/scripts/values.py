@@ -28,7 +28,13 @@ from envcheck.scripts.assignments import (
     simple_assignments,
     statements,
 )
-from envcheck.scripts.configs import config_defaults, option_defaults
+from envcheck.scripts.configs import (
+    KEYWORD_HOLDERS,
+    changed_keys,
+    config_defaults,
+    keyword_classes,
+    option_defaults,
+)
 from envcheck.scripts.cpu_expressions import (
     GPU_COUNT,
     SYMBOLIC,
@@ -142,6 +148,9 @@ class Scope:
         self.imported: Optional[Callable[[str], Optional[tuple[ast.expr, Scope]]]] = None
         # the file's names bound to Hugging Face TrainingArguments (hf_arguments.py)
         self.hf_arguments: Optional[HfArguments] = None
+        # the file's module, for what is read of it on demand (the settings it changes
+        # on its objects, its classes keeping their keyword arguments: KeywordObjects)
+        self.objects: Optional[KeywordObjects] = None
 
     @classmethod
     def of_module(cls, module: ast.Module) -> Scope:
@@ -155,6 +164,7 @@ class Scope:
         )
         scope.returns = ConstantReturns(module)
         scope.hf_arguments = HfArguments(module)
+        scope.objects = KeywordObjects(module)
         return scope
 
     def inside(self, function: Optional[ast.AST]) -> Scope:
@@ -173,6 +183,7 @@ class Scope:
         scope.configs = self.configs
         scope.imported = self.imported
         scope.hf_arguments = self.hf_arguments
+        scope.objects = self.objects
         return scope
 
     def lookup(self, name: str) -> Optional[ast.expr]:
@@ -387,6 +398,11 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
         overridden = scope.attribute_set(node, depth) if node.value.id != "self" else None
         if overridden is not None:
             return overridden
+        keyword_value = _keyword_object(node, scope, depth)
+        if (
+            keyword_value is not None
+        ):  # `hparams.num_workers` with `hparams = HParams(num_workers=16)`
+            return keyword_value
         default = scope.argparse.get(node.attr)
         if default is not None:
             option, expr = default
@@ -565,6 +581,69 @@ def _held_namespace(node: ast.expr, scope: Scope, depth: int) -> Optional[Value]
     return Value(True, found.value, ast.unparse(node), source)
 
 
+class KeywordObjects:
+    """What a file's module says of its objects built from keyword arguments, read once
+    when first asked: its classes keeping them (configs.keyword_classes) and the settings
+    it changes on its objects (configs.changed_keys)."""
+
+    def __init__(self, module: ast.Module):
+        self.module = module
+        self._classes: Optional[set[str]] = None
+        self._changed: Optional[dict[str, set[str]]] = None
+
+    def classes(self) -> set[str]:
+        if self._classes is None:
+            self._classes = keyword_classes(self.module)
+        return self._classes
+
+    def changed(self, name: str, key: str) -> bool:
+        if self._changed is None:
+            self._changed = changed_keys(self.module)
+        keys = self._changed.get(name, set())
+        return key in keys or "*" in keys
+
+
+def _keyword_object(node: ast.Attribute, scope: Scope, depth: int) -> Optional[Value]:
+    """`hparams.num_workers` where `hparams` is bound, in this file or in the file of the
+    run it is imported from (`from hparams import hparams`), to an object built with
+    keyword arguments it keeps as attributes (`HParams(num_workers=16, ...)` of a class
+    that stores them, `EasyDict(...)`, `argparse.Namespace(...)`): that keyword's value.
+    Unknown when `**settings` may hold it or a file changes it on the object
+    (`hparams.set_hparam("num_workers", 4)`, `hparams.parse(text)`); None when the name
+    is bound to no such object, or the keyword is not given."""
+    assert isinstance(node.value, ast.Name)
+    name = node.value.id
+    if name == "self":
+        return None
+    expr, there = scope.lookup(name), scope
+    if expr is None:
+        elsewhere = _imported(name, scope)
+        if elsewhere is None:
+            return None
+        expr, there = elsewhere
+    if not (isinstance(expr, ast.Call) and there.objects is not None):
+        return None
+    maker = ast.unparse(expr.func).rsplit(".", 1)[-1]
+    if maker not in KEYWORD_HOLDERS and maker not in there.objects.classes():
+        return None
+    given = {k.arg: k.value for k in expr.keywords if k.arg is not None}
+    spread = len(given) < len(expr.keywords) or bool(expr.args)
+    text = ast.unparse(node)
+    if node.attr not in given and not spread:
+        return None
+    changed = [s for s in (scope, there) if s.objects and s.objects.changed(name, node.attr)]
+    if node.attr not in given or changed:
+        why = (
+            "may be set by its **settings" if node.attr not in given else "is changed in the source"
+        )
+        return Value(False, None, text, f"{name}.{node.attr} of {maker}(...) {why}")
+    found = resolve(given[node.attr], there, depth + 1)
+    source = f"{maker}({node.attr}={ast.unparse(given[node.attr])})"
+    if found.source not in ("literal", ""):
+        source += f" ({found.source})"
+    return Value(found.known, found.value, text, source)
+
+
 def _attribute_chain(node: ast.expr) -> bool:
     """`self.config`, `cfg.data`: names and attributes only, no calls or subscripts."""
     while isinstance(node, ast.Attribute):
@@ -691,6 +770,7 @@ def _module_level(scope: Scope) -> Scope:
     module.returns = scope.returns
     module.imported = scope.imported
     module.hf_arguments = scope.hf_arguments
+    module.objects = scope.objects
     return module
 
 
