@@ -746,3 +746,42 @@ def test_ec517_worker_settings_forwarded_beside_a_tf_data_input(tmp_path: Path) 
     source = DATASET_WRAPPER.replace(".repeat(count=epochs)", "")
     source = source.replace("train_data.with_options(tf.data.Options())", "train_data")
     assert lines(script_results(tmp_path, source, "deepmodel.py")["EC517"]) == [10]
+
+
+GNN_TASK_MODEL = """
+import tensorflow as tf
+from tf2_gnn import GNN, GNNInput
+
+
+class GraphTaskModel(tf.keras.Model):
+    def __init__(self, params):
+        super().__init__()
+        self._gnn = GNN(params)
+        self._optimizer = tf.keras.optimizers.Adam()
+
+    def call(self, inputs, training):
+        gnn_input = GNNInput(
+            node_features=inputs["node_features"],
+            adjacency_lists=inputs["adjacency_lists"],
+            node_to_graph_map=inputs["node_to_graph_map"],
+            num_graphs=inputs["num_graphs_in_batch"],
+        )
+        return self._gnn(gnn_input, training=training)
+
+    def _run_step(self, batch_features, batch_labels):
+        with tf.GradientTape() as tape:
+            task_output = self(batch_features, training=True)
+            loss = tf.reduce_mean(task_output)
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self._optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        return loss
+"""
+
+
+def test_ec522_a_message_passing_gnn_is_not_known(tmp_path: Path) -> None:
+    """A Keras model around a message-passing GNN (tf2-gnn's `GNN`, sweep V): gathers and
+    scatters over the edges bound it, as EC507/EC508 say of PyTorch graph networks; the
+    policy's gain is not known."""
+    result = script_results(tmp_path, GNN_TASK_MODEL, "graph_task_model.py")["EC522"]
+    assert result.status.value == "unknown"
+    assert "graph network" in result.reason

@@ -129,3 +129,119 @@ def test_a_linear_model_is_one_linear_layer_and_nothing_else() -> None:
     assert not linear_model(ast.parse(MLP), "LinearProbe")
     helper = LINEAR.replace("nn.Linear(n_features, n_classes)", "make_head(n_features)")
     assert not linear_model(ast.parse(helper), "LinearProbe")
+
+
+TABULAR_RESNET = """\
+import torch.nn as nn
+
+
+class ResNet(nn.Module):
+    def __init__(self, d_in, d_main, d_out):
+        super().__init__()
+        self.first_layer = nn.Linear(d_in, d_main)
+        self.head = nn.Linear(d_main, d_out)
+
+    @classmethod
+    def make_baseline(cls, d_in, d_main, d_out):
+        return cls(d_in, d_main, d_out)
+
+    def forward(self, x):
+        return self.head(self.first_layer(x))
+
+
+class ResNetDiffusion(nn.Module):
+    def __init__(self, d_in, dim_t=256):
+        super().__init__()
+        self.resnet = ResNet.make_baseline(d_in, 1024, d_in)
+        self.time_embed = nn.Sequential(nn.Linear(dim_t, dim_t), nn.SiLU())
+
+    def forward(self, x, t):
+        return self.resnet(x + self.time_embed(t))
+"""
+TABULAR_TRAIN = """\
+import torch
+from models import ResNetDiffusion
+
+model = ResNetDiffusion(64).cuda()
+opt = torch.optim.AdamW(model.parameters())
+for x, t in loader:
+    loss = model(x.cuda(), t.cuda()).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_class_named_resnet_of_linear_layers_is_no_cnn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tab-ddpm's `ResNetDiffusion` (sweep U), a tabular MLP-ResNet of nn.Linear defined in
+    a file of the run: its layers decide, not its name; `self.resnet(x)`, a layer the class
+    holds, names nothing, and `ResNet.make_baseline(...)` builds the module's own ResNet."""
+    status = audit(tmp_path, TABULAR_TRAIN, TABULAR_RESNET, monkeypatch)
+    assert status["EC506"] == "pass"
+    assert status["EC507"] == "fail"  # 1024-wide Linear layers in float32
+    conv = TABULAR_RESNET.replace("nn.Linear(d_in, d_main)", "nn.Conv2d(d_in, d_main, 3)")
+    assert audit(tmp_path, TABULAR_TRAIN, conv, monkeypatch)["EC506"] == "fail"
+
+
+def test_a_factory_of_a_class_named_resnet_reads_its_layers() -> None:
+    from envcheck.scripts.class_kinds import definition_kind
+
+    module = ast.parse(TABULAR_RESNET)
+    assert definition_kind(module, "ResNetDiffusion", lambda name, depth: None) == "matmul"
+
+
+WRAPPER = """\
+import torch.nn as nn
+
+
+class SimSiam(nn.Module):
+    def __init__(self, base_encoder, dim=2048, pred_dim=512):
+        super().__init__()
+        self.encoder = base_encoder(num_classes=dim, zero_init_residual=True)
+        self.predictor = nn.Sequential(
+            nn.Linear(dim, pred_dim, bias=False), nn.ReLU(), nn.Linear(pred_dim, dim)
+        )
+
+    def forward(self, x1, x2):
+        return self.predictor(self.encoder(x1)), self.encoder(x2).detach()
+"""
+WRAPPER_TRAIN = """\
+import argparse
+import torch
+import torchvision.models as models
+from models import SimSiam
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--arch", default="{arch}")
+args = parser.parse_args()
+torch.backends.cudnn.benchmark = True
+model = SimSiam({backbone}, 2048, 512).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+for x1, x2 in loader:
+    p, z = model(x1.cuda(), x2.cuda())
+    loss = -(p * z).sum(dim=1).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_backbone_handed_to_a_wrapper_is_no_mlp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SimSiam (sweep U): the wrapper calls `base_encoder(...)`, a parameter, so its
+    Linear heads are not the whole model (class_kinds: out of sight); the backbone
+    handed in by name from torchvision, `models.__dict__[args.arch]` with --arch
+    "resnet50", is a CNN, whose convolutions already use TF32."""
+    from envcheck.scripts.class_kinds import definition_kind
+
+    assert definition_kind(ast.parse(WRAPPER), "SimSiam", lambda name, depth: None) is None
+    train = WRAPPER_TRAIN.format(arch="resnet50", backbone="models.__dict__[args.arch]")
+    status = audit(tmp_path, train, WRAPPER, monkeypatch)
+    assert status["EC508"] == "pass"
+    assert status["EC507"] == "fail"
+    # a backbone the source does not show: the kind is not known
+    train = WRAPPER_TRAIN.format(arch="resnet50", backbone="make_backbone()")
+    assert audit(tmp_path, train, WRAPPER, monkeypatch)["EC508"] == "unknown"

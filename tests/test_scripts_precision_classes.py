@@ -1805,3 +1805,44 @@ def test_a_graph_network_with_a_transformer_beside_it_is_matmul_bound(tmp_path: 
     )
     found = results(tmp_path, source)
     assert found["EC508"].status.value == "fail"
+
+
+QUANTIZED_LORA = """
+import torch
+from peft import LoraConfig, get_peft_model
+from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+model = AutoModelForSeq2SeqLM.from_pretrained("google/flan-t5-xxl", load_in_8bit=True)
+model = get_peft_model(model, LoraConfig(r=16, target_modules=["q", "v"]))
+args = Seq2SeqTrainingArguments(output_dir="out", per_device_train_batch_size=8)
+trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train_dataset)
+trainer.train()
+"""
+
+
+def test_a_model_loaded_in_8bit_is_not_float32_training(tmp_path: Path) -> None:
+    """A LoRA fine-tune of a base model loaded in 8-bit: its large matmuls are int8
+    bitsandbytes kernels, so TrainingArguments without fp16/bf16 is no float32 training
+    (sweep V, peft-flan-t5-int8)."""
+    found = results(tmp_path, QUANTIZED_LORA)
+    assert found["EC507"].status.value == "pass"
+    assert "loaded quantized" in found["EC507"].reason
+    assert found["EC508"].status.value == "pass"
+    # not quantized: the same script trains in float32
+    plain = results(tmp_path, QUANTIZED_LORA.replace(", load_in_8bit=True", ""))
+    assert plain["EC507"].status.value == "fail"
+
+
+def test_a_4bit_model_computing_in_a_dtype_not_shown_is_not_known(tmp_path: Path) -> None:
+    source = QUANTIZED_LORA.replace("load_in_8bit=True", "quantization_config=bnb").replace(
+        "model = AutoModel",
+        "from transformers import BitsAndBytesConfig\nbnb = BitsAndBytesConfig(load_in_4bit=True)"
+        "\nmodel = AutoModel",
+    )
+    found = results(tmp_path, source)
+    assert found["EC507"].status.value == "unknown"
+    assert found["EC508"].status.value == "unknown"
+    half = source.replace(
+        "load_in_4bit=True)", "load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)"
+    )
+    assert results(tmp_path, half)["EC507"].status.value == "pass"

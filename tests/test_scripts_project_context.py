@@ -614,3 +614,53 @@ def test_a_run_naming_many_files_searches_no_importers(
     assert workers_finding(report) is None
     report = audit(Path("trainer.py"), *others[1:], cwd=tmp_path, monkeypatch=monkeypatch)
     assert workers_finding(report)["id"] == "EC504"
+
+
+SOLVER = """\
+import torch
+import torch.nn as nn
+
+
+class Solver:
+    def __init__(self, loader):
+        self.loader = loader
+        self.G = nn.Sequential(nn.Conv2d(3, 64, 7), nn.ReLU(), nn.Conv2d(64, 3, 7)).cuda()
+        self.opt = torch.optim.Adam(self.G.parameters())
+
+    def train(self):
+        for x, y in self.loader:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = (self.G(x.cuda()) - y.cuda()).abs().mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+"""
+SOLVER_MAIN = """\
+from torch.backends import cudnn
+from solver import Solver
+
+
+def main(loader):
+    cudnn.benchmark = {value}
+    Solver(loader).train()
+
+
+if __name__ == "__main__":
+    main(make_loader())
+"""
+
+
+@pytest.mark.parametrize(("value", "status"), [("True", "pass"), ("False", "fail")])
+def test_cudnn_benchmark_set_by_the_entry_point_holds_for_the_module_it_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, status: str
+) -> None:
+    """stargan (sweep U): main.py sets `cudnn.benchmark = True`, then trains `Solver`
+    from solver.py, the file named: the process-wide setting holds for the solver."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "solver.py").write_text(SOLVER)
+    (tmp_path / "main.py").write_text(SOLVER_MAIN.format(value=value))
+    report = audit(tmp_path / "solver.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert {c["id"]: c["status"] for c in report["checks"]}["EC506"] == status
+    (tmp_path / "main.py").unlink()
+    report = audit(tmp_path / "solver.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert {c["id"]: c["status"] for c in report["checks"]}["EC506"] == "fail"

@@ -8,7 +8,7 @@ one family of settings stays in one module."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+from typing import Any, Callable, Optional, Union
 
 from envcheck.checks.ec5xx_torch import TUNING_GUIDE, scripts_section
 from envcheck.checks.facts_helpers import linked_files
@@ -167,7 +167,10 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     Lightning `Trainer(benchmark=True)` (or a LightningCLI's `trainer_defaults=
     {"benchmark": True}`) sets it; for a LightningModule whose Trainer is built in
     another file (the file that runs the training), that Trainer's setting decides and
-    the rule is unknown for the module's file.
+    the rule is unknown for the module's file. The setting is process-wide: one made by
+    the one file of the run that imports the file audited (its entry point, read as
+    context: `main.py` sets `cudnn.benchmark = True`, then trains `from solver import
+    Solver`) holds for it.
 
     **Best practice.** `torch.backends.cudnn.benchmark = True` for fixed-size inputs.
     """
@@ -342,7 +345,13 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     graphs, ...)`) is unknown too: message passing is bound by gathers and scatters over
     the edges, and such networks are often narrow; so is a graph network in sight (PyG/DGL
     message-passing layers such as `GCNConv`, or `GCN()`/`GIN()` models, with at most
-    Linear or MLP heads beside them), whatever its width.
+    Linear or MLP heads beside them), whatever its width. A pretrained model loaded
+    quantized by bitsandbytes, the base of a LoRA/QLoRA fine-tune (`from_pretrained(...,
+    load_in_8bit=True)`, or `load_in_4bit=True`/`quantization_config=BitsAndBytesConfig(
+    ...)` computing in bfloat16/float16), runs its large matmuls in int8 or 16-bit kernels,
+    not float32: no finding, and the pass says why; 4-bit weights computing in a dtype the
+    source does not settle (float32 by default), or a quantized load under a condition,
+    leave the rule unknown.
 
     **Best practice.** `torch.autocast(device_type="cuda", dtype=torch.bfloat16)` (Ampere
     and newer), or float16 with `torch.amp.GradScaler`.
@@ -359,6 +368,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
             continue
         if f.get("toy_model"):
             small.append(f"{f.get('path')}: {TOY}")  # nothing for tensor cores to speed up
+            continue
+        quantized = _quantized(f, "autocast")
+        if quantized:
+            (small if quantized[0] else unknown).append(f"{f.get('path')}: {quantized[1]}")
             continue
         rows = _out_of_sight(f) and _feature_rows(facts, str(f.get("path")))
         if rows:
@@ -420,6 +433,32 @@ def no_mixed_precision(facts: Facts) -> Outcome:
             )
     clean = "; ".join(behind_flags + small) or "every GPU training script uses autocast"
     return _judged(hits, unknown, f"{len(hits)} file(s) in float32", clean)
+
+
+# A pretrained model loaded quantized (bitsandbytes), the base of a LoRA/QLoRA fine-tune.
+QUANTIZED_LOW = (
+    "the model is loaded quantized ({text}): its large matmuls run in {matmuls} kernels, not "
+    "in float32 (only adapters such as LoRA's train in float32), so {what} has little left to "
+    "speed up"
+)
+QUANTIZED_UNKNOWN = (
+    "the model is loaded quantized ({text}): its large matmuls run in the quantized kernels' "
+    "compute dtype, which the source does not settle (4-bit weights compute in float32 "
+    "unless bnb_4bit_compute_dtype says otherwise): whether {what} would gain is not known"
+)
+MATMUL_KINDS = {"int8": "int8 (LLM.int8, float16 for the outliers)", "half": "16-bit"}
+
+
+def _quantized(file_facts: dict[str, Any], what: str) -> Optional[tuple[bool, str]]:
+    """For a file that loads its model quantized: (True, why it passes) when the large
+    matmuls run in int8 or 16-bit kernels, (False, why it is not known) otherwise."""
+    quantized = file_facts.get("quantized_model")
+    if not isinstance(quantized, dict):
+        return None
+    kind = MATMUL_KINDS.get(str(quantized.get("matmuls")))
+    if kind:
+        return True, QUANTIZED_LOW.format(text=quantized.get("text"), matmuls=kind, what=what)
+    return False, QUANTIZED_UNKNOWN.format(text=quantized.get("text"), what=what)
 
 
 TOY = "a small model (a few narrow layers in sight): float32 costs it little"
@@ -488,6 +527,8 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     layers is unknown too, whatever its width: its gathers and scatters over the edges,
     not its matmuls, bound it);
     a convolutional backbone feeding recurrent or transformer layers is judged by those.
+    A model loaded quantized (`load_in_8bit=True`, a `BitsAndBytesConfig`) is judged as
+    for EC507: its int8 or 16-bit kernels pass, a compute dtype not settled is unknown.
     A model built out of sight whose kind nothing names is unknown. When mixed precision
     is left to a launcher or a flag and off by default (`accelerate launch`, `--amp`),
     the default run is float32: the finding says so, since TF32 costs nothing when
@@ -516,6 +557,10 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
                 f"{f.get('path')}: TF32 is there behind {option}, off by default: TF32 is "
                 f"off unless {option} is passed (pass it on Ampere or newer GPUs)"
             )
+            continue
+        quantized = _quantized(f, "TF32")
+        if quantized:
+            (behind_flags if quantized[0] else unknown).append(f"{f.get('path')}: {quantized[1]}")
             continue
         if f.get("conv_layers") and not _matmul_bound(f):
             continue  # convolutions (with Linear heads): cuDNN already allows TF32
@@ -667,7 +712,9 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     environment; an `LSTM(32)` -> `Dense(1)` forecaster on a short series), gives the
     tensor cores nothing to do and is not flagged (2-D and 3-D convolutions are never a
     toy's); a reinforcement-learning agent (on Gym or an RL library) whose network no
-    Keras layer in sight shows is unknown, as for EC507; nor is a
+    Keras layer in sight shows is unknown, as for EC507, and so is a graph network
+    (TF-GNN or tf2-gnn message passing: `GNN(params)`, with at most `Dense` heads beside
+    it), bound by gathers and scatters over the edges; nor is a
     custom loop over raw TensorFlow ops (`tf.nn.conv2d`, `tf.matmul` on the script's own
     `tf.Variable`s), which a Keras policy, casting only Keras layers, leaves in float32.
     A model whose body is a TF-Hub SavedModel (`hub.KerasLayer(...)` under a `Dense`
@@ -723,6 +770,10 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
         hub = f.get("keras_hub")
         if not mixed and _rl_policy_unseen(f):
             unknown.append(f"{f.get('path')}: {RL_POLICY}")
+        elif not mixed and f.get("graph_network"):
+            layers = ", ".join(f["graph_network"])
+            what = "a mixed-precision policy"
+            unknown.append(f"{f.get('path')}: {GRAPH_NETWORK.format(layers=layers, what=what)}")
         elif mixed is None:
             unknown.append(f"{f.get('path')}: the dtype policy is set to a value the source hides")
         elif not mixed and hub:

@@ -128,6 +128,7 @@ def analyze_file(
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
             walker.started_elsewhere = functools.partial(_started_run, run, shown)
+            walker.benchmark_elsewhere = functools.partial(run.importer_benchmark, shown)
             if walker.module_scope.hf_arguments is not None:
                 walker.module_scope.hf_arguments.elsewhere = functools.partial(
                     run.class_definition, shown
@@ -202,6 +203,9 @@ class Walker(ast.NodeVisitor):
         # (`utils.MetricLogger`, ("update",)) -> the first of those methods of that class
         # of another file of the run, read the same way
         self.method_elsewhere: Optional[Callable[[str, tuple[str, ...]], Optional[Foreign]]] = None
+        # (the file, the value) of cudnn.benchmark set by the one file of the run that
+        # imports this one (its entry point: main.py sets it, then trains `Solver`)
+        self.benchmark_elsewhere: Optional[Callable[[], Optional[tuple[str, bool]]]] = None
         self._instances: Optional[dict[str, Optional[str]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -221,6 +225,12 @@ class Walker(ast.NodeVisitor):
         for observer in OBSERVERS:
             observer.finish(self)
         self.facts.update(precision.read(self))
+        if self.facts.get("cudnn_benchmark") is None and self.benchmark_elsewhere is not None:
+            # a process-wide setting the run's entry point makes before it trains this
+            # module's model
+            set_by = self.benchmark_elsewhere()
+            if set_by is not None:
+                self.facts["cudnn_benchmark"] = set_by[1]
         self.facts["processes_per_node"] = processes.read(self)
         self.facts["train_at"] = device.trains(self)
         started = self._started_run() if self.facts["train_at"] is None else None

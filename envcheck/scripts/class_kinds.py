@@ -68,11 +68,17 @@ def definition_kind(
         return None
     torch_names = _torch_imports(module)
     matmul, unseen = False, False
+    handed = _parameters(found)
     for node in ast.walk(found):
         if not isinstance(node, ast.Call):
             continue
         text = ast.unparse(node.func)
         short = text.rsplit(".", 1)[-1]
+        if isinstance(node.func, ast.Name) and node.func.id in handed:
+            # `self.encoder = base_encoder(num_classes=dim)`: a model the caller hands in
+            # (SimSiam's backbone, a torchvision ResNet picked by name), out of sight
+            unseen = True
+            continue
         if CONV_LAYER.match(short) or text.startswith(CONV_BUILDERS):
             return "conv"
         if short in MATMUL_LAYER_NAMES:
@@ -85,12 +91,43 @@ def definition_kind(
         elif isinstance(node.func, ast.Name) and short not in torch_names:
             kind = elsewhere(short, depth + 1) or architecture(short)
             unseen = unseen or (kind is None and short[:1].isupper())
+        elif isinstance(node.func, ast.Attribute) and _held(node.func):
+            continue  # `self.resnet(x)`: a layer the class holds, built where it is named
+        elif (
+            isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in definitions
+        ):
+            # `ResNet.make_baseline(...)`: a constructor of a class of this module
+            if node.func.value.id != name:
+                kind = definition_kind(module, node.func.value.id, elsewhere, depth + 1)
         elif isinstance(node.func, ast.Attribute):
             kind = architecture(short) if model_like(short) or short[:1].islower() else None
         if kind == "conv":
             return "conv"
         matmul = matmul or kind == "matmul"
     return "matmul" if matmul and not unseen else None
+
+
+def _parameters(definition: ast.AST) -> set[str]:
+    """The parameters of a function, or of a class's methods."""
+    names: set[str] = set()
+    for node in ast.walk(definition):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            names |= {a.arg for a in every if a.arg not in ("self", "cls")}
+    return names
+
+
+def _held(func: ast.Attribute) -> bool:
+    """A call of something the instance holds or of its own method (`self.resnet(x)`,
+    `self.blocks[0](x)`): a value named alike says nothing of its kind (model_names.py);
+    the layers it holds are built, and its methods defined, in the class walked."""
+    value: ast.expr = func.value
+    while isinstance(value, (ast.Attribute, ast.Subscript)):
+        value = value.value
+    return isinstance(value, ast.Name) and value.id == "self"
 
 
 def _torch_imports(module: ast.Module) -> set[str]:

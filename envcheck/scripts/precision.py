@@ -75,6 +75,11 @@
   feature_columns)`, `nn.Embedding` tables of `feature_map.feature_specs`), or None;
 - `graph_batches`: for a model out of sight, what shows it is fed graphs (an import of
   PyG, DGL or TorchDrug; `self.model(graphs, ...)`), or None;
+- `quantized_model`: a pretrained model loaded quantized (`from_pretrained(...,
+  load_in_8bit=True)`, `load_in_4bit=True`, `quantization_config=BitsAndBytesConfig(...)`):
+  `{"text", "matmuls"}`, matmuls "int8" (8-bit), "half" (4-bit computing in
+  bfloat16/float16) or None (not known: float32 compute by default, a load under a
+  condition, a config out of sight), or None;
 - `benchmark_elsewhere`: for a LightningModule whose Trainer is built in another file
   (and no cuDNN setting in this one), that the Trainer there sets cuDNN autotuning.
 
@@ -530,6 +535,9 @@ class _Reader:
         self.classes: list[ast.ClassDef] = []  # the classes the walk is in
         # name -> functions or classes assigned to it by reference, as the walk meets them
         self.references: dict[str, set[str]] = {}
+        # a pretrained model loaded quantized (`load_in_8bit=True`): what loads it, and
+        # whether its large matmuls run in low precision ("int8", "half") or not known
+        self.quantized: Optional[dict[str, Any]] = None
 
     def visit(self, node: ast.AST, gates: list[ast.expr], scope: Scope) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -655,6 +663,7 @@ class _Reader:
                 (f"the training step {ast.unparse(node.func)}() (not in this file)", scope)
             )
         self._model_dtype(node, name, gates, scope)
+        self._quantized_load(node, name, gates, scope)
         self._fsdp_policy(node, name, short, gates, scope)
         self._runner(node, name, gates, scope)
         func = node.func
@@ -669,6 +678,10 @@ class _Reader:
             self.conv = True
         if self._library_model(node, name, scope) is not None:
             self.small_widths = None  # a named architecture: no toy, whatever its head
+            self.library_model = True
+        if not name.startswith(LIBRARIES) and self._handed_backbone(node, scope):
+            self.conv = True
+            self.small_widths = None
             self.library_model = True
         self._matmul(node, layer or name, scope)
         return False
@@ -829,6 +842,61 @@ class _Reader:
             self._use(f"{ast.unparse(node.func)}({ast.unparse(expr)})", gates, scope)
         elif kind is None:
             self.gates.append((expr, scope))
+
+    def _quantized_load(
+        self, node: ast.Call, name: str, gates: list[ast.expr], scope: Scope
+    ) -> None:
+        """A pretrained model loaded quantized by bitsandbytes (`from_pretrained(...,
+        load_in_8bit=True)`, `load_in_4bit=True`, `quantization_config=
+        BitsAndBytesConfig(...)`; also another quantization config: GPTQ, AWQ), the
+        base of a LoRA/QLoRA fine-tune. Its large matmuls are the quantized kernels':
+        int8 (LLM.int8, with float16 for the outliers and the other modules), or 4-bit
+        weights dequantized to `bnb_4bit_compute_dtype` (float32 unless set: then the
+        matmuls are float32, and whether the run gains from autocast or TF32 is not
+        known). A load under a condition, or with a setting the source does not show,
+        is not known either."""
+        if name.rsplit(".", 1)[-1] not in PRETRAINED_LOADERS:
+            return
+        text = f"{ast.unparse(node.func)}(...)"
+        kind: Optional[str] = None
+        found = False
+        for key, low in (("load_in_8bit", "int8"), ("load_in_4bit", None)):
+            setting = keyword_arg(node, key)
+            if setting is None:
+                continue
+            value = resolve(setting, scope)
+            if value.known and not value.value:
+                continue  # not quantized: a float32 load stays float32
+            found = True
+            text = f"{ast.unparse(node.func)}({key}={ast.unparse(setting)})"
+            kind = low if value.known else None
+        config = keyword_arg(node, "quantization_config")
+        if config is not None and not found:
+            found = True
+            text = f"{ast.unparse(node.func)}(quantization_config={ast.unparse(config)})"
+            kind = self._quantization_kind(config, scope)
+        if found and self.quantized is None:
+            self.quantized = {"text": text, "matmuls": None if gates else kind}
+
+    def _quantization_kind(self, config: ast.expr, scope: Scope) -> Optional[str]:
+        """'int8' or 'half' for a BitsAndBytesConfig the source spells out (8-bit, or
+        4-bit computing in bfloat16/float16); None otherwise."""
+        expr = scope.lookup(config.id) if isinstance(config, ast.Name) else config
+        if not isinstance(expr, ast.Call):
+            return None
+        if (self.walker.qualname(expr.func) or "").rsplit(".", 1)[-1] != "BitsAndBytesConfig":
+            return None
+        for key in ("load_in_8bit", "load_in_4bit"):
+            setting = keyword_arg(expr, key)
+            value = resolve(setting, scope) if setting is not None else None
+            if value is None or not (value.known and value.value is True):
+                continue
+            if key == "load_in_8bit":
+                return "int8"
+            dtype = keyword_arg(expr, "bnb_4bit_compute_dtype")
+            if dtype is not None and self._dtype_kind(dtype, scope) == "half":
+                return "half"
+        return None
 
     def _fsdp_policy(
         self, node: ast.Call, name: str, short: str, gates: list[ast.expr], scope: Scope
@@ -1296,6 +1364,11 @@ class _Reader:
             # op of a project module named for convolutions (`conv2d_gradfix.f()`)
             callee = None if self._read_by_layers(node, scope) else _callee(node)
             project = not name.startswith(("torch.", "torchvision.", *RAW_TF_OPS))
+            elsewhere = self._kind_elsewhere(name) if callee is not None and project else None
+            if elsewhere is not None:
+                # a class of another file of the run: its layers there decide, not its
+                # name (`ResNetDiffusion`, a tabular MLP-ResNet of nn.Linear)
+                return elsewhere == "conv"
             # the modules of an import (not `self.convs.append`: an attribute of a value)
             modules = [architecture(p) for p in name.split(".")[:-1] if p.startswith("conv")]
             modules = modules if self._imported(node.func) else []
@@ -1305,9 +1378,22 @@ class _Reader:
                 or (callee is not None and _named_elsewhere(node, name, self.references) == "conv")
                 or (callee is not None and _named_definition(node, name, scope) == "conv")
                 or self._module_by_name(node, scope) == "conv"
-                or (callee is not None and self._kind_elsewhere(name) == "conv")
             )
         return not named.lower().startswith(TRANSFORMERS)
+
+    def _handed_backbone(self, node: ast.Call, scope: Scope) -> bool:
+        """A torchvision CNN handed by name, uncalled, to the project's class or function
+        that builds it (SimSiam's `SimSiam(models.__dict__[args.arch], dim)`, --arch
+        defaulting to "resnet50"): the backbone is that architecture. A name the source
+        does not settle, or one its name does not call a CNN (a ViT), says nothing."""
+        for argument in [*node.args, *(k.value for k in node.keywords)]:
+            if not isinstance(argument, (ast.Subscript, ast.Attribute, ast.Call)):
+                continue
+            picked = ast.Call(func=argument, args=[], keywords=[])
+            named = self._library_model(picked, self.walker.qualname(argument) or "", scope)
+            if named and architecture(named) == "conv":
+                return True
+        return False
 
     def _library_model(self, node: ast.Call, name: str, scope: Scope) -> Optional[str]:
         """The architecture a call builds a torchvision or timm model of, by name:
@@ -1384,6 +1470,7 @@ class _Reader:
             else None
         )
         found["varying_input"] = _aspect_ratio_batches(self.walker)
+        found["quantized_model"] = self.quantized
         found["graph_batches"] = None if self.matmul or self.conv else _graph_batches(self.walker)
         found["feature_embeddings"] = (
             None if self.matmul or self.conv else _feature_embeddings(self.walker)

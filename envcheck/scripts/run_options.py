@@ -291,6 +291,32 @@ class RunOptions:
         self._kinds[key] = kind
         return kind
 
+    def importer_benchmark(self, reader: str) -> Optional[tuple[str, bool]]:
+        """(the file, the value) of `torch.backends.cudnn.benchmark = True/False` set by
+        the one file of the run that imports `reader` (stargan's main.py sets it, then
+        `from solver import Solver` trains): a process-wide setting the run's entry point
+        makes holds for the module it imports. None when no file, or several, import it
+        (which one runs is not in sight), or its settings disagree."""
+        importers = {a for a, b in self.links if b == reader and a != reader}
+        if len(importers) != 1:
+            return None
+        (importer,) = importers
+        module = self.modules.get(importer)
+        if module is None:
+            return None
+        aliases = self.aliases.get(importer, {})
+        values: set[bool] = set()
+        for node in ast.walk(module):
+            if not (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, bool)
+            ):
+                continue
+            if any(_qualified(t, aliases) == CUDNN_BENCHMARK for t in node.targets):
+                values.add(node.value.value)
+        return (importer, values.pop()) if len(values) == 1 else None
+
     def linear_model(self, reader: str, qualname: str, depth: int = 0) -> bool:
         """Whether the model class `qualname` (imported by `reader`) is one nn.Linear layer
         in the file of the run that defines it (class_kinds.linear_model), following
@@ -827,6 +853,9 @@ def parser_names(module: ast.Module) -> set[str]:
         ):
             found.update(t.id for t in node.targets if isinstance(t, ast.Name))
     return found
+
+
+CUDNN_BENCHMARK = "torch.backends.cudnn.benchmark"
 
 
 def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:
