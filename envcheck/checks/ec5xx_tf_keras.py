@@ -1092,12 +1092,14 @@ def keras_generator_not_thread_safe(facts: Facts) -> Outcome:
     """
     **Anti-pattern.** `model.fit(gen(), workers=4)` (or `fit_generator`, `predict`,
     `evaluate`) where `gen` is a generator function of the script, without
-    `use_multiprocessing=True`. Keras starts `workers` threads that all call `next()` on
-    the same generator; Python generators are not thread-safe, so a second thread's
-    `next()` raises "generator already executing". Later Keras 2 releases and tf.keras
-    turn that into "Your generator is NOT thread-safe" (keras-team/keras#8540, #12650); the releases
-    that put a lock around `next()` instead (Keras 2.1.3, keras-team/keras#8662) make
-    the extra workers take turns, so they buy nothing.
+    `use_multiprocessing=True`; so is `validation_data=val_gen()` of `fit` /
+    `fit_generator`, which Keras 2's `fit_generator` reads with `workers` threads too (and
+    tf.keras' `fit` hands `workers` to its evaluation). Keras starts `workers` threads that
+    all call `next()` on the same generator; Python generators are not thread-safe, so a
+    second thread's `next()` raises "generator already executing". Later Keras 2 releases
+    and tf.keras turn that into "Your generator is NOT thread-safe" (keras-team/keras#8540,
+    #12650); the releases that put a lock around `next()` instead (Keras 2.1.3,
+    keras-team/keras#8662) make the extra workers take turns, so they buy nothing.
 
     Not flagged: a `keras.utils.Sequence` (batches by index, safe with threads), a
     generator decorated with a thread-safe wrapper (`@threadsafe_generator`, whose
@@ -1111,7 +1113,7 @@ def keras_generator_not_thread_safe(facts: Facts) -> Outcome:
     items = _keras(facts, WORKER_METHODS)
     if isinstance(items, Outcome):
         return items
-    fed = [i for i in items if i.get("input") == "generator"]
+    fed = [i for i in items if i.get("input") == "generator" or i.get("validation_generator")]
     if not fed:
         return Outcome.passed("no Keras call reads a Python generator of the scripts")
 
@@ -1126,22 +1128,32 @@ def keras_generator_not_thread_safe(facts: Facts) -> Outcome:
             return "use_multiprocessing not known from the source"
         if multiprocessing is True:
             return None  # processes, not threads (EC520 judges that on Windows)
-        generator = call.get("generator") or {}
-        if generator.get("thread_safe"):
-            return None
-        if generator.get("out_of_sight"):
-            name = generator.get("name")
-            return f"the generator {name}() is not in this file: its thread safety is not known"
-        if generator.get("decorators"):
-            decorators = ", ".join(f"@{d}" for d in generator["decorators"])
-            return f"the generator is decorated with {decorators}: its thread safety is not known"
-        return _hit(
-            call,
-            method=call.get("kind"),
-            generator=generator.get("name") or call.get("input_code"),
-            generator_line=generator.get("line"),
-            workers=workers,
-        )
+        generators = [call.get("generator") or {}] if call.get("input") == "generator" else []
+        generators += [call["validation_generator"]] if call.get("validation_generator") else []
+        unsure: Optional[str] = None
+        for generator in generators:
+            if generator.get("thread_safe"):
+                continue
+            if generator.get("out_of_sight"):
+                name = generator.get("name")
+                unsure = (
+                    f"the generator {name}() is not in this file: its thread safety is not known"
+                )
+                continue
+            if generator.get("decorators"):
+                decorators = ", ".join(f"@{d}" for d in generator["decorators"])
+                unsure = (
+                    f"the generator is decorated with {decorators}: its thread safety is not known"
+                )
+                continue
+            return _hit(
+                call,
+                method=call.get("kind"),
+                generator=generator.get("name") or call.get("input_code"),
+                generator_line=generator.get("line"),
+                workers=workers,
+            )
+        return unsure
 
     return outcome_over(
         fed,

@@ -1028,13 +1028,15 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     so is a `torch.optim` optimizer or scheduler (and its `get_last_lr()`): a log dict of
     them and of `.item()` numbers (`wandb.log(logs)`) reads nothing from the device. A
     number made from `.item()` (`l.item() / n`, or `t.item() if isinstance(t,
-    torch.Tensor) else t`) is formatted on the host.
+    torch.Tensor) else t`) is formatted on the host, and so is such a number handed to
+    a helper (`loss = reduce(loss).item()` then `log_stats(pbar, loss)`).
     One statement is one finding, however many lines it spans.
 
     Calls under `if step % N == 0:` (periodic logging, also through a variable:
     `log_now = step % N == 0` then `if log_now:`, a loop nested in such a branch included:
-    `for _ in range(k):` under `if step % N == 0:` is no training loop of its own) or
-    `if step == 0:` (once), a latch (`if not self.logged_images:` whose body sets
+    `for _ in range(k):` under `if step % N == 0:` is no training loop of its own; also
+    through a function of the file returning only such a test: `if should_run_eval(total,
+    2, step):`) or `if step == 0:` (once), a latch (`if not self.logged_images:` whose body sets
     `self.logged_images = True`: once), a wall-clock throttle (`if now - last_logging > 60:` whose
     body resets `last_logging = now`, `now` from `time.time()` / `time.perf_counter()`)
     and code after
@@ -1048,9 +1050,13 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     regulariser's occasional extra step stays periodic). A period of 1 set at module
     level is every step, unless the file then runs `exec(...)` at module level (nanoGPT's
     `exec(open('configurator.py').read())` overrides its defaults). An opt-in branch that is off by
-    default is skipped, except the mixed-precision path (autocast, a GradScaler) that
+    default is skipped (a parameter is read at what the file's call writes out for it,
+    beside a `**config` too: `main(use_wandb=args.wandb, **config)`), except the
+    mixed-precision path (autocast, a GradScaler) that
     EC507 advises turning on, and so is the `else` of a test on by default (`if not
-    args.disable_dp: ... else: ...`). Nor are the bodies of branches that rarely run: one that
+    args.disable_dp: ... else: ...`), and a loop calling callbacks a user registers
+    (`for callback in self.step_callbacks: callback(self, float(loss))`) that the file
+    never fills itself. Nor are the bodies of branches that rarely run: one that
     ends the step loop (`... break`), one that ends the run (`raise`, `sys.exit()`) and one
     taken on a non-finite value (`if not torch.isfinite(norm): logging.warning(...)`; the
     test itself is a per-step read and is flagged). A helper only the step calls (twice:

@@ -107,19 +107,18 @@ def passed_arguments(function: ast.FunctionDef, calls: list[ast.Call]) -> dict[s
     """What the file's only call of a plain function passes to its parameters
     (`_create_data_loader(path, 64, args.n_cpu)`), where the argument reads the same
     inside the function: a constant, or a module-level name or attribute of one
-    (`args.n_cpu`, `NUM_WORKERS`) that the function does not shadow."""
+    (`args.n_cpu`, `NUM_WORKERS`) that the function does not shadow. Beside `*args` or
+    `**kwargs`, only what the call writes out (`main(use_wandb=args.wandb, **config)`:
+    the spread cannot pass `use_wandb` again; positions before the `*args`)."""
     if len(calls) != 1:
         return {}
     call = calls[0]
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        k.arg is None for k in call.keywords
-    ):
-        return {}
+    spread = next((i for i, a in enumerate(call.args) if isinstance(a, ast.Starred)), None)
     positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
     local = {
         n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     } | {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-    passed = dict(zip(positional, call.args, strict=False))
+    passed = dict(zip(positional, call.args[:spread], strict=False))
     passed.update({k.arg: k.value for k in call.keywords if k.arg in {*positional, *local}})
     return {name: expr for name, expr in passed.items() if _portable(expr, local)}
 

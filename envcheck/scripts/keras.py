@@ -133,6 +133,16 @@ def observe_call(walker: Walker, node: ast.Call, name: Optional[str]) -> None:
             observation["generator"] = _generator(definition)
         elif kind == "generator":
             observation["generator"] = {"name": _callee_name(first), "out_of_sight": True}
+        validation = keyword_arg(node, "validation_data") if attr in FITS else None
+        if validation is not None:
+            # Keras 2's fit_generator starts an enqueuer with `workers` threads for the
+            # validation generator too, and tf.keras' fit hands `workers` to evaluate
+            kind, definition = _input(walker, validation)
+            if kind == "generator" and definition is not None:
+                observation["validation_generator"] = _generator(definition)
+            elif kind == "generator":
+                name = _callee_name(validation)
+                observation["validation_generator"] = {"name": name, "out_of_sight": True}
         walker.report.keras_calls.append(observation)
         if attr in ("fit", "fit_generator") and not walker.facts.get("keras_fit"):
             walker.facts["keras_fit"] = {
@@ -353,6 +363,7 @@ def _callee_name(node: Optional[ast.expr]) -> Optional[str]:
     return ast.unparse(node) if node is not None else None
 
 
+FITS = ("fit", "fit_generator")  # the calls taking validation_data
 THREAD_SAFE_WORDS = ("threadsafe", "thread_safe", "synchronized")
 
 

@@ -71,17 +71,22 @@ def parameter_value(
         if budget[0] < 0:
             return Value(False, None, name, "passed through too many calls to follow")
         given: Optional[ast.expr] = None
-        if any(k.arg is None for k in call.keywords) or any(
-            isinstance(a, ast.Starred) for a in call.args
+        if name in positional:
+            index = positional.index(name) - (1 if method else 0)
+            # a position before any `*args` is the argument's, whatever follows
+            starred = [isinstance(a, ast.Starred) for a in call.args[: index + 1]]
+            if 0 <= index < len(call.args) and not any(starred):
+                given = call.args[index]
+        # `main(use_wandb=args.wandb, **config)`: a keyword written out is the value (the
+        # `**config` cannot pass it again: Python raises "multiple values")
+        given = next((k.value for k in call.keywords if k.arg == name), given)
+        if given is None and (
+            any(k.arg is None for k in call.keywords)
+            or any(isinstance(a, ast.Starred) for a in call.args)
         ):
             if _uncalled_alias(walker, caller, call):
                 continue  # `def fit_generator(self, *args, **kwargs): return self.fit(...)`
             return Value(False, None, name, f"{function.name}() is called with *args/**kwargs")
-        if name in positional:
-            index = positional.index(name) - (1 if method else 0)
-            if 0 <= index < len(call.args):
-                given = call.args[index]
-        given = next((k.value for k in call.keywords if k.arg == name), given)
         if given is None:
             if default is None:
                 return Value(False, None, name, f"{name} has no default")

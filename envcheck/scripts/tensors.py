@@ -12,7 +12,8 @@ statements of its function): a name or `self.x` attribute holds a device tensor 
   comparison, a method that keeps a tensor, a `torch.*` function, a container of them);
 - its name says it holds losses and it is unpacked from one call together with a tensor
   (`loss, loss_items = model(x)`; not `loss, count = ...`, which may be a number);
-- it is a parameter of a helper called with a tensor, or what a helper returns, or a
+- it is a parameter of a helper called with a tensor (not with a name the step makes a
+  number, `loss = loss.item()` ... `log_stats(loss)`), or what a helper returns, or a
   parameter of a lambda handed to a call together with tensors (`tree_map(lambda t: ...,
   out)`), or of a gradient hook registered on one (`loss.register_hook(raise_if_nan)`:
   backward hands it the gradient); a comprehension's or lambda's own names are kept
@@ -188,9 +189,20 @@ class DeviceTensors:
         groups = [(owner, [n for n in nodes if isinstance(n, FLOWS)]) for owner, nodes in groups]
         context = (context[0], [n for n in context[1] if isinstance(n, FLOWS)])
         self.keys.update(f"{id(owner)}:{name}" for owner, name in on_device)
+        # names the step makes numbers (`loss = reduce(loss).item()`): flow-insensitive,
+        # they are numbers in the end (see `converted` below), so a helper they are handed
+        # to (`log_stats(pbar, loss)` after that line) is not handed a tensor
+        self._made_numbers: set[str] = set()
         for owner, nodes in [*groups, context]:
             self._scope = id(owner) if owner is not None else 0
             self._seed(nodes)
+            self._made_numbers.update(
+                key
+                for n in nodes
+                if isinstance(n, ast.Assign) and _converted(n.value)
+                for t in n.targets
+                if isinstance(t, ast.Name) and (key := self._key(t)) is not None
+            )
         self._binding = True
         for _ in range(4):
             before = len(self.keys)
@@ -425,15 +437,19 @@ class DeviceTensors:
             params = params[1:]
         scope = id(helper)
         for index, argument in enumerate(call.args):
-            if not self.holds(argument):
+            if not self.holds(argument) or self._number(argument):
                 continue
             if index < len(params):
                 self.keys.add(f"{scope}:{params[index]}")
             elif helper.args.vararg is not None:
                 self.keys.add(f"{scope}:{helper.args.vararg.arg}")
         for keyword in call.keywords:
-            if keyword.arg and self.holds(keyword.value):
+            if keyword.arg and self.holds(keyword.value) and not self._number(keyword.value):
                 self.keys.add(f"{scope}:{keyword.arg}")
+
+    def _number(self, argument: ast.expr) -> bool:
+        """A name the step makes a host number (`loss = loss.item()`)."""
+        return isinstance(argument, ast.Name) and self._key(argument) in self._made_numbers
 
     def _bind_hook(self, call: ast.Call) -> None:
         """`loss.register_hook(raise_if_nan)`: backward calls the hook with the tensor's

@@ -12,7 +12,8 @@ do every step:
 - `per_sample_copy`: `.to(device)` / `.cuda()` inside an inner loop over the batch's
   elements, many small copies instead of one.
 
-Calls under an `if` whose test uses `%` (`if step % 100 == 0:`) run periodically, which
+Calls under an `if` whose test uses `%` (`if step % 100 == 0:`, or calls a function of
+the file returning only such a test: `if should_log(step):`) run periodically, which
 is the recommended way to log, and are left out (a loop nested in a step loop is read
 with it, never as a step loop of its own: under such a branch it is periodic too), as
 are those under `if step == 0:`
@@ -1048,6 +1049,8 @@ class _StepLoop:
             return
         if isinstance(statement, (ast.For, ast.AsyncFor)):
             self._expression(statement.iter, inner, periodic)
+            if _user_callbacks(statement, self.walker.module):
+                return
             per_element = self._per_element(statement)
             self._block(statement.body, [*inner, statement] if per_element else inner, periodic)
             self._block(statement.orelse, inner, periodic)
@@ -1268,7 +1271,7 @@ class _StepLoop:
         1: `log_interval = 1` (a constant, an option's or a parameter's default) makes
         the branch run on every step."""
         if not periodic_test(test):
-            return False
+            return self._periodic_predicate(test)
         scope = self.walker.scope_of(self.function)
         for node in ast.walk(test):
             if isinstance(node, ast.BinOp) and modulus(node):
@@ -1278,6 +1281,30 @@ class _StepLoop:
                 if not (period.known and period.value == 1) or self._overridden(node.right):
                     return True
         return False
+
+    def _periodic_predicate(self, test: ast.expr) -> bool:
+        """`if should_run_eval(total_steps, 2, step):` (alone or in an `and`) where the
+        file's function returns only periodic tests (`return step % (total // times) ==
+        0`), none with a period settled as 1 in its own scope."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._periodic_predicate(v) for v in test.values)
+        if not isinstance(test, ast.Call):
+            return False
+        helper = self.callees.function(test)
+        if helper is None:
+            return False
+        returns = [n.value for n in own_nodes(helper) if isinstance(n, ast.Return)]
+        values = [v for v in returns if v is not None and periodic_test(v)]
+        if not values or len(values) != len(returns):
+            return False
+        scope = self.walker.scope_of(helper)
+        for value in values:
+            for node in ast.walk(value):  # `return step % 1 == 0` is every step
+                if isinstance(node, ast.BinOp) and modulus(node):
+                    period = resolve(node.right, scope)
+                    if period.known and period.value == 1:
+                        return False
+        return True
 
     def _overridden(self, period: ast.expr) -> bool:
         """`log_interval` set at module level in a file that then runs `exec(...)` at
@@ -1807,6 +1834,60 @@ def host_bound_names(nodes: Iterable[ast.AST]) -> set[str]:
 
 
 EVALUATION_WORDS = {"valid", "validation", "val", "eval", "evaluation", "test", "predict"}
+
+
+CALLBACK_WORDS = ("callback", "hook")
+FILLING = {"append", "extend", "insert", "add"}
+
+
+def _user_callbacks(loop: ForLoop, module: ast.Module) -> bool:
+    """`for callback in self.training_step_callbacks: callback(self, float(loss))`: a
+    loop calling each of a collection of callbacks (its name says so) that the file never
+    fills (no non-empty list literal bound to that name, no `.append(...)` or `+=` on
+    it): it runs what a user registers, nothing by default."""
+    target = loop.target
+    name = (dotted(loop.iter) or "").rsplit(".", 1)[-1]
+    if not (
+        isinstance(target, ast.Name)
+        and any(word in name.lower() for word in CALLBACK_WORDS)
+        and any(
+            isinstance(n, ast.Call)
+            and (
+                (isinstance(n.func, ast.Name) and n.func.id == target.id)
+                or (
+                    isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == target.id
+                )
+            )
+            for statement in loop.body
+            for n in ast.walk(statement)
+        )
+    ):
+        return False
+
+    def named(node: Optional[ast.AST]) -> bool:
+        return node is not None and (dotted(node) or "").rsplit(".", 1)[-1] == name
+
+    def filled(value: Optional[ast.AST]) -> bool:
+        return (isinstance(value, (ast.List, ast.Tuple, ast.Set)) and bool(value.elts)) or (
+            isinstance(value, (ast.ListComp, ast.SetComp))
+        )
+
+    for node in module_nodes(module):
+        if isinstance(node, ast.Assign) and filled(node.value):
+            if any(named(t) for t in node.targets):
+                return False
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and named(node.target):
+            if isinstance(node, ast.AugAssign) or filled(node.value):
+                return False
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in FILLING and named(func.value):
+                return False
+            if any(k.arg == name and filled(k.value) for k in node.keywords):
+                return False
+    return True
 
 
 def _evaluation_test(test: ast.expr) -> bool:
