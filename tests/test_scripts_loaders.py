@@ -852,3 +852,66 @@ def test_a_statistics_pass_on_the_cpu_feeds_no_gpu(tmp_path: Path) -> None:
     assert "stay on the CPU" in results["EC502"].reason
     moved = STATISTICS_PASS.replace("torch.mean(data,", "torch.mean(data.cuda(),")
     assert [f.location.line for f in verdicts(tmp_path, moved)["EC502"].findings] == [7]
+
+
+# ngp_pl: validation once, at the end of fit (check_val_every_n_epoch = max_epochs)
+VALIDATED_AT_THE_END = """
+import argparse
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--num_epochs", type=int, default=30)
+parser.add_argument("--val_only", action="store_true", default=False)
+hparams = parser.parse_args()
+
+
+class System(pl.LightningModule):
+    def training_step(self, batch, batch_idx):
+        return self.model(batch["rays"].cuda()).mean()
+
+    def train_dataloader(self):
+        return DataLoader(self.train_dataset, num_workers=2, persistent_workers=True,
+                          pin_memory=True)
+
+    def val_dataloader(self):
+        return DataLoader(self.test_dataset, num_workers=2, pin_memory=True)
+
+
+trainer = pl.Trainer(max_epochs=hparams.num_epochs,
+                     check_val_every_n_epoch=hparams.num_epochs,
+                     accelerator="gpu", devices=1,
+                     num_sanity_val_steps=-1 if hparams.val_only else 0)
+trainer.fit(System())
+"""
+
+
+@pytest.mark.parametrize(
+    "change, once",
+    [
+        (None, True),
+        ("check_val_every_n_epoch=hparams.num_epochs", False),
+        ("num_sanity_val_steps=-1 if hparams.val_only else 0", False),
+        ("-1 if hparams.val_only else 0", False),
+    ],
+)
+def test_a_validation_loader_read_once_per_fit(
+    tmp_path: Path, change: str | None, once: bool
+) -> None:
+    """Validation every max_epochs epochs with no sanity check: one pass per fit. Every
+    epoch, a sanity check (the default 2 steps, or `-1` in the default run) or a value
+    not settled keeps EC503 judging the loader."""
+    source = VALIDATED_AT_THE_END
+    if change == "check_val_every_n_epoch=hparams.num_epochs":
+        source = source.replace(change, "check_val_every_n_epoch=1")
+    elif change == "num_sanity_val_steps=-1 if hparams.val_only else 0":
+        source = source.replace(",\n                     " + change, "")
+    elif change is not None:
+        source = source.replace(change, "hparams.sanity")
+    results = verdicts(tmp_path, source)
+    lines = [f.location.line for f in results["EC503"].findings]
+    line = next(i for i, t in enumerate(source.splitlines(), 1) if "self.test_dataset" in t)
+    assert lines == ([] if once else [line]), results["EC503"]
+    if once:
+        assert results["EC503"].status.value == "pass"
+        assert "validates once per trainer.fit()" in results["EC503"].reason

@@ -342,6 +342,76 @@ def test_text_tokenised_in_setup_by_a_method_of_any_name(tmp_path: Path) -> None
         assert "text tokenised up front" in found[rule].reason
 
 
+# simpleT5: setup() builds a tokenizer-taking Dataset into self.train_dataset; the hooks
+# read the attribute
+TOKENISED_PER_ITEM_IN_SETUP = """
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, Dataset
+from transformers import T5ForConditionalGeneration, T5TokenizerFast
+
+
+class TextDataset(Dataset):
+    def __init__(self, data, tokenizer, max_len=512):
+        self.data, self.tokenizer, self.max_len = data, tokenizer, max_len
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, index):
+        row = self.data.iloc[index]
+        enc = self.tokenizer(row["source_text"], max_length=self.max_len, return_tensors="pt")
+        return dict(input_ids=enc["input_ids"].flatten())
+
+
+class DataModule(pl.LightningDataModule):
+    def __init__(self, train_df, tokenizer, batch_size=8, num_workers=2):
+        super().__init__()
+        self.train_df, self.tokenizer = train_df, tokenizer
+        self.batch_size, self.num_workers = batch_size, num_workers
+
+    def setup(self, stage=None):
+        self.train_dataset = TextDataset(self.train_df, self.tokenizer)
+
+    def train_dataloader(self):
+        return DataLoader(
+            self.train_dataset, batch_size=self.batch_size, num_workers=self.num_workers
+        )
+
+
+class Model(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.model = T5ForConditionalGeneration.from_pretrained("t5-base")
+
+    def training_step(self, batch, batch_idx):
+        return self.model(input_ids=batch["input_ids"], labels=batch["input_ids"]).loss
+
+
+tok = T5TokenizerFast.from_pretrained("t5-base")
+pl.Trainer(accelerator="gpu", devices=1, max_epochs=3).fit(
+    Model(), datamodule=DataModule(train_df, tok)
+)
+"""
+
+
+def test_text_tokenised_per_item_by_a_dataset_built_in_setup(tmp_path: Path) -> None:
+    """A loader over `self.train_dataset`, which setup() builds from text and the
+    tokenizer: batches of token ids, a few KB, not worth pinning. An attribute also
+    assigned a dataset of another kind stays undecided."""
+    found = results(tmp_path, TOKENISED_PER_ITEM_IN_SETUP)
+    assert found["EC502"].status.value == "pass"
+    assert "handed to a tokenizer" in found["EC502"].reason
+    images = TOKENISED_PER_ITEM_IN_SETUP.replace(
+        "        self.train_dataset = TextDataset(self.train_df, self.tokenizer)\n",
+        "        self.train_dataset = TextDataset(self.train_df, self.tokenizer)\n"
+        "        if stage == 'images':\n"
+        "            self.train_dataset = ImageFolder('data')\n",
+    )
+    assert images != TOKENISED_PER_ITEM_IN_SETUP
+    assert results(tmp_path, images)["EC502"].status.value != "pass"
+
+
 def test_a_lambda_calling_a_module_tokenizer_tokenises(tmp_path: Path) -> None:
     source = (
         "import torch\n"

@@ -640,7 +640,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     {'num_workers': 1} if use_cuda else {}`) in a file that trains on the CPU (EC504
     leaves it too).
     Nor is one returned by a Lightning `test_dataloader()` or `predict_dataloader()`
-    hook, which `trainer.test()` / `trainer.predict()` read once, nor a local loader
+    hook, which `trainer.test()` / `trainer.predict()` read once, or by a
+    `val_dataloader()` hook when every training Trainer of the file validates only at
+    the end (`check_val_every_n_epoch` written as its `max_epochs`, or more, with
+    `num_sanity_val_steps` 0 in the default run), nor a local loader
     whose only use is one loop inside no other loop (dataset statistics in one pass), or
     one call, in no loop, to a function of the file that reads it in one such loop
     (`validation(model, loader)` from a one-off `test()`), nor one a function of the
@@ -967,7 +970,11 @@ def host_sync_every_step(facts: Facts) -> Outcome:
 
     `math.isnan(t)`, `np.isinf(t)`, a branch on a tensor (`if not torch.isfinite(loss):`,
     `if norm > max_norm:`, `if any(torch.isnan(l) for l in losses):`),
-    `GradScaler.get_scale()` (an `.item()` on the scale) and formatting a tensor
+    `GradScaler.get_scale()` (an `.item()` on the scale) or `GradScaler.state_dict()`
+    (which calls `get_scale()`; also through a project's wrapper holding an enabled
+    GradScaler, `loss_scaler.state_dict()["scale"]`, the wrapper built by the file or
+    handed to the step's function by its callers, in the file or in the entry point
+    importing it) and formatting a tensor
     (`"{:.6f}".format(norm)`, `%`, f-strings) count like `float(t)`.
     A tensor is what `backward` is called on, what is made on or moved to the device
     (`torch.zeros(3, device=device)`, `batch_to_device(batch, device)`) and what is

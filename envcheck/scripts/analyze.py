@@ -125,6 +125,7 @@ def analyze_file(
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.class_elsewhere = functools.partial(run.class_definition, shown)
             walker.method_elsewhere = functools.partial(run.method_elsewhere, shown)
+            walker.handed_method_elsewhere = functools.partial(run.handed_method, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
             walker.started_elsewhere = functools.partial(_started_run, run, shown)
@@ -203,6 +204,11 @@ class Walker(ast.NodeVisitor):
         # (`utils.MetricLogger`, ("update",)) -> the first of those methods of that class
         # of another file of the run, read the same way
         self.method_elsewhere: Optional[Callable[[str, tuple[str, ...]], Optional[Foreign]]] = None
+        # (`train_one_epoch`, 6, "loss_scaler", ("state_dict",)) -> that method of the one
+        # class the files of the run importing this one hand the function's parameter
+        self.handed_method_elsewhere: Optional[
+            Callable[[str, Optional[int], str, tuple[str, ...]], Optional[Foreign]]
+        ] = None
         # (the file, the value) of cudnn.benchmark set by the one file of the run that
         # imports this one (its entry point: main.py sets it, then trains `Solver`)
         self.benchmark_elsewhere: Optional[Callable[[], Optional[tuple[str, bool]]]] = None

@@ -21,6 +21,7 @@ from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.hf_trainers import trainer_loaders
 from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
 from envcheck.scripts.inference_loaders import mark_inference_only
+from envcheck.scripts.lightning_runner import validated_once
 from envcheck.scripts.loader_marks import mark_loaders
 from envcheck.scripts.parameters import MAX_CALLS, with_handed_values
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
@@ -78,9 +79,21 @@ class DataLoaderObserver:
 
     def finish(self, walker: Walker) -> None:
         mark_loaders(walker.module, walker.report.loaders)
+        _mark_validated_once(walker, walker.report.loaders)
         mark_inference_only(walker.module, walker.index(), walker.report.loaders)
         # a Hugging Face Trainer's own loader, judged by EC501 only (its kind differs)
         walker.report.loaders.extend(trainer_loaders(walker))
+
+
+def _mark_validated_once(walker: Walker, loaders: list[dict[str, Any]]) -> None:
+    """`read_once` for a `val_dataloader()` hook the file's Trainer validates with once
+    per fit (lightning_runner.validated_once)."""
+    hooks = [x for x in loaders if x.get("function") == "val_dataloader" and not x.get("read_once")]
+    if not hooks:
+        return
+    once = validated_once(walker)
+    for loader in hooks if once is not None else []:
+        loader["read_once"] = f"it is returned by val_dataloader(), and {once}"
 
 
 def loader_classes(module: ast.Module, aliases: dict[str, str]) -> set[str]:

@@ -27,13 +27,20 @@ the class's methods (of its file: its bases there too), read for the tensors the
 and for their syncs on every call. A type test that a device tensor passes
 (`if isinstance(v, torch.Tensor): v = v.item()`) takes its branch; `assert` on a tensor's
 value reads it.
+
+A method reading the scale of a GradScaler the class holds (`self._scaler =
+torch.cuda.amp.GradScaler()` in its constructor, not disabled by an `enabled=` the source
+does not settle to True) syncs whatever it is handed: `get_scale()` returns
+`self._scale.item()` and `state_dict()` calls `get_scale()` (torch/amp/grad_scaler.py;
+"get_scale incurs a CPU-GPU sync"). timm-style `NativeScaler.state_dict()` wrappers,
+read every step for logging (`loss_scaler.state_dict()["scale"]`), wait for the GPU so.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 from envcheck.scripts.index import is_cpu, keyword_arg, module_nodes, own_nodes
 from envcheck.scripts.tensors import DeviceTensors
@@ -47,6 +54,8 @@ MAX_FOLLOWED = 8  # the class's own methods read inside one another
 # tensor methods that copy to the host (`.numpy()` fails on a CUDA tensor: never a sync)
 SYNC_METHODS = ("item", "cpu", "tolist")
 CONVERSIONS = ("float", "int", "bool")
+# GradScaler methods reading its scale tensor on the host (get_scale: `.item()`)
+SCALE_READS = ("get_scale", "state_dict")
 
 
 @dataclass
@@ -61,11 +70,19 @@ class Foreign:
     # which its `self.f(...)` calls run
     methods: dict[str, Function] = field(default_factory=dict)
     _found: dict[frozenset[str], Optional[tuple[int, str]]] = field(default_factory=dict)
+    _scalers: Optional[frozenset[str]] = None
+
+    @property
+    def scalers(self) -> frozenset[str]:
+        """`self._scaler` where the class's methods assign it an enabled GradScaler."""
+        if self._scalers is None:
+            self._scalers = scaler_attributes(self.methods.values(), self.aliases)
+        return self._scalers
 
     def first_sync(self, on_device: frozenset[str]) -> Optional[tuple[int, str]]:
         """(line in its file, what) of the first host read the function makes on every
         call when the parameters `on_device` hold device tensors; None when none does."""
-        if not on_device:
+        if not on_device and not self.scalers:
             return None
         if on_device not in self._found:
             self._found[on_device] = _Reader(self, on_device).first()
@@ -86,6 +103,35 @@ class Foreign:
         if name in {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}:
             return name
         return arguments.kwarg.arg if arguments.kwarg is not None else None
+
+
+def scaler_attributes(methods: Iterable[Function], aliases: dict[str, str]) -> frozenset[str]:
+    """`self.x` that the methods assign a GradScaler enabled by default: made with no
+    `enabled=`, or `enabled=True` (a flag the source does not settle may be False)."""
+    found: set[str] = set()
+    for method in methods:
+        for node in own_nodes(method):
+            if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+                continue
+            func = node.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if isinstance(func, ast.Name):
+                name = aliases.get(name, name).rpartition(".")[2]
+            if name != "GradScaler":
+                continue
+            enabled = keyword_arg(node.value, "enabled")
+            if enabled is not None and not (
+                isinstance(enabled, ast.Constant) and enabled.value is True
+            ):
+                continue
+            found.update(
+                f"self.{t.attr}"
+                for t in node.targets
+                if isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+            )
+    return frozenset(found)
 
 
 def _static(function: Function) -> bool:
@@ -142,6 +188,7 @@ class _Reader:
         self.function = foreign.function
         self.aliases = foreign.aliases
         self.methods = foreign.methods
+        self.scalers = foreign.scalers if foreign.methods else frozenset()
         self.read: set[int] = set()  # the class's methods read for syncs, once each
         self.tensors = DeviceTensors(
             [(f, list(own_nodes(f))) for f in self._reached()],
@@ -312,6 +359,12 @@ class _Reader:
         func = node.func
         if self.qualname(func) == "torch.cuda.synchronize":
             return "waits for the GPU"
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in SCALE_READS
+            and _self_attribute(func.value) in self.scalers
+        ):
+            return f"reads the GradScaler's scale (.{func.attr}(): get_scale() calls .item())"
         if isinstance(func, ast.Attribute) and self.tensor(func.value):
             if func.attr in SYNC_METHODS and not node.args:
                 return f"copies a tensor to the host (.{func.attr}())"
@@ -324,3 +377,9 @@ class _Reader:
             if func.id == "print" and any(self.tensor(a) for a in node.args):
                 return "prints a tensor"
         return None
+
+
+def _self_attribute(node: ast.expr) -> Optional[str]:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}" if node.value.id == "self" else None
+    return None

@@ -6,6 +6,13 @@ autotuning. A `LightningCLI(Model, Data)` runs the subcommand of its command lin
 (`fit`) wherever it is called, inside a `def cli_main()` as at module level, and hands
 its `trainer_defaults` dict to the Trainer it builds; a `Trainer` built in a function
 that fits nothing only predicts (precision.py reads these for EC506-EC508).
+
+`validated_once` tells when `trainer.fit` reads the validation loader a single time:
+every training Trainer of the file validates only every `check_val_every_n_epoch`
+epochs, written as its `max_epochs` (ngp_pl: both `hparams.num_epochs`), or more, and
+runs no sanity check (`num_sanity_val_steps` 0 in the default run; its default, 2,
+reads the loader once more before training). A `val_check_interval`, a `**kwargs` or a
+value the source does not settle leaves it undecided (None).
 """
 
 from __future__ import annotations
@@ -14,8 +21,8 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 from envcheck.scripts.device import LIGHTNING_ROOTS
-from envcheck.scripts.index import keyword_arg, qualified_base
-from envcheck.scripts.values import Scope, Value, keyword_values
+from envcheck.scripts.index import function_owners, keyword_arg, module_nodes, qualified_base
+from envcheck.scripts.values import Scope, Value, keyword_values, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -87,3 +94,49 @@ def benchmark(node: ast.Call, kind: str, scope: Scope) -> Optional[bool]:
     if found is None or not found.known or found.value is None:
         return None
     return bool(found.value)
+
+
+def validated_once(walker: Walker) -> Optional[str]:
+    """Why each training Trainer of the file reads its validation loader once (see the
+    module docstring), or None."""
+    owners = function_owners(walker.module, walker.index().function_nodes)
+    found: list[str] = []
+    for node in module_nodes(walker.module):
+        if not isinstance(node, ast.Call):
+            continue
+        name = walker.qualname(node.func)
+        if name is None or runner_kind(walker, name) != "Trainer":
+            continue
+        function = owners.get(id(node))
+        if not trains(node, "Trainer", function):
+            continue
+        reason = _validates_once(node, walker.scope_of(function))
+        if reason is None:
+            return None
+        found.append(reason)
+    return found[0] if found and len(set(found)) == 1 else None
+
+
+def _validates_once(node: ast.Call, scope: Scope) -> Optional[str]:
+    if any(k.arg is None for k in node.keywords) or keyword_arg(node, "val_check_interval"):
+        return None
+    every = keyword_arg(node, "check_val_every_n_epoch")
+    epochs = keyword_arg(node, "max_epochs")
+    if every is None or epochs is None:
+        return None
+    if ast.dump(every) != ast.dump(epochs):
+        n, total = resolve(every, scope), resolve(epochs, scope)
+        numbers = all(isinstance(v.value, int) and v.known for v in (n, total))
+        if not numbers or n.value < total.value:
+            return None
+    sanity = keyword_arg(node, "num_sanity_val_steps")
+    if sanity is None:
+        return None
+    steps = resolve(sanity, scope)
+    if not steps.known or steps.value != 0:
+        return None
+    return (
+        f"Trainer(check_val_every_n_epoch={ast.unparse(every)}, max_epochs="
+        f"{ast.unparse(epochs)}, num_sanity_val_steps={ast.unparse(sanity)}) validates "
+        "once per trainer.fit(), at the end"
+    )

@@ -758,11 +758,17 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
 TEST_WORDS = re.compile(r"(?:^|[^a-z])test(?:ing)?(?:[^a-z]|loader|set|data|$)")
 
 
+# Lightning hooks whose loaders serve training and validation, not the test split
+SPLIT_HOOKS = ("train_dataloader", "val_dataloader")
+
+
 def _mark_test_split(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     """`test_split`: the name a loader is held in, or its dataset's, when it names the
     test split (`test_loader = DataLoader(test_set, ...)`), else None. A test set is read
     after training, by convention once; where the reading is out of sight (a data module
-    whose importer evaluates), how often it is iterated is not known."""
+    whose importer evaluates), how often it is iterated is not known. A loader returned
+    by a Lightning `train_dataloader()` / `val_dataloader()` hook serves that split,
+    whatever its dataset is called."""
     if not loaders:
         return
     held: dict[tuple[int, int], str] = {}
@@ -771,6 +777,11 @@ def _mark_test_split(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             place = (node.value.lineno, node.value.col_offset + 1)
             held[place] = " ".join(ast.unparse(t) for t in node.targets)
     for loader in loaders:
+        if loader.get("function") in SPLIT_HOOKS:
+            # Lightning reads what these hooks return for training or at every
+            # validation, whatever the dataset is named (`self.test_dataset`)
+            loader["test_split"] = None
+            continue
         dataset = (loader.get("dataset") or {}).get("text")
         names = [held.get((loader["line"], loader["column"])), dataset]
         loader["test_split"] = next((n for n in names if n and TEST_WORDS.search(n.lower())), None)

@@ -53,6 +53,7 @@ from envcheck.scripts.configs import (
 )
 from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.foreign_helpers import Foreign, Function, class_methods
+from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
 from envcheck.scripts.values import Scope, Value, resolve
@@ -461,6 +462,48 @@ class RunOptions:
                 return Foreign(shown, methods[method], self.aliases[shown], methods)
         return None
 
+    def handed_method(
+        self,
+        reader: str,
+        function: str,
+        position: Optional[int],
+        parameter: str,
+        names: tuple[str, ...],
+    ) -> Optional[Foreign]:
+        """The first of the methods `names` of the one class that the files of the run
+        importing `reader` hand the parameter of its top-level `function` (VideoMAE's
+        run_class_finetuning.py calling `train_one_epoch(..., loss_scaler, ...)` with
+        `loss_scaler = NativeScaler()`, handed_instances.py), read in the file defining
+        that class (method_elsewhere); None when no such file calls it, or they hand
+        different classes or anything else."""
+        found: set[tuple[str, str]] = set()
+        for shown, module in self.modules.items():
+            if shown == reader or not self.linked(reader, shown):
+                continue
+            if function not in self.called.get(shown, set()):
+                continue
+            aliases = self.aliases.get(shown, {})
+
+            def calls_function(call: ast.Call, aliases: dict[str, str] = aliases) -> bool:
+                qualname = _qualified(call.func, aliases)
+                module_name, _, name = qualname.rpartition(".")
+                return (
+                    name == function and bool(module_name) and file_of_module(reader, module_name)
+                )
+
+            cls = handed_class(
+                module, calls_function, position, parameter, functools.partial(_dotted, aliases)
+            )
+            if cls is None:
+                if any(isinstance(n, ast.Call) and calls_function(n) for n in module_nodes(module)):
+                    return None  # a caller handing something else: which one runs is unknown
+                continue
+            found.add((shown, cls))
+        if len(found) != 1:
+            return None
+        ((shown, cls),) = found
+        return self.method_elsewhere(shown, cls, names)
+
     def _defining_file(
         self, reader: str, qualname: str, defined: Mapping[str, Container[str]]
     ) -> Optional[str]:
@@ -856,6 +899,14 @@ def parser_names(module: ast.Module) -> set[str]:
 
 
 CUDNN_BENCHMARK = "torch.backends.cudnn.benchmark"
+
+
+def _dotted(aliases: dict[str, str], node: ast.AST) -> Optional[str]:
+    """`_qualified` for a name or attribute chain only."""
+    probe = node
+    while isinstance(probe, ast.Attribute):
+        probe = probe.value
+    return _qualified(node, aliases) if isinstance(probe, ast.Name) else None  # type: ignore[arg-type]
 
 
 def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:

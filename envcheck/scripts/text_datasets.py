@@ -9,7 +9,9 @@ tokenizer (`SetFitDataset(x, y, tokenizer=...)`) may tokenise per sample, in the
 process. Every assignment of the loader's dataset in its function must be such a call;
 one that is not (a dataset of images, a caller's dataset) leaves it undecided, and so
 does a Dataset class of the file that opens images as well (DreamBooth's prompt ids with
-512px `pixel_values`): its batches are images, not a few KB of ids.
+512px `pixel_values`): its batches are images, not a few KB of ids. A loader over
+`self.train_dataset` is judged by every value the methods of its class assign that
+attribute (a Lightning data module's `setup()` building `TextDataset(df, self.tokenizer)`).
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ def tokenised_text(
     none, None when the branches differ; None when not every assignment is one.
     `functions` are the file's, for `self.method(...)` and `helper(...)` calls whose own
     body tokenises."""
-    if not isinstance(node, ast.Name) or not isinstance(
-        function, (ast.FunctionDef, ast.AsyncFunctionDef)
-    ):
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    built = assigned_calls(function, node.id)
+    if isinstance(node, ast.Name):
+        built = assigned_calls(function, node.id)
+    else:
+        built = _attribute_calls(node, function, classes or [])
     if any(_reads_images(call, classes or []) for call in built):
         return None
     kinds = [_tokenises(call, functions) for call in built]
@@ -48,6 +51,46 @@ def tokenised_text(
         return None
     up_front = all(kinds) or (False if not any(kinds) else None)
     return ast.unparse(built[0]), up_front
+
+
+def _attribute_calls(
+    node: Optional[ast.expr], function: Function, classes: list[ast.ClassDef]
+) -> list[ast.Call]:
+    """Every value the methods of `function`'s class assign to `self.x` (`node`): a
+    Lightning data module's `train_dataloader()` reading `self.train_dataset`, which its
+    `setup()` builds; an empty list when one is not a call, or `node` no such attribute."""
+    if not (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return []
+    owner = next((c for c in classes if any(item is function for item in c.body)), None)
+    if owner is None:
+        return []
+    values: list[ast.Call] = []
+    for method in owner.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for statement in own_nodes(method):
+            if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                continue
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if not any(
+                isinstance(t, ast.Attribute)
+                and t.attr == node.attr
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+                for target in targets
+                for t in ast.walk(target)
+            ):
+                continue
+            if not isinstance(statement.value, ast.Call) or not all(
+                isinstance(t, ast.Attribute) for t in targets
+            ):
+                return []
+            values.append(statement.value)
+    return values
 
 
 def assigned_calls(function: Function, name: str) -> list[ast.Call]:

@@ -53,7 +53,8 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.foreign_helpers import Foreign
+from envcheck.scripts.foreign_helpers import SCALE_READS, Foreign
+from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.host_numbers import number_entry
 from envcheck.scripts.host_tensors import SAME_DEVICE, on_host
 from envcheck.scripts.index import (
@@ -1512,7 +1513,38 @@ class _StepLoop:
         else:
             return None
         cls = self.walker.instances().get(receiver)
-        return find(cls, methods) if cls is not None else None
+        if cls is not None:
+            return find(cls, methods)
+        return self._handed_method(receiver, methods)
+
+    def _handed_method(self, receiver: str, methods: tuple[str, ...]) -> Optional[Foreign]:
+        """`loss_scaler.state_dict()` where `loss_scaler` is a parameter of the step's
+        top-level function: the method of the one class every call of that function
+        hands it, in this file (`main()` building `NativeScaler()`) or in the files of
+        the run importing it (handed_instances.py); None when that is not in sight."""
+        function = self.function
+        if function is None or self.walker.owner_class(function) is not None:
+            return None
+        if function not in self.walker.module.body:
+            return None
+        arguments = function.args
+        positional = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+        keyword = [a.arg for a in arguments.kwonlyargs]
+        if receiver not in positional and receiver not in keyword:
+            return None
+        position = positional.index(receiver) if receiver in positional else None
+        name = function.name
+        cls = handed_class(
+            self.walker.module,
+            lambda call: isinstance(call.func, ast.Name) and call.func.id == name,
+            position,
+            receiver,
+            self.walker.qualname,
+        )
+        if cls is not None and self.walker.method_elsewhere is not None:
+            return self.walker.method_elsewhere(cls, methods)
+        handed = self.walker.handed_method_elsewhere
+        return handed(name, position, receiver, methods) if handed is not None else None
 
     def _calls_in_scope(self, function: Function) -> int:
         """How many calls in the code being read (the loop, or the helper being read)
@@ -1554,10 +1586,15 @@ class _StepLoop:
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
         if (
             isinstance(func, ast.Attribute)
-            and func.attr == "get_scale"
+            and func.attr in SCALE_READS
             and dotted(func.value) in self.scalers
         ):
-            return self._method(call, "host_sync", "reads the GradScaler's scale (an .item())")
+            what = "reads the GradScaler's scale (an .item())"
+            if func.attr != "get_scale":  # GradScaler.state_dict() calls get_scale()
+                what = (
+                    f"reads the GradScaler's scale (.{func.attr}() calls get_scale(): an .item())"
+                )
+            return self._method(call, "host_sync", what)
         if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
             return self._record(call, "host_sync", _short(call), "tests a tensor's value")
         if self._logged_tensor(call):
