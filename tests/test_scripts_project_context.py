@@ -664,3 +664,46 @@ def test_cudnn_benchmark_set_by_the_entry_point_holds_for_the_module_it_imports(
     (tmp_path / "main.py").unlink()
     report = audit(tmp_path / "solver.py", cwd=tmp_path, monkeypatch=monkeypatch)
     assert {c["id"]: c["status"] for c in report["checks"]}["EC506"] == "fail"
+
+
+DATA_BUILD = """from torch.utils.data import DataLoader
+from torchvision import datasets
+
+def make_loader():
+    ds = datasets.ImageFolder("data")
+    return DataLoader(ds, batch_size=64, num_workers=1)
+"""
+DATA_ENTRY = """import torch
+from data.build import make_loader
+
+if __name__ == "__main__":
+    loader = make_loader()
+    model = torch.nn.Conv2d(3, 8, 3){device}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        for x, y in loader:
+            loss = model(x{device}).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+@pytest.mark.parametrize(("device", "status"), [(".cuda()", "fail"), (".cpu()", "unknown")])
+def test_an_entry_point_in_sight_training_on_a_gpu_feeds_the_data_module_it_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str, status: str
+) -> None:
+    """reid-strong-baseline (sweep W): data/build.py (named) never chooses a device;
+    tools/train.py, read as context, imports it and trains on CUDA: its image batches go
+    to the GPU unpinned (EC502), as with a trainer audited beside it. An importer
+    training on the CPU, or none in sight, leaves the data module unknown."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "__init__.py").write_text("")
+    (tmp_path / "data" / "build.py").write_text(DATA_BUILD)
+    (tmp_path / "train.py").write_text(DATA_ENTRY.format(device=device))
+    report = audit(tmp_path / "data" / "build.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert {c["id"]: c["status"] for c in report["checks"]}["EC502"] == status
+    (tmp_path / "train.py").unlink()
+    report = audit(tmp_path / "data" / "build.py", cwd=tmp_path, monkeypatch=monkeypatch)
+    assert {c["id"]: c["status"] for c in report["checks"]}["EC502"] == "unknown"

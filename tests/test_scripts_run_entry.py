@@ -78,6 +78,21 @@ class Trainer:
 
 def make_batches(n):
     return [torch.randn(8, 16) for _ in range(n)]
+
+def make_step(model, opt):
+    def _update(x):
+        loss = model(x.cuda()).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return _update
+
+def do_train(args, model):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    update = make_step(model, opt)
+    for epoch in range(args.epochs):
+        for x, y in batches():
+            update(x)
 """
 
 PLAIN = "loss = model(x.cuda()).mean()"
@@ -117,13 +132,17 @@ def findings(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     [
         ("train_loop", "train_loop(args, net)"),
         ("Trainer", "Trainer(net, args).train()"),
+        ("do_train", "do_train(args, net)"),  # its step made by a function of trainer.py
     ],
 )
 def test_an_entry_point_starting_the_projects_float32_loop_carries_the_finding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, callee: str, call: str
 ) -> None:
     """train.py named alone: the loop it starts (a function or a class of trainer.py,
-    read as context) trains the GPT it builds in float32: EC507 and EC508 on train.py."""
+    read as context) trains the GPT it builds in float32: EC507 and EC508 on train.py.
+    `do_train` has no backward pass of its own: the step it runs is made by
+    `make_step`, a function of its file it calls (reid-strong-baseline's Ignite
+    `create_supervised_trainer`)."""
     root = project(tmp_path, callee, call)
     report = audit("train.py", cwd=root, monkeypatch=monkeypatch)
     found = findings(report)

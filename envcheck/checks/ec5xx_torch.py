@@ -281,7 +281,11 @@ def _image_dataset(loader: dict[str, Any]) -> bool:
 def _gpu_importer(facts: Facts, file_facts: dict[str, Any]) -> Optional[str]:
     """A file of the run linked to this data module by an import that trains on a GPU
     itself (a Lightning Trainer on accelerator="gpu" fitting the module): where its
-    batches go is in sight after all. None when no such file was audited with it."""
+    batches go is in sight after all. An entry point read as context that imports it
+    and trains on a GPU counts too (`gpu_importer`: tools/train.py importing the
+    data/build.py named). None when no such file is in sight."""
+    if file_facts.get("gpu_importer"):
+        return str(file_facts["gpu_importer"])
     section = scripts_section(facts)
     if isinstance(section, Outcome):
         return None

@@ -42,6 +42,7 @@ from envcheck.scripts.inherited import (
 )
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
+from envcheck.scripts.parameters import handed_namespaces
 from envcheck.scripts.parsing import Parsed, error, parse_file, short
 from envcheck.scripts.run_options import RunOptions
 from envcheck.scripts.tf_data import TfDataObserver
@@ -130,6 +131,7 @@ def analyze_file(
             walker.module_scope.imported = functools.partial(run.imported, shown)
             walker.started_elsewhere = functools.partial(_started_run, run, shown)
             walker.benchmark_elsewhere = functools.partial(run.importer_benchmark, shown)
+            walker.importer_on_gpu = functools.partial(_importer_on_gpu, run, shown)
             if walker.module_scope.hf_arguments is not None:
                 walker.module_scope.hf_arguments.elsewhere = functools.partial(
                     run.class_definition, shown
@@ -212,6 +214,9 @@ class Walker(ast.NodeVisitor):
         # (the file, the value) of cudnn.benchmark set by the one file of the run that
         # imports this one (its entry point: main.py sets it, then trains `Solver`)
         self.benchmark_elsewhere: Optional[Callable[[], Optional[tuple[str, bool]]]] = None
+        # the entry point read as context that imports this file and trains on a GPU
+        # (train.py importing the data/build.py named): where a data module's batches go
+        self.importer_on_gpu: Optional[Callable[[], Optional[str]]] = None
         self._instances: Optional[dict[str, Optional[str]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -249,6 +254,13 @@ class Walker(ast.NodeVisitor):
             gpu = _run_settings(self.facts, gpu, started[1])
         self.facts["gpu"] = gpu
         self.facts["uses_cuda"] = gpu["trains"] == "yes"
+        if (
+            not self.facts["trains"]
+            and gpu["trains"] == "unknown"
+            and self.importer_on_gpu is not None
+            and self.report.loaders
+        ):
+            self.facts["gpu_importer"] = self.importer_on_gpu()
         self.report.facts = self.facts
 
     def _started_run(self) -> Optional[tuple[dict[str, Any], dict[str, Any]]]:
@@ -430,6 +442,10 @@ class Walker(ast.NodeVisitor):
                 passed = passed_arguments(function, calls)
                 scope.defaults.update(passed)
                 scope.passed = set(passed)
+                for name, (namespace, merged) in handed_namespaces(self, function).items():
+                    if name not in scope.defaults:
+                        scope.defaults[name] = namespace
+                        scope.handed_updates[name] = merged
         return self._scopes[key]
 
     def _is_method(self, function: ast.AST) -> bool:
@@ -543,18 +559,60 @@ def _started_run(
         ),
         None,
     )
-    if definition is None or not _backward_in(definition):
+    if definition is None or not _backward_in(definition, run.modules[shown]):
         return None
+    facts = _context_facts(run, shown)
+    return (shown, facts) if facts and facts.get("trains") else None
+
+
+def _context_facts(run: RunOptions, shown: str) -> Optional[dict[str, Any]]:
+    """The facts of `shown`, a context file of the run (read, not audited), analysed once
+    per run; None where it fails, or while its own analysis is under way (a cycle)."""
     if shown not in run.started:
         run.started[shown] = None  # a file whose analysis comes back here ends the cycle
         report = analyze_file(Path(shown), shown, run, (run.modules[shown], run.texts[shown]))
         run.started[shown] = report.facts if report.error is None else None
-    facts = run.started[shown]
-    return (shown, facts) if facts and facts.get("trains") else None
+    return run.started[shown]
 
 
-def _backward_in(definition: ast.AST) -> bool:
-    """A `.backward()` call in the function or class."""
+def _importer_on_gpu(run: RunOptions, reader: str) -> Optional[str]:
+    """The first entry point read as context (project_context._importers) that imports
+    `reader` directly and trains on a GPU itself, its own loop or the one it starts
+    (tools/train.py running engine/trainer.py's do_train): the run that feeds the data
+    module's batches to the GPU is in sight, as a trainer audited with it is
+    (ec5xx_torch._gpu_importer). None when no importer trains, or none on a GPU."""
+    importers = sorted({a for a, b in run.links if b == reader and a != reader})
+    for importer in importers:
+        if importer not in run.context or importer not in run.modules:
+            continue
+        facts = _context_facts(run, importer)
+        gpu = (facts or {}).get("gpu")
+        if facts and facts.get("trains") and isinstance(gpu, dict) and gpu.get("trains") == "yes":
+            return importer
+    return None
+
+
+def _backward_in(definition: ast.AST, module: ast.Module) -> bool:
+    """A `.backward()` call in the function or class, or in a function of its `module` that
+    it calls by name: `do_train(...)` building its step with the file's
+    `create_supervised_trainer(model, optimizer, ...)` (an Ignite `Engine(_update)`)."""
+    if _has_backward(definition):
+        return True
+    called = {
+        node.func.id
+        for node in ast.walk(definition)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name in called
+        and node is not definition
+        and _has_backward(node)
+        for node in module.body
+    )
+
+
+def _has_backward(definition: ast.AST) -> bool:
     return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)

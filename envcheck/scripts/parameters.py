@@ -26,7 +26,7 @@ from envcheck.scripts.index import (
     keyword_arg,
     module_nodes,
 )
-from envcheck.scripts.values import Scope, Value, resolve
+from envcheck.scripts.values import Scope, Value, namespace_dict, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -210,6 +210,39 @@ def passed_expression(
     if not found:
         return (default, None) if default is not None else None
     return next(iter(found.values())) if len(found) == 1 else None
+
+
+def handed_namespaces(
+    walker: Walker, function: ast.FunctionDef
+) -> dict[str, tuple[ast.expr, list[ast.expr]]]:
+    """Parameters of `function` read as option dicts (`config['deep_supervision']`) that
+    the file's calls hand the parsed command line as a dict (`train(config, ...)` in a
+    `main` whose `config = vars(parse_args())`) -> that dict's expression and what the
+    caller merged into it first (`config['name'] = ...`): the keys then read at their
+    argparse defaults, as `args.deep_supervision` is in a function handed `args`."""
+    read = {
+        node.value.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    }
+    found: dict[str, tuple[ast.expr, list[ast.expr]]] = {}
+    for name in sorted(read):
+        if not _is_parameter(function, name):
+            continue
+        passed = passed_expression(walker, function, name)
+        if passed is None or passed[1] is None or passed[1] is function:
+            continue
+        given, caller = passed
+        if not isinstance(given, ast.Name):
+            continue
+        there = walker.scope_of(caller)
+        assigned = there.lookup(given.id)
+        if assigned is not None and namespace_dict(assigned):
+            found[name] = (assigned, there.updates(given.id))
+    return found
 
 
 def parameter_default(function: Optional[ast.AST], name: str, scope: Scope) -> Optional[ast.expr]:

@@ -35,6 +35,7 @@ from envcheck.scripts.configs import (
     keyword_classes,
     option_defaults,
 )
+from envcheck.scripts.counters import Counters, loop_counters, settled_comparison
 from envcheck.scripts.cpu_expressions import (
     GPU_COUNT,
     SYMBOLIC,
@@ -101,6 +102,9 @@ class Scope:
         self.config_defaults = config_defaults or {}
         self.module_updates = module_updates or {}
         body = _body(function) if function is not None else []
+        # where the loop counters are read from (counters.py), on first use
+        self.counter_root: Optional[ast.AST] = function
+        self._counters: Optional[Counters] = None
         self.local_names = simple_assignments(body) if function is not None else {}
         # names assigned several expressions, each under the `if` tests around it
         self.module_guarded = module_guarded or {}
@@ -132,6 +136,10 @@ class Scope:
         self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
         self.defaults: dict[str, ast.expr] = {}
         self.passed: set[str] = set()  # parameters in `defaults` that the file's call passes
+        # a parameter handed the parsed command line as a dict (`train(config, ...)` with
+        # `config = vars(parse_args())` in its one caller) -> what that caller merged into
+        # the dict before (analyze.Walker.scope_of)
+        self.handed_updates: dict[str, list[ast.expr]] = {}
         # functions of the file that always return one expression (returns.py)
         self.returns: Mapping[str, ast.expr] = {}
         # (option dest, text) -> the value other files of the run give it (run_options.py),
@@ -162,6 +170,7 @@ class Scope:
             module_guarded=guarded_assignments(module.body),
             module_attributes=attribute_assignments(module.body),
         )
+        scope.counter_root = module
         scope.returns = ConstantReturns(module)
         scope.hf_arguments = HfArguments(module)
         scope.objects = KeywordObjects(module)
@@ -310,8 +319,16 @@ class Scope:
             return Value(found.known, found.value, ast.unparse(node), source)
         return None
 
+    def counters(self) -> Counters:
+        """The names bound only as a loop's non-negative counter here (counters.py)."""
+        if self._counters is None:
+            self._counters = loop_counters(self.counter_root)
+        return self._counters
+
     def updates(self, name: str) -> list[ast.expr]:
         """Dicts merged into `name` in place, in source order."""
+        if name in self.handed_updates and name not in {**self.local_names, **self.local_guarded}:
+            return [*self.handed_updates[name], *self.local_updates.get(name, [])]
         if name in self.local_names or name in self.local_guarded:
             return self.local_updates.get(name, [])
         return self.module_updates.get(name, [])
@@ -672,10 +689,10 @@ def _namespace_key(node: ast.expr, scope: Scope) -> Optional[str]:
     if not isinstance(holder, ast.Name):
         return None
     assigned = scope.lookup(holder.id)
-    return key.value if assigned is not None and _namespace_dict(assigned) else None
+    return key.value if assigned is not None and namespace_dict(assigned) else None
 
 
-def _namespace_dict(node: ast.expr) -> bool:
+def namespace_dict(node: ast.expr) -> bool:
     """`vars(args)`, `vars(parse_args())`, `args.__dict__`: a namespace as a dict."""
     if isinstance(node, ast.Attribute) and node.attr == "__dict__":
         namespace: Optional[ast.expr] = node.value
@@ -894,6 +911,18 @@ def _compare(node: ast.Compare, scope: Scope, depth: int) -> Value:
     left = resolve(node.left, scope, depth + 1)
     right = _members(node.comparators[0], scope, depth + 1)
     operator = _COMPARISONS.get(type(node.ops[0]))
+    if left.known != right.known:  # `epoch < opt.warm_epoch` with a warm-up of 0
+        bound, counter = (left, node.comparators[0]) if left.known else (right, node.left)
+        counted = isinstance(counter, ast.Name) and counter.id in scope.counters()
+        settled = (
+            settled_comparison(
+                node.left, node.ops[0], node.comparators[0], scope.counters(), bound.value
+            )
+            if counted
+            else None
+        )
+        if settled is not None:
+            return Value(True, settled, text, f"a loop counter, never negative ({bound.source})")
     if not (left.known and right.known) or operator is None:
         return Value(False, None, text, "computed at run time")
     try:
