@@ -664,3 +664,61 @@ def test_cudnn_benchmark_set_by_the_entry_point_holds_for_the_module_it_imports(
     (tmp_path / "main.py").unlink()
     report = audit(tmp_path / "solver.py", cwd=tmp_path, monkeypatch=monkeypatch)
     assert {c["id"]: c["status"] for c in report["checks"]}["EC506"] == "fail"
+
+
+FACTORY = """\
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def data_provider(args, flag):
+    ds = datasets.ImageFolder(args.root)
+    return DataLoader(ds, batch_size=32, shuffle=flag == "train", num_workers=args.num_workers)
+"""
+EXPERIMENT = """\
+from data_provider.data_factory import data_provider
+
+
+class Exp:
+    def __init__(self, args):
+        self.args = args
+
+    def train(self):
+        return data_provider(self.args, "train")
+"""
+RUN = """\
+import argparse
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--num_workers", type=int, default={n})
+    args = parser.parse_args()
+    from exp.exp_main import Exp
+    Exp(args).train()
+"""
+
+
+def test_the_entry_point_importing_a_module_that_imports_the_named_one_gives_its_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Time-Series-Library (sweep W): data_provider/data_factory.py (named) reads
+    `args.num_workers`; run.py parses --num_workers (default 10) and imports
+    exp/exp_main.py, which imports the factory: the run's value, one module away (EC504).
+    A second entry point reaching it the same way with another default: which one runs is
+    not in sight, unknown."""
+    (tmp_path / ".git").mkdir()
+    for folder in ("exp", "data_provider"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "data_provider" / "data_factory.py").write_text(FACTORY)
+    (tmp_path / "exp" / "exp_main.py").write_text(EXPERIMENT)
+    named = Path("data_provider/data_factory.py")
+    assert workers_finding(audit(named, cwd=tmp_path, monkeypatch=monkeypatch)) is None
+    (tmp_path / "run.py").write_text(RUN.format(n=10))
+    report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == "EC504" and "run.py" in found["message"]
+    (tmp_path / "run_other.py").write_text(RUN.format(n=0))
+    report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
+    assert workers_finding(report) is None
