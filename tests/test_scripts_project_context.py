@@ -722,3 +722,74 @@ def test_the_entry_point_importing_a_module_that_imports_the_named_one_gives_its
     (tmp_path / "run_other.py").write_text(RUN.format(n=0))
     report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
     assert workers_finding(report) is None
+
+
+def test_a_package_init_at_the_depth_limit_brings_what_it_re_exports(tmp_path: Path) -> None:
+    """A package's `__init__.py` reached at the last level read (`from config import
+    cfg`, config/__init__.py: `from .defaults import _C as cfg`) has the modules it
+    imports read with it, one level more; a plain module there does not."""
+    import ast
+
+    from envcheck.scripts import project_context
+
+    (tmp_path / "setup.py").write_text("")
+    depth = project_context.MAX_DEPTH
+    for i in range(depth - 1):
+        (tmp_path / f"m{i}.py").write_text(
+            f"import m{i + 1}\n" if i < depth - 2 else "import pkg\n"
+        )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .defaults import cfg\n")
+    (tmp_path / "pkg" / "defaults.py").write_text("from .deeper import x\ncfg = 1\n")
+    (tmp_path / "pkg" / "deeper.py").write_text("x = 1\n")
+    script = tmp_path / "train.py"
+    script.write_text("import m0\n")
+    found = context_files([(script, "train.py", ast.parse("import m0\n"))], [script])
+    shown = [name for name, _, _ in found.files]
+    assert shown[-2:] == ["pkg/__init__.py", "pkg/defaults.py"]
+    assert "pkg/deeper.py" not in shown
+
+
+REID_BUILD = """\
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def make_data_loader(cfg):
+    num_workers = cfg.DATALOADER.NUM_WORKERS
+    train_set = datasets.ImageFolder(cfg.DATASETS.ROOT_DIR)
+    return DataLoader(train_set, batch_size=64, shuffle=True, num_workers=num_workers)
+"""
+REID_TRAIN = """\
+import argparse
+from config import cfg
+from data import make_data_loader
+
+if __name__ == "__main__":
+    argparse.ArgumentParser().parse_args()
+    make_data_loader(cfg)
+"""
+
+
+def test_a_yacs_tree_an_entry_point_imports_through_a_package_init(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reid-strong-baseline (sweep W): data/build.py (named) reads
+    `cfg.DATALOADER.NUM_WORKERS`; tools/train.py imports `cfg` from config/__init__.py,
+    which re-exports config/defaults.py's yacs tree (`_C.DATALOADER.NUM_WORKERS = 8`):
+    8 workers on 2 CPUs (EC504)."""
+    (tmp_path / ".git").mkdir()
+    for folder in ("config", "data", "tools"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "config" / "__init__.py").write_text("from .defaults import _C as cfg\n")
+    (tmp_path / "config" / "defaults.py").write_text(
+        "from yacs.config import CfgNode as CN\n_C = CN()\n_C.DATALOADER = CN()\n"
+        "_C.DATALOADER.NUM_WORKERS = 8\n_C.DATASETS = CN()\n_C.DATASETS.ROOT_DIR = './data'\n"
+    )
+    (tmp_path / "data" / "__init__.py").write_text("from .build import make_data_loader\n")
+    (tmp_path / "data" / "build.py").write_text(REID_BUILD)
+    (tmp_path / "tools" / "train.py").write_text(REID_TRAIN)
+    report = audit(Path("data/build.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == "EC504"
+    assert "defaults.py" in found["message"]

@@ -21,15 +21,17 @@ where its source determines which (`sys.path.insert(0, osp.join(osp.dirname(__fi
 searched for the imports that follow, as Python would: CenterNet's `import _init_paths`
 then `from opts import opts` is `src/lib/opts.py`; a script that extends sys.path in a
 way its source does not settle also has `lib/` and `src/` beside it and `lib/` at the root
-searched. Imports of the files found are followed too (MAX_DEPTH), within MAX_FILES files;
+searched. Imports of the files found are followed too (MAX_DEPTH; a package's `__init__.py`
+at the last level has the modules it re-exports read with it), within MAX_FILES files;
 a third-party package is never found (it is not under the project).
 
 The other way round, a named module that an entry point of the project imports (the
 `trainer.py` or `data/build.py` a user names, imported by `train.py` beside it, at the
 project's root or in its tools/ or scripts/, directly or through its package's
-`__init__.py`) is judged with that entry point, where its options, config and device are
-set, when exactly one such file imports it (importer_candidates, imports_script). With
-several (a demo, an evaluation and a training script, each with its own defaults) which
+`__init__.py`, or one module away: run.py importing exp/exp_main.py, which imports the
+named data_provider/data_factory.py) is judged with that entry point, where its options,
+config and device are set, when exactly one such file imports it (importer_candidates,
+imports_script, through_module). With several (a demo, an evaluation and a training script, each with its own defaults) which
 one runs is not in sight: their own options are not read, only the modules they import
 (the config tree they all build on).
 """
@@ -448,7 +450,9 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             _add_folders(folders, added_folders(imported.absolute(), parsed[0]))
             result.files.append((name, *parsed))
             result.links.append((shown, name))
-            if depth + 1 < MAX_DEPTH:
+            # a package's __init__.py is its face: what it re-exports (`from .defaults
+            # import _C as cfg`) is read with it, one level more at the depth limit
+            if depth + 1 < MAX_DEPTH or (imported.name == "__init__.py" and depth < MAX_DEPTH):
                 queue.append((imported, name, parsed[0], depth + 1, folders))
     return result
 
