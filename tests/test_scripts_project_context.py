@@ -793,3 +793,23 @@ def test_a_yacs_tree_an_entry_point_imports_through_a_package_init(
     found = workers_finding(report)
     assert found is not None and found["id"] == "EC504"
     assert "defaults.py" in found["message"]
+
+
+def test_entry_points_that_all_agree_on_a_default_give_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deep-text-recognition-benchmark (sweep W): train.py, test.py and demo.py each import
+    dataset.py and each parse `--workers` with default 4: whichever runs, trainer.py's
+    `args.workers` is 4 (EC504 on 2 CPUs). One of them without the option, or with
+    another default, leaves it unknown."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "train.py").write_text(ENTRY.format(n=8))
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=8))
+    found = workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch))
+    assert found is not None and found["id"] == "EC504"
+    assert "demo.py" in found["message"] and "train.py" in found["message"]
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=8).replace("'--workers'", "'--jobs'"))
+    assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=3))
+    assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None

@@ -31,9 +31,10 @@ project's root or in its tools/ or scripts/, directly or through its package's
 `__init__.py`, or one module away: run.py importing exp/exp_main.py, which imports the
 named data_provider/data_factory.py) is judged with that entry point, where its options,
 config and device are set, when exactly one such file imports it (importer_candidates,
-imports_script, through_module). With several (a demo, an evaluation and a training script, each with its own defaults) which
-one runs is not in sight: their own options are not read, only the modules they import
-(the config tree they all build on).
+imports_script, through_module). With several (a demo, an evaluation and a training
+script, each with its own defaults) which one runs is not in sight: their own options are
+read only where they all agree (RunOptions._shared_lookup), their config trees not at all;
+the modules they import are (the config tree they all build on).
 """
 
 from __future__ import annotations

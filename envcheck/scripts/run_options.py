@@ -125,6 +125,9 @@ class RunOptions:
 
     def __init__(self) -> None:
         self.parsers: list[_Parser] = []
+        # the parsers of entry points read only for what they import (one of several
+        # importing a named file): a value only where they all agree (_shared_lookup)
+        self.shared_parsers: dict[str, Optional[_Parser]] = {}
         self.trees: list[_Tree] = []
         self._found: dict[tuple[str, str], Optional[Value]] = {}
         self.imports: dict[str, list[str]] = {}  # file -> the modules it imports
@@ -203,6 +206,8 @@ class RunOptions:
         self._linked = None
         self._by_group = {}
         if not own_options:
+            shared = option_defaults(module) if any(m in text for m in MARKERS) else {}
+            self.shared_parsers[shown] = _Parser(shown, module, shared) if shared else None
             return
         paths = module_config_tree(module)
         if paths:
@@ -610,7 +615,7 @@ class RunOptions:
         text = f"--{dest}"
         others = self._linked_parsers(reader, dest)
         if not others:
-            return None
+            return self._shared_lookup(reader, dest, text)
         candidates = nearest(reader, others)
         found = [(p, p.default(dest)) for p in candidates]
         unknowns = [(p, v) for p, v in found if not v.known]
@@ -629,6 +634,27 @@ class RunOptions:
         )
         if len(values) > 1:
             return Value(False, None, text, f"the parsers of this run disagree: {places}")
+        return Value(True, found[0][1].value, text, f"argparse {places}")
+
+    def _shared_lookup(self, reader: str, dest: str, text: str) -> Optional[Value]:
+        """`dest` when only entry points read for their imports define it (several import
+        `reader`: deep-text-recognition's train.py, test.py and demo.py, each with
+        `--workers` default 4): which one runs is not in sight, so a value only when every
+        such entry point linked to `reader` defines the option with the same default its
+        source settles (whichever runs, that is the value); else None."""
+        shared = [
+            (shown, parser)
+            for shown, parser in self.shared_parsers.items()
+            if shown != reader and self.linked(reader, shown)
+        ]
+        if not shared or any(p is None or dest not in p.options for _, p in shared):
+            return None
+        found = [(p, p.default(dest)) for _, p in shared if p is not None]
+        if not all(v.known for _, v in found) or len({repr(v.value) for _, v in found}) > 1:
+            return None
+        places = _places(
+            [f"{p.options[dest][0]} defaults to {v.value!r} in {p.shown}" for p, v in found]
+        )
         return Value(True, found[0][1].value, text, f"argparse {places}")
 
 
