@@ -139,6 +139,8 @@ class RunOptions:
         self.constants: dict[str, dict[str, ast.Constant]] = {}  # file -> its constants
         self.in_memory: dict[str, dict[str, str]] = {}  # file -> Dataset class -> why held
         self.makers: dict[str, dict[str, frozenset[str]]] = {}  # file -> maker -> set by it
+        # file -> maker -> (position, name) of the parameter its DataLoaders' workers are
+        self.worker_params: dict[str, dict[str, tuple[int, str]]] = {}
         # imports resolved on disk (project_context.py): (importer, imported) file pairs
         self.links: list[tuple[str, str]] = []
         self.from_imports: dict[
@@ -176,6 +178,7 @@ class RunOptions:
         self.constants[shown] = module_constants(module)
         self.in_memory[shown] = _in_memory_datasets(module)
         self.makers[shown] = forwarding_makers(module)
+        self.worker_params[shown] = worker_parameters(module)
         self.from_imports[shown] = from_imports(module)
         self.modules[shown] = module
         self.texts[shown] = text
@@ -407,6 +410,18 @@ class RunOptions:
         name = qualname.rpartition(".")[2]
         shown = self._defining_file(reader, qualname, self.makers)
         return (shown, self.makers[shown][name]) if shown is not None else None
+
+    def worker_parameter(self, reader: str, qualname: str) -> Optional[tuple[str, int, str]]:
+        """(the file, the position, the name) of the parameter the loader maker `qualname`
+        (`test._create_validation_data_loader`, imported by `reader`) hands each of its
+        DataLoaders as `num_workers=` (worker_parameters), when one file of the run linked
+        to `reader` defines it; else None."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.worker_params)
+        if shown is None:
+            return None
+        position, parameter = self.worker_params[shown][name]
+        return shown, position, parameter
 
     def function_elsewhere(self, reader: str, qualname: str) -> Optional[Foreign]:
         """The top-level function `qualname` names in `reader` (`commons.clip_grad_value_`
@@ -865,6 +880,48 @@ def forwarding_makers(module: ast.Module) -> dict[str, frozenset[str]]:
         if any(len([k for k in c.keywords if k.arg is None]) != 1 for c in loaders):
             continue  # another `**dict` merged in: settings from elsewhere too
         found[node.name] = frozenset(k.arg for c in loaders for k in c.keywords if k.arg)
+    return found
+
+
+def worker_parameters(module: ast.Module) -> dict[str, tuple[int, str]]:
+    """The file's top-level functions every DataLoader of which gets `num_workers=` one
+    parameter of the function as it is (`def _create_validation_data_loader(img_path,
+    batch_size, img_size, n_cpu): ... DataLoader(..., num_workers=n_cpu)`): function ->
+    (the parameter's position, -1 for a keyword-only one, its name). A caller's argument
+    there is the loaders' worker count."""
+    aliases = module_aliases(module)
+    found: dict[str, tuple[int, str]] = {}
+    for node in module.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        loaders = [
+            n
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call) and _qualified(n.func, aliases) in TORCH_DATALOADERS
+        ]
+        workers = {
+            ast.unparse(k.value) if isinstance(k.value, ast.Name) else ""
+            for call in loaders
+            for k in call.keywords
+            if k.arg == "num_workers"
+        }
+        if (
+            not loaders
+            or len(workers) != 1
+            or any(not any(k.arg == "num_workers" for k in call.keywords) for call in loaders)
+        ):
+            continue
+        (parameter,) = workers
+        if any(
+            isinstance(n, ast.Name) and n.id == parameter and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(node)
+        ):
+            continue  # `n_cpu = min(n_cpu, 4)`: not the caller's value as it is
+        positional = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+        if parameter in positional:
+            found[node.name] = (positional.index(parameter), parameter)
+        elif parameter in [a.arg for a in node.args.kwonlyargs]:
+            found[node.name] = (-1, parameter)
     return found
 
 
