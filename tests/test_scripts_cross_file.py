@@ -418,3 +418,54 @@ def test_a_batch_sampler_of_another_file_yielding_without_end(tmp_path: Path) ->
     )
     train, _ = collect(ctx)["scripts"]["loaders"]
     assert train["endless"] is None
+
+
+POSITIONAL_MAKER = (
+    "from torch.utils.data import DataLoader\n"
+    "def make_val_loader(path, batch_size, n_cpu):\n"
+    "{rebind}"
+    "    return DataLoader(Images(path), batch_size=batch_size, num_workers=n_cpu)\n"
+)
+POSITIONAL_TRAIN = (
+    "import argparse\n"
+    "from evaluate import make_val_loader\n"
+    "parser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--n_cpu', type=int, default=8)\n"
+    "args = parser.parse_args()\n"
+    "val_loader = make_val_loader('val.txt', 16, {argument})\n"
+    "for epoch in range(50):\n"
+    "    for batch in val_loader:\n"
+    "        step(batch)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argument, rebind, workers",
+    [
+        ("args.n_cpu", "", 8),  # positionally, at the maker's parameter
+        ("n_cpu=args.n_cpu", "", 8),  # by the parameter's name
+        ("args.n_cpu", "    n_cpu = min(n_cpu, 2)\n", None),  # the maker changes it
+        ("", "", None),  # not handed: the maker's own business
+    ],
+)
+def test_a_worker_count_handed_positionally_to_a_maker_of_the_run(
+    tmp_path: Path, argument: str, rebind: str, workers: Any
+) -> None:
+    """PyTorch-YOLOv3: train.py's `_create_validation_data_loader(path, bs, size,
+    args.n_cpu)`, defined in the run's test.py as `DataLoader(..., num_workers=n_cpu)`:
+    the argument at that parameter is the loader's worker count, judged at the call
+    (`built_by` names the file); a maker that rebinds the parameter keeps its own."""
+    (tmp_path / "evaluate.py").write_text(POSITIONAL_MAKER.format(rebind=rebind))
+    if not argument:
+        train = POSITIONAL_TRAIN.replace(", {argument})", ")")
+    else:
+        train = POSITIONAL_TRAIN.format(argument=argument)
+    (tmp_path / "train.py").write_text(train)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "train.py",))
+    loaders = [x for x in collect(ctx)["scripts"]["loaders"] if x["path"].endswith("train.py")]
+    if workers is None:
+        assert loaders == []
+        return
+    [found] = loaders
+    assert found["args"]["num_workers"]["value"] == workers
+    assert found["built_by"].startswith("make_val_loader() in ")

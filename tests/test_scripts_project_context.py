@@ -707,3 +707,152 @@ def test_an_entry_point_in_sight_training_on_a_gpu_feeds_the_data_module_it_impo
     (tmp_path / "train.py").unlink()
     report = audit(tmp_path / "data" / "build.py", cwd=tmp_path, monkeypatch=monkeypatch)
     assert {c["id"]: c["status"] for c in report["checks"]}["EC502"] == "unknown"
+
+
+FACTORY = """\
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def data_provider(args, flag):
+    ds = datasets.ImageFolder(args.root)
+    return DataLoader(ds, batch_size=32, shuffle=flag == "train", num_workers=args.num_workers)
+"""
+EXPERIMENT = """\
+from data_provider.data_factory import data_provider
+
+
+class Exp:
+    def __init__(self, args):
+        self.args = args
+
+    def train(self):
+        return data_provider(self.args, "train")
+"""
+RUN = """\
+import argparse
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--root", default="data")
+    parser.add_argument("--num_workers", type=int, default={n})
+    args = parser.parse_args()
+    from exp.exp_main import Exp
+    Exp(args).train()
+"""
+
+
+def test_the_entry_point_importing_a_module_that_imports_the_named_one_gives_its_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Time-Series-Library (sweep W): data_provider/data_factory.py (named) reads
+    `args.num_workers`; run.py parses --num_workers (default 10) and imports
+    exp/exp_main.py, which imports the factory: the run's value, one module away (EC504).
+    A second entry point reaching it the same way with another default: which one runs is
+    not in sight, unknown."""
+    (tmp_path / ".git").mkdir()
+    for folder in ("exp", "data_provider"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "data_provider" / "data_factory.py").write_text(FACTORY)
+    (tmp_path / "exp" / "exp_main.py").write_text(EXPERIMENT)
+    named = Path("data_provider/data_factory.py")
+    assert workers_finding(audit(named, cwd=tmp_path, monkeypatch=monkeypatch)) is None
+    (tmp_path / "run.py").write_text(RUN.format(n=10))
+    report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == "EC504" and "run.py" in found["message"]
+    (tmp_path / "run_other.py").write_text(RUN.format(n=0))
+    report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
+    assert workers_finding(report) is None
+
+
+def test_a_package_init_at_the_depth_limit_brings_what_it_re_exports(tmp_path: Path) -> None:
+    """A package's `__init__.py` reached at the last level read (`from config import
+    cfg`, config/__init__.py: `from .defaults import _C as cfg`) has the modules it
+    imports read with it, one level more; a plain module there does not."""
+    import ast
+
+    from envcheck.scripts import project_context
+
+    (tmp_path / "setup.py").write_text("")
+    depth = project_context.MAX_DEPTH
+    for i in range(depth - 1):
+        (tmp_path / f"m{i}.py").write_text(
+            f"import m{i + 1}\n" if i < depth - 2 else "import pkg\n"
+        )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .defaults import cfg\n")
+    (tmp_path / "pkg" / "defaults.py").write_text("from .deeper import x\ncfg = 1\n")
+    (tmp_path / "pkg" / "deeper.py").write_text("x = 1\n")
+    script = tmp_path / "train.py"
+    script.write_text("import m0\n")
+    found = context_files([(script, "train.py", ast.parse("import m0\n"))], [script])
+    shown = [name for name, _, _ in found.files]
+    assert shown[-2:] == ["pkg/__init__.py", "pkg/defaults.py"]
+    assert "pkg/deeper.py" not in shown
+
+
+REID_BUILD = """\
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+def make_data_loader(cfg):
+    num_workers = cfg.DATALOADER.NUM_WORKERS
+    train_set = datasets.ImageFolder(cfg.DATASETS.ROOT_DIR)
+    return DataLoader(train_set, batch_size=64, shuffle=True, num_workers=num_workers)
+"""
+REID_TRAIN = """\
+import argparse
+from config import cfg
+from data import make_data_loader
+
+if __name__ == "__main__":
+    argparse.ArgumentParser().parse_args()
+    make_data_loader(cfg)
+"""
+
+
+def test_a_yacs_tree_an_entry_point_imports_through_a_package_init(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reid-strong-baseline (sweep W): data/build.py (named) reads
+    `cfg.DATALOADER.NUM_WORKERS`; tools/train.py imports `cfg` from config/__init__.py,
+    which re-exports config/defaults.py's yacs tree (`_C.DATALOADER.NUM_WORKERS = 8`):
+    8 workers on 2 CPUs (EC504)."""
+    (tmp_path / ".git").mkdir()
+    for folder in ("config", "data", "tools"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "config" / "__init__.py").write_text("from .defaults import _C as cfg\n")
+    (tmp_path / "config" / "defaults.py").write_text(
+        "from yacs.config import CfgNode as CN\n_C = CN()\n_C.DATALOADER = CN()\n"
+        "_C.DATALOADER.NUM_WORKERS = 8\n_C.DATASETS = CN()\n_C.DATASETS.ROOT_DIR = './data'\n"
+    )
+    (tmp_path / "data" / "__init__.py").write_text("from .build import make_data_loader\n")
+    (tmp_path / "data" / "build.py").write_text(REID_BUILD)
+    (tmp_path / "tools" / "train.py").write_text(REID_TRAIN)
+    report = audit(Path("data/build.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == "EC504"
+    assert "defaults.py" in found["message"]
+
+
+def test_entry_points_that_all_agree_on_a_default_give_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """deep-text-recognition-benchmark (sweep W): train.py, test.py and demo.py each import
+    dataset.py and each parse `--workers` with default 4: whichever runs, trainer.py's
+    `args.workers` is 4 (EC504 on 2 CPUs). One of them without the option, or with
+    another default, leaves it unknown."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    (tmp_path / "train.py").write_text(ENTRY.format(n=8))
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=8))
+    found = workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch))
+    assert found is not None and found["id"] == "EC504"
+    assert "demo.py" in found["message"] and "train.py" in found["message"]
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=8).replace("'--workers'", "'--jobs'"))
+    assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=3))
+    assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None

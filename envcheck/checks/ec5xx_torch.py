@@ -748,7 +748,10 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     A loader built out of sight by a callable imported from another module and given a
     `num_workers=` keyword (`CIFAR10DataModule(num_workers=args.num_workers)`,
     `create_loader(..., num_workers=...)`) is judged on that count; its other settings
-    are the callee's, so EC502 and EC503 are unknown there. A dataset's own
+    are the callee's, so EC502 and EC503 are unknown there. So is one a function of
+    another file of the run builds with a parameter as its `num_workers=`, handed that
+    parameter positionally or by name (`_create_validation_data_loader(path, bs, size,
+    args.n_cpu)`, `DataLoader(..., num_workers=n_cpu)` in test.py). A dataset's own
     `num_workers=` (MONAI's `CacheDataset(..., num_workers=4)`, the threads that fill its
     cache once) is no loader's.
     A worker count read from an option defined in another file of the same run linked

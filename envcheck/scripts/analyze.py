@@ -121,6 +121,7 @@ def analyze_file(
             walker.module_scope.configs = functools.partial(run.config, shown)
             walker.held_elsewhere = functools.partial(run.held_in_memory, shown)
             walker.maker_elsewhere = functools.partial(run.maker, shown)
+            walker.workers_elsewhere = functools.partial(run.worker_parameter, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
@@ -185,6 +186,9 @@ class Walker(ast.NodeVisitor):
         # `qualname` -> (the file, the DataLoader keywords it sets) of a loader maker another
         # file of the run defines, building its DataLoaders from the caller's **kwargs
         self.maker_elsewhere: Optional[Callable[[str], Optional[tuple[str, frozenset[str]]]]] = None
+        # `qualname` -> (the file, position, name) of the parameter a loader maker another
+        # file of the run defines hands its DataLoaders as num_workers
+        self.workers_elsewhere: Optional[Callable[[str], Optional[tuple[str, int, str]]]] = None
         # `models.net.UNet` -> "conv"/"matmul": the kind of a model class (or factory)
         # another file of the run defines, by its layers there (class_kinds.py)
         self.kind_elsewhere: Optional[Callable[[str], Optional[str]]] = None

@@ -312,7 +312,8 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     at the call, as a DataLoader's findings are. A call whose result is thrown away
     (`show_config(num_workers=4)`, printing the settings) builds no loader, unless its
     name says it does."""
-    if not any(k.arg in ("num_workers", None) for k in node.keywords):
+    by_parameter = _worker_argument(walker, node, name)
+    if by_parameter is None and not any(k.arg in ("num_workers", None) for k in node.keywords):
         return  # no worker count handed over, nor a **dict that may hold one
     short = name.rsplit(".", 1)[-1]
     if name.startswith(NOT_MAKERS) or short in walker.index().functions or name in BUILTINS:
@@ -325,7 +326,7 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
         return  # `EasyDict(num_workers=3)`: settings kept, read where a loader is built
     if id(node) in walker.index().discarded_calls and "loader" not in short.lower():
         return  # `show_config(num_workers=4)`: a result nobody reads is no loader
-    written = keyword_expressions(node, walker.scope()).get("num_workers")
+    written = keyword_expressions(node, walker.scope()).get("num_workers") or by_parameter
     if written is None or off_by_default(walker, node, choices_taken=True):
         return
     if _other_arm_builds(walker, node, written):
@@ -353,6 +354,27 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
     )
 
 
+def _worker_argument(walker: Walker, node: ast.Call, name: str) -> Optional[ast.expr]:
+    """The argument a call hands a loader maker of another file of the run as the
+    parameter that maker passes its DataLoaders as `num_workers=`, positionally or by
+    name (YOLOv3's `_create_validation_data_loader(path, bs, size, args.n_cpu)`, test.py
+    building `DataLoader(..., num_workers=n_cpu)`); None when there is none."""
+    if walker.workers_elsewhere is None or "." not in name:
+        return None
+    found = walker.workers_elsewhere(name)
+    if found is None:
+        return None
+    _, position, parameter = found
+    named = next((k.value for k in node.keywords if k.arg == parameter), None)
+    if named is not None:
+        return named
+    if 0 <= position < len(node.args) and not any(
+        isinstance(a, ast.Starred) for a in node.args[: position + 1]
+    ):
+        return node.args[position]
+    return None
+
+
 def _maker_settings(
     walker: Walker, node: ast.Call, name: str, written: ast.expr
 ) -> tuple[str, dict[str, Any]]:
@@ -367,7 +389,9 @@ def _maker_settings(
     found = walker.maker_elsewhere(name) if walker.maker_elsewhere is not None else None
     values, opaque = keyword_values(node, walker.scope())
     if found is None or opaque:
-        return f"{short}(), out of this file", workers
+        builder = walker.workers_elsewhere(name) if walker.workers_elsewhere is not None else None
+        where = f" in {builder[0]}" if builder is not None else ", out of this file"
+        return f"{short}(){where}", workers
     where, sets_itself = found
     args = {k: v.to_json() for k, v in values.items() if k in DATALOADER_PARAMETERS}
     for setting, default in (("pin_memory", False), ("persistent_workers", False)):

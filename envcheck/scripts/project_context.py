@@ -21,17 +21,20 @@ where its source determines which (`sys.path.insert(0, osp.join(osp.dirname(__fi
 searched for the imports that follow, as Python would: CenterNet's `import _init_paths`
 then `from opts import opts` is `src/lib/opts.py`; a script that extends sys.path in a
 way its source does not settle also has `lib/` and `src/` beside it and `lib/` at the root
-searched. Imports of the files found are followed too (MAX_DEPTH), within MAX_FILES files;
+searched. Imports of the files found are followed too (MAX_DEPTH; a package's `__init__.py`
+at the last level has the modules it re-exports read with it), within MAX_FILES files;
 a third-party package is never found (it is not under the project).
 
 The other way round, a named module that an entry point of the project imports (the
 `trainer.py` or `data/build.py` a user names, imported by `train.py` beside it, at the
 project's root or in its tools/ or scripts/, directly or through its package's
-`__init__.py`) is judged with that entry point, where its options, config and device are
-set, when exactly one such file imports it (importer_candidates, imports_script). With
-several (a demo, an evaluation and a training script, each with its own defaults) which
-one runs is not in sight: their own options are not read, only the modules they import
-(the config tree they all build on).
+`__init__.py`, or one module away: run.py importing exp/exp_main.py, which imports the
+named data_provider/data_factory.py) is judged with that entry point, where its options,
+config and device are set, when exactly one such file imports it (importer_candidates,
+imports_script, through_module). With several (a demo, an evaluation and a training
+script, each with its own defaults) which one runs is not in sight: their own options are
+read only where they all agree (RunOptions._shared_lookup), their config trees not at all;
+the modules they import are (the config tree they all build on).
 """
 
 from __future__ import annotations
@@ -286,12 +289,16 @@ def importer_candidates(script: Path) -> list[Path]:
     return found
 
 
-def imports_script(candidate: Path, module: ast.Module, script: Path) -> bool:
+def imports_script(
+    candidate: Path, module: ast.Module, script: Path, folders: Optional[list[Path]] = None
+) -> bool:
     """Whether the file `candidate` imports the file `script` (resolved as Python would
-    from the candidate's place), directly or through the `__init__.py` of the script's
+    from the candidate's place, or from `folders`: the sys.path of the entry point that
+    imports the candidate), directly or through the `__init__.py` of the script's
     package when that imports it (`from data import build_loader`, data/__init__.py
     importing .build)."""
-    folders = search_folders(candidate, extends_sys_path(module))
+    if folders is None:
+        folders = search_folders(candidate, extends_sys_path(module))
     targets = {_real(script)}
     init = package_init(script)
     if init is not None:
@@ -324,20 +331,33 @@ def package_init(script: Path) -> Optional[Path]:
 ENTRY_MARKERS = ("__main__", "parse_args", "hydra.main", "app.run(", "LightningCLI", "fire.Fire")
 
 
-def _mentions(candidate: Path, stem: str) -> bool:
-    """A cheap text test before a candidate importer is parsed: it is an entry point (a
-    `__main__` guard, a parser, a Hydra or absl main) and names the script's module in an
-    import statement; a library module importing the script (a package's `__init__.py`
-    re-exporting it) sets no run's options."""
+def _entry_text(candidate: Path) -> Optional[str]:
+    """The text of a candidate importer when it is an entry point (a `__main__` guard, a
+    parser, a Hydra or absl main) of a readable size; None otherwise: a library module
+    importing the script (a package's `__init__.py` re-exporting it) sets no run's
+    options."""
+    text = _small_text(candidate)
+    if text is None or not any(marker in text for marker in ENTRY_MARKERS):
+        return None
+    return text
+
+
+def _small_text(path: Path) -> Optional[str]:
     try:
-        if candidate.stat().st_size > MAX_IMPORTER_BYTES:
-            return False
-        text = candidate.read_text(encoding="utf-8", errors="replace")
+        if path.stat().st_size > MAX_IMPORTER_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
-    if not any(marker in text for marker in ENTRY_MARKERS):
-        return False
-    return re.search(rf"^\s*(from|import)\b[^\n]*\b{re.escape(stem)}\b", text, re.M) is not None
+        return None
+
+
+def _names_in_import(text: str, stems: set[str]) -> bool:
+    """A cheap text test before a file is parsed: it names one of the script's module
+    `stems` in an import statement."""
+    return any(
+        re.search(rf"^\s*(from|import)\b[^\n]*\b{re.escape(stem)}\b", text, re.M) is not None
+        for stem in stems
+    )
 
 
 def _is_project_root(folder: Path) -> bool:
@@ -431,7 +451,9 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             _add_folders(folders, added_folders(imported.absolute(), parsed[0]))
             result.files.append((name, *parsed))
             result.links.append((shown, name))
-            if depth + 1 < MAX_DEPTH:
+            # a package's __init__.py is its face: what it re-exports (`from .defaults
+            # import _C as cfg`) is read with it, one level more at the depth limit
+            if depth + 1 < MAX_DEPTH or (imported.name == "__init__.py" and depth < MAX_DEPTH):
                 queue.append((imported, name, parsed[0], depth + 1, folders))
     return result
 
@@ -440,19 +462,26 @@ def _importers(
     script: Path, shown: str, seen: set[str], shown_of: dict[str, str]
 ) -> list[tuple[Path, str, tuple[ast.Module, str]]]:
     """The entry points of the project that import the named `script` (`train.py`
-    importing the `trainer.py` named), where its options, config and device are set. When
-    several import it (a demo, an evaluation and a training script, each with its own
-    defaults: which one runs is not in sight), at most MAX_SHARED_IMPORTERS of them are
-    read only for the modules they import (a config module they share), never for their
-    own options (ContextFiles.silent); more than that, none. Those found are marked seen,
-    so each is read once; their own imports are followed one level."""
+    importing the `trainer.py` named), where its options, config and device are set,
+    directly or one module away (`run.py` importing `exp/exp_forecasting.py`, which
+    imports the `data_provider/data_factory.py` named: through_module). When several
+    import it (a demo, an evaluation and a training script, each with its own defaults:
+    which one runs is not in sight), at most MAX_SHARED_IMPORTERS of them are read only
+    for the modules they import (a config module they share), never for their own
+    options (ContextFiles.silent); more than that, none. Those found are marked seen, so
+    each is read once; their own imports are followed one level."""
     stems = {script.stem if script.stem != "__init__" else script.parent.name}
     if package_init(script) is not None:
         stems.add(script.parent.name)  # `from data import build_loader`
     found: list[tuple[Path, str, tuple[ast.Module, str]]] = []
+    others: list[Path] = []  # entry points naming no stem: perhaps one module away
     for candidate in importer_candidates(script):
         real = str(_real(candidate))
-        if real in seen or real in shown_of or not any(_mentions(candidate, s) for s in stems):
+        text = None if real in seen or real in shown_of else _entry_text(candidate)
+        if text is None:
+            continue
+        if not _names_in_import(text, stems):
+            others.append(candidate)
             continue
         name = shown_path(candidate, shown, script)
         parsed = parse_file(candidate, name)
@@ -461,10 +490,48 @@ def _importers(
         found.append((candidate, name, parsed))
         if len(found) > MAX_SHARED_IMPORTERS:
             return []
+    importing: dict[Path, bool] = {}  # module -> whether it imports the script
+    for candidate in others:
+        name = shown_path(candidate, shown, script)
+        parsed = parse_file(candidate, name)
+        if isinstance(parsed, dict) or not through_module(
+            candidate, parsed[0], script, stems, importing
+        ):
+            continue
+        found.append((candidate, name, parsed))
+        if len(found) > MAX_SHARED_IMPORTERS:
+            return []
     for candidate, name, _ in found:
         seen.add(str(_real(candidate)))
         shown_of[str(_real(candidate))] = name
     return found
+
+
+def through_module(
+    entry: Path, module: ast.Module, script: Path, stems: set[str], importing: dict[Path, bool]
+) -> bool:
+    """Whether the entry point `entry` imports a project module that imports `script`
+    (resolved from the entry point's sys.path, as Python would when it runs). Each module
+    is looked at once per search (`importing` keeps the answers): a cheap text test for
+    the script's `stems` in an import statement first, a parse only then."""
+    folders = search_folders(entry, extends_sys_path(module))
+    _add_folders(folders, added_folders(entry, module, entry=True))
+    target = _real(script)
+    for hit in _project_files(entry, module, folders):
+        real = _real(hit)
+        if real == target:
+            continue
+        if real not in importing:
+            text = _small_text(hit)
+            parsed = None
+            if text is not None and _names_in_import(text, stems):
+                parsed = parse_file(hit, str(hit))
+            importing[real] = parsed is not None and (
+                not isinstance(parsed, dict) and imports_script(hit, parsed[0], script, folders)
+            )
+        if importing[real]:
+            return True
+    return False
 
 
 def _add_folders(folders: list[Path], added: list[tuple[bool, Path]]) -> None:

@@ -126,6 +126,9 @@ class RunOptions:
 
     def __init__(self) -> None:
         self.parsers: list[_Parser] = []
+        # the parsers of entry points read only for what they import (one of several
+        # importing a named file): a value only where they all agree (_shared_lookup)
+        self.shared_parsers: dict[str, Optional[_Parser]] = {}
         self.trees: list[_Tree] = []
         self._found: dict[tuple[str, str], Optional[Value]] = {}
         self.imports: dict[str, list[str]] = {}  # file -> the modules it imports
@@ -137,6 +140,8 @@ class RunOptions:
         self.constants: dict[str, dict[str, ast.Constant]] = {}  # file -> its constants
         self.in_memory: dict[str, dict[str, str]] = {}  # file -> Dataset class -> why held
         self.makers: dict[str, dict[str, frozenset[str]]] = {}  # file -> maker -> set by it
+        # file -> maker -> (position, name) of the parameter its DataLoaders' workers are
+        self.worker_params: dict[str, dict[str, tuple[int, str]]] = {}
         # imports resolved on disk (project_context.py): (importer, imported) file pairs
         self.links: list[tuple[str, str]] = []
         self.from_imports: dict[
@@ -174,6 +179,7 @@ class RunOptions:
         self.constants[shown] = module_constants(module)
         self.in_memory[shown] = _in_memory_datasets(module)
         self.makers[shown] = forwarding_makers(module)
+        self.worker_params[shown] = worker_parameters(module)
         self.from_imports[shown] = from_imports(module)
         self.modules[shown] = module
         self.texts[shown] = text
@@ -204,6 +210,8 @@ class RunOptions:
         self._linked = None
         self._by_group = {}
         if not own_options:
+            shared = option_defaults(module) if any(m in text for m in MARKERS) else {}
+            self.shared_parsers[shown] = _Parser(shown, module, shared) if shared else None
             return
         paths = module_config_tree(module)
         if paths:
@@ -403,6 +411,18 @@ class RunOptions:
         name = qualname.rpartition(".")[2]
         shown = self._defining_file(reader, qualname, self.makers)
         return (shown, self.makers[shown][name]) if shown is not None else None
+
+    def worker_parameter(self, reader: str, qualname: str) -> Optional[tuple[str, int, str]]:
+        """(the file, the position, the name) of the parameter the loader maker `qualname`
+        (`test._create_validation_data_loader`, imported by `reader`) hands each of its
+        DataLoaders as `num_workers=` (worker_parameters), when one file of the run linked
+        to `reader` defines it; else None."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.worker_params)
+        if shown is None:
+            return None
+        position, parameter = self.worker_params[shown][name]
+        return shown, position, parameter
 
     def function_elsewhere(self, reader: str, qualname: str) -> Optional[Foreign]:
         """The top-level function `qualname` names in `reader` (`commons.clip_grad_value_`
@@ -653,7 +673,7 @@ class RunOptions:
         text = f"--{dest}"
         others = self._linked_parsers(reader, dest)
         if not others:
-            return None
+            return self._shared_lookup(reader, dest, text)
         candidates = nearest(reader, others)
         found = [(p, p.default(dest)) for p in candidates]
         unknowns = [(p, v) for p, v in found if not v.known]
@@ -672,6 +692,27 @@ class RunOptions:
         )
         if len(values) > 1:
             return Value(False, None, text, f"the parsers of this run disagree: {places}")
+        return Value(True, found[0][1].value, text, f"argparse {places}")
+
+    def _shared_lookup(self, reader: str, dest: str, text: str) -> Optional[Value]:
+        """`dest` when only entry points read for their imports define it (several import
+        `reader`: deep-text-recognition's train.py, test.py and demo.py, each with
+        `--workers` default 4): which one runs is not in sight, so a value only when every
+        such entry point linked to `reader` defines the option with the same default its
+        source settles (whichever runs, that is the value); else None."""
+        shared = [
+            (shown, parser)
+            for shown, parser in self.shared_parsers.items()
+            if shown != reader and self.linked(reader, shown)
+        ]
+        if not shared or any(p is None or dest not in p.options for _, p in shared):
+            return None
+        found = [(p, p.default(dest)) for _, p in shared if p is not None]
+        if not all(v.known for _, v in found) or len({repr(v.value) for _, v in found}) > 1:
+            return None
+        places = _places(
+            [f"{p.options[dest][0]} defaults to {v.value!r} in {p.shown}" for p, v in found]
+        )
         return Value(True, found[0][1].value, text, f"argparse {places}")
 
 
@@ -882,6 +923,48 @@ def forwarding_makers(module: ast.Module) -> dict[str, frozenset[str]]:
         if any(len([k for k in c.keywords if k.arg is None]) != 1 for c in loaders):
             continue  # another `**dict` merged in: settings from elsewhere too
         found[node.name] = frozenset(k.arg for c in loaders for k in c.keywords if k.arg)
+    return found
+
+
+def worker_parameters(module: ast.Module) -> dict[str, tuple[int, str]]:
+    """The file's top-level functions every DataLoader of which gets `num_workers=` one
+    parameter of the function as it is (`def _create_validation_data_loader(img_path,
+    batch_size, img_size, n_cpu): ... DataLoader(..., num_workers=n_cpu)`): function ->
+    (the parameter's position, -1 for a keyword-only one, its name). A caller's argument
+    there is the loaders' worker count."""
+    aliases = module_aliases(module)
+    found: dict[str, tuple[int, str]] = {}
+    for node in module.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        loaders = [
+            n
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call) and _qualified(n.func, aliases) in TORCH_DATALOADERS
+        ]
+        workers = {
+            ast.unparse(k.value) if isinstance(k.value, ast.Name) else ""
+            for call in loaders
+            for k in call.keywords
+            if k.arg == "num_workers"
+        }
+        if (
+            not loaders
+            or len(workers) != 1
+            or any(not any(k.arg == "num_workers" for k in call.keywords) for call in loaders)
+        ):
+            continue
+        (parameter,) = workers
+        if any(
+            isinstance(n, ast.Name) and n.id == parameter and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(node)
+        ):
+            continue  # `n_cpu = min(n_cpu, 4)`: not the caller's value as it is
+        positional = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+        if parameter in positional:
+            found[node.name] = (positional.index(parameter), parameter)
+        elif parameter in [a.arg for a in node.args.kwonlyargs]:
+            found[node.name] = (-1, parameter)
     return found
 
 
