@@ -365,15 +365,26 @@ def _is_project_root(folder: Path) -> bool:
 
 
 def module_file(folder: Path, dotted: str) -> Optional[Path]:
-    """The file `dotted` names under `folder` (a/b.py, or a/b/__init__.py), if any."""
+    """The file `dotted` names under `folder` (a/b.py, or a/b/__init__.py), if any. A
+    package missing from the folder answers for all its modules: `torch.nn.functional`
+    is not looked for under a project without `torch/`."""
     parts = [p for p in dotted.split(".") if p]
     if not parts or any(not p.isidentifier() for p in parts):
+        return None
+    if len(parts) > 1 and not _is_folder(folder / parts[0]):
         return None
     stem = folder.joinpath(*parts)
     for candidate in (stem.with_name(stem.name + ".py"), stem / "__init__.py"):
         if candidate.is_file():
             return candidate
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_folder(path: Path) -> bool:
+    """Whether `path` is a folder, asked once per run (context_files clears it) for a
+    top-level package name: every file of a run imports torch, numpy, os..."""
+    return path.is_dir()
 
 
 def resolve_import(script: Path, found: Import, folders: list[Path]) -> Optional[Path]:
@@ -407,6 +418,7 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
     """The project files the named `scripts` (path, shown, parsed module) import, directly
     or through each other, that are not among the run's files already (`known`). Reading
     stops at MAX_FILES files (truncated is set)."""
+    _is_folder.cache_clear()  # folders are asked about once per run, never across runs
     result = ContextFiles()
     seen = {str(_real(path)) for path in known}
     shown_of = {str(_real(path)): shown for path, shown, _ in scripts}

@@ -179,7 +179,8 @@ class RunOptions:
         self.constants[shown] = module_constants(module)
         self.in_memory[shown] = _in_memory_datasets(module)
         self.makers[shown] = forwarding_makers(module)
-        self.worker_params[shown] = worker_parameters(module)
+        # cheap text test first: a file that never names num_workers hands it to none
+        self.worker_params[shown] = worker_parameters(module) if "num_workers" in text else {}
         self.from_imports[shown] = from_imports(module)
         self.modules[shown] = module
         self.texts[shown] = text
