@@ -762,6 +762,12 @@ def test_the_entry_point_importing_a_module_that_imports_the_named_one_gives_its
     report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
     found = workers_finding(report)
     assert found is not None and found["id"] == "EC504" and "run.py" in found["message"]
+    # a named file that is an entry point itself runs as it is: no search one module away
+    (tmp_path / "data_provider" / "data_factory.py").write_text(
+        FACTORY + "\nif __name__ == '__main__':\n    pass\n"
+    )
+    assert workers_finding(audit(named, cwd=tmp_path, monkeypatch=monkeypatch)) is None
+    (tmp_path / "data_provider" / "data_factory.py").write_text(FACTORY)
     (tmp_path / "run_other.py").write_text(RUN.format(n=0))
     report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
     assert workers_finding(report) is None

@@ -149,7 +149,9 @@ PATH_CALLS = ("dirname", "abspath", "realpath", "normpath", "expanduser")
 PATH_METHODS = ("resolve", "absolute", "expanduser")
 
 
-def added_folders(path: Path, module: ast.Module, entry: bool = False) -> list[tuple[bool, Path]]:
+def added_folders(
+    path: Path, module: ast.Module, entry: bool = False, text: Optional[str] = None
+) -> list[tuple[bool, Path]]:
     """(first, folder) for each existing folder the file at `path` puts on sys.path,
     where its source determines which: `sys.path.insert(0, X)` (first) or
     `sys.path.append(X)`, X a path built from `__file__` (os.path's dirname, join,
@@ -159,7 +161,10 @@ def added_folders(path: Path, module: ast.Module, entry: bool = False) -> list[t
     `entry` file (one run as `python path/to/main.py`) `sys.path[0]` is its own folder
     too (audioset_tagging_cnn's `os.path.join(sys.path[0], '../utils')`); in a module it
     imports, that is the entry point's folder, not taken. A folder relative to the
-    working directory, or computed at run time, is not taken."""
+    working directory, or computed at run time, is not taken. A file whose `text` never
+    names sys.path adds nothing (its tree is not walked)."""
+    if text is not None and "sys.path" not in text:
+        return []
     nodes = module_nodes(module)
     names = simple_assignments(module.body)
     helpers: dict[str, tuple[bool, int]] = {}  # function -> (first, parameter position)
@@ -438,7 +443,7 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             result.files.append((name, *entry))
             result.links.append((name, shown))
             folders = search_folders(importer, extends_sys_path(entry[0]))
-            _add_folders(folders, added_folders(importer, entry[0], entry=True))
+            _add_folders(folders, added_folders(importer, entry[0], entry=True, text=entry[1]))
             queue.append((importer, name, entry[0], MAX_DEPTH - 1, folders))
     while queue:
         path, shown, module, depth, folders = queue.pop(0)
@@ -460,7 +465,7 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             shown_of[real] = name
             # sys.path as the file leaves it, for the imports that follow (the list is
             # the one the imports being resolved read)
-            _add_folders(folders, added_folders(imported.absolute(), parsed[0]))
+            _add_folders(folders, added_folders(imported.absolute(), parsed[0], text=parsed[1]))
             result.files.append((name, *parsed))
             result.links.append((shown, name))
             # a package's __init__.py is its face: what it re-exports (`from .defaults
@@ -475,8 +480,9 @@ def _importers(
 ) -> list[tuple[Path, str, tuple[ast.Module, str]]]:
     """The entry points of the project that import the named `script` (`train.py`
     importing the `trainer.py` named), where its options, config and device are set,
-    directly or one module away (`run.py` importing `exp/exp_forecasting.py`, which
-    imports the `data_provider/data_factory.py` named: through_module). When several
+    directly or, for a named file that is no entry point itself, one module away
+    (`run.py` importing `exp/exp_forecasting.py`, which imports the
+    `data_provider/data_factory.py` named: through_module). When several
     import it (a demo, an evaluation and a training script, each with its own defaults:
     which one runs is not in sight), at most MAX_SHARED_IMPORTERS of them are read only
     for the modules they import (a config module they share), never for their own
@@ -486,14 +492,14 @@ def _importers(
     if package_init(script) is not None:
         stems.add(script.parent.name)  # `from data import build_loader`
     found: list[tuple[Path, str, tuple[ast.Module, str]]] = []
-    others: list[Path] = []  # entry points naming no stem: perhaps one module away
+    others: list[tuple[Path, str]] = []  # entry points naming no stem: one module away?
     for candidate in importer_candidates(script):
         real = str(_real(candidate))
         text = None if real in seen or real in shown_of else _entry_text(candidate)
         if text is None:
             continue
         if not _names_in_import(text, stems):
-            others.append(candidate)
+            others.append((candidate, text))
             continue
         name = shown_path(candidate, shown, script)
         parsed = parse_file(candidate, name)
@@ -502,12 +508,15 @@ def _importers(
         found.append((candidate, name, parsed))
         if len(found) > MAX_SHARED_IMPORTERS:
             return []
+    # one module away only for a library module: a named entry point runs as it is
+    if _entry_text(script) is not None:
+        others = []
     importing: dict[Path, bool] = {}  # module -> whether it imports the script
-    for candidate in others:
+    for candidate, text in others:
         name = shown_path(candidate, shown, script)
         parsed = parse_file(candidate, name)
         if isinstance(parsed, dict) or not through_module(
-            candidate, parsed[0], script, stems, importing
+            candidate, parsed[0], script, stems, importing, text
         ):
             continue
         found.append((candidate, name, parsed))
@@ -520,14 +529,20 @@ def _importers(
 
 
 def through_module(
-    entry: Path, module: ast.Module, script: Path, stems: set[str], importing: dict[Path, bool]
+    entry: Path,
+    module: ast.Module,
+    script: Path,
+    stems: set[str],
+    importing: dict[Path, bool],
+    text: Optional[str] = None,
 ) -> bool:
     """Whether the entry point `entry` imports a project module that imports `script`
     (resolved from the entry point's sys.path, as Python would when it runs). Each module
     is looked at once per search (`importing` keeps the answers): a cheap text test for
-    the script's `stems` in an import statement first, a parse only then."""
+    the script's `stems` in an import statement first, a parse only then. `text`: the
+    entry point's source (added_folders)."""
     folders = search_folders(entry, extends_sys_path(module))
-    _add_folders(folders, added_folders(entry, module, entry=True))
+    _add_folders(folders, added_folders(entry, module, entry=True, text=text))
     target = _real(script)
     for hit in _project_files(entry, module, folders):
         real = _real(hit)
