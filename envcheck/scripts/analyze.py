@@ -718,7 +718,7 @@ def _star_imported_frameworks(module: ast.Module, aliases: dict[str, str]) -> di
     wanted = {k: v for k, v in STAR_FRAMEWORK_NAMES.items() if k not in aliases}
     used: set[str] = set()
     bound: set[str] = set()
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id in wanted:
                 used.add(node.value.id)

@@ -353,7 +353,7 @@ def changed_keys(module: ast.Module) -> dict[str, set[str]]:
         else:
             found.setdefault(holder.id, set()).add("*")
 
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         targets: list[ast.expr] = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -23,6 +23,8 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional
 
+from envcheck.scripts.index import module_nodes
+
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
 
@@ -59,7 +61,7 @@ def _trained(walker: Walker) -> set[str]:
     """The names whose parameters the file's optimizers take, or an empty set when an
     optimizer takes anything else (a parameter list, a project's optimizer)."""
     names: set[str] = set()
-    for node in ast.walk(walker.module):
+    for node in module_nodes(walker.module):
         if not isinstance(node, ast.Call):
             continue
         if isinstance(node.func, ast.Attribute) and node.func.attr == "parameters":
@@ -85,7 +87,7 @@ def _trained(walker: Walker) -> set[str]:
 def _optimizers(walker: Walker) -> bool:
     return any(
         isinstance(n, ast.Call) and OPTIMIZER.match(walker.qualname(n.func) or "")
-        for n in ast.walk(walker.module)
+        for n in module_nodes(walker.module)
     )
 
 
@@ -95,7 +97,7 @@ def _builds(module: ast.Module) -> tuple[dict[str, list[ast.Call]], set[str]]:
     the model goes by another name too)."""
     found: dict[str, list[ast.Call]] = {}
     aliased: set[str] = set()
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value
@@ -113,7 +115,7 @@ def _builds(module: ast.Module) -> tuple[dict[str, list[ast.Call]], set[str]]:
 def _evaluated(module: ast.Module) -> set[str]:
     """Names put in eval mode (`model.eval()`) and never in training mode."""
     modes: dict[str, set[str]] = {}
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -163,7 +165,7 @@ def _step_names(module: ast.Module) -> set[str]:
     the function defining it as the parameters that loop uses."""
     functions = {
         n.name: n
-        for n in ast.walk(module)
+        for n in module_nodes(module)
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     names: set[str] = set()
@@ -184,7 +186,7 @@ def _step_names(module: ast.Module) -> set[str]:
                 names |= {n.id for n in ast.walk(functions[called]) if isinstance(n, ast.Name)}
             if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 used_parameters.setdefault(owner.name, set()).update(loaded)
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
         function = functions.get(node.func.id)

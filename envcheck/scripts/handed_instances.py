@@ -39,17 +39,15 @@ def handed_class(
     keyword-only, or by keyword `parameter`); None when they hand anything else, or
     there is no such call."""
     found: set[Optional[str]] = set()
-    owners: list[ast.AST] = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
-    for owner in owners:
-        for node in own_nodes(owner):
-            if not isinstance(node, ast.Call) or not calls_function(node):
-                continue
-            argument = _argument(node, position, parameter)
-            if argument is None:
-                return None  # its default, or spread by *args / **kwargs: not in sight
-            found.add(bound_class(owner, argument, qualname))
-            if len(found) > 1 or None in found:
-                return None
+    for owner, node in _owned_calls(module):
+        if not calls_function(node):
+            continue
+        argument = _argument(node, position, parameter)
+        if argument is None:
+            return None  # its default, or spread by *args / **kwargs: not in sight
+        found.add(bound_class(owner, argument, qualname))
+        if len(found) > 1 or None in found:
+            return None
     return found.pop() if found else None
 
 
@@ -77,7 +75,7 @@ def bound_class(
     ):
         return None
     made: set[Optional[str]] = set()
-    for node in own_nodes(owner):
+    for node in _binding_nodes(owner):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
@@ -98,3 +96,46 @@ def bound_class(
         elif isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             made.add(None)
     return made.pop() if len(made) == 1 else None
+
+
+def _owned_calls(module: ast.Module) -> list[tuple[ast.AST, ast.Call]]:
+    """(the module or function whose own code holds it, the call) for every call of the
+    module, listed once per module: each parameter asked about walked it all anew."""
+    cached: Optional[list[tuple[ast.AST, ast.Call]]] = module.__dict__.get("_envcheck_owned_calls")
+    if cached is None:
+        owners: list[ast.AST] = [
+            module,
+            *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS)),
+        ]
+        cached = [
+            (owner, node)
+            for owner in owners
+            for node in own_nodes(owner)
+            if isinstance(node, ast.Call)
+        ]
+        setattr(module, "_envcheck_owned_calls", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
+
+
+BINDINGS = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.NamedExpr,
+    ast.For,
+    ast.AsyncFor,
+    ast.comprehension,
+    ast.withitem,
+    ast.Global,
+    ast.Nonlocal,
+)
+
+
+def _binding_nodes(owner: ast.AST) -> list[ast.AST]:
+    """The statements and clauses of `owner`'s own code that bind names, listed once per
+    owner: each name asked about walked the whole function anew."""
+    cached: Optional[list[ast.AST]] = owner.__dict__.get("_envcheck_binding_nodes")
+    if cached is None:
+        cached = [n for n in own_nodes(owner) if isinstance(n, BINDINGS)]
+        setattr(owner, "_envcheck_binding_nodes", cached)  # noqa: B010 - AST nodes have no slot
+    return cached

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Optional
 
 from envcheck.scripts.assignments import guarded_self_assignments, simple_assignments
 from envcheck.scripts.device import LIGHTNING_ROOTS
-from envcheck.scripts.index import function_owners, qualified_base
+from envcheck.scripts.index import function_owners, module_nodes, qualified_base
 from envcheck.scripts.returns import self_aliases
 from envcheck.scripts.values import HPARAMS, Scope, resolve
 
@@ -307,7 +307,7 @@ def _changed_hyperparameters(module: ast.Module) -> Optional[set[str]]:
     `self.hparams["x"] = ...`); None when it changes it otherwise (`self.hparams.update(...)`,
     a key it computes, `self.hparams = ...`), which may touch any name."""
     found: set[str] = set()
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         stored = not isinstance(getattr(node, "ctx", ast.Load()), ast.Load)
         if _is_hparams(node) and stored:
             return None  # `self.hparams = ...`

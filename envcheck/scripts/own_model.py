@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
-from envcheck.scripts.index import is_cpu, keyword_arg
+from envcheck.scripts.index import is_cpu, keyword_arg, module_nodes
 from envcheck.scripts.values import Scope
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -65,7 +65,8 @@ def handed_model(node: ast.Call, function: Optional[Function], module: ast.Modul
     ):
         return None
     owner = next(
-        (c for c in ast.walk(module) if isinstance(c, ast.ClassDef) and function in c.body), None
+        (c for c in module_nodes(module) if isinstance(c, ast.ClassDef) and function in c.body),
+        None,
     )
     methods = [m for m in owner.body if isinstance(m, FUNCTIONS)] if owner is not None else []
     for method in methods:
@@ -88,7 +89,7 @@ def _parameters(function: Function) -> set[str]:
 def moves_anything(module: ast.Module) -> bool:
     """Any `.cuda()` or `.to(x)` (not to a dtype or "cpu") in the file: a device may be
     chosen where this reading cannot follow it (`model.to(gpu_id)`)."""
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         if node.func.attr == "cuda":

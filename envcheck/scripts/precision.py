@@ -309,12 +309,12 @@ def _replay_agent(walker: Walker) -> bool:
         return False
     if any("rollout" in line for line in walker.lines) and any(
         isinstance(node, ast.Attribute) and ROLLOUT_STORAGE.match(_last_name(node.value) or "")
-        for node in ast.walk(walker.module)
+        for node in module_nodes(walker.module)
     ):
         return True
     if not any(".sample(" in line for line in walker.lines):
         return False
-    for node in ast.walk(walker.module):
+    for node in module_nodes(walker.module):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -340,7 +340,7 @@ def _environment_rollouts(walker: Walker) -> Optional[str]:
     arithmetic is a small part of the step."""
     if not any(".step(" in line for line in walker.lines):
         return None  # a look at the text first
-    for loop in ast.walk(walker.module):
+    for loop in module_nodes(walker.module):
         if not isinstance(loop, (ast.For, ast.While)):
             continue
         methods = [
@@ -371,7 +371,7 @@ def _graph_batches(walker: Walker) -> Optional[str]:
     text = "\n".join(walker.lines).lower()
     if "graph" not in text and not any(library in text for library in GRAPH_DATA):
         return None  # a look at the text first
-    for node in ast.walk(walker.module):
+    for node in module_nodes(walker.module):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             modules = [a.name for a in node.names]
             if isinstance(node, ast.ImportFrom):
@@ -411,7 +411,7 @@ def _feature_embeddings(walker: Walker) -> Optional[str]:
     text = "\n".join(walker.lines)
     if "feature_" not in text or "mb" not in text:
         return None  # a look at the text first
-    for function in ast.walk(walker.module):
+    for function in module_nodes(walker.module):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         table = schema = None
@@ -447,7 +447,7 @@ def _aspect_ratio_batches(walker: Walker) -> Optional[str]:
     ...)`), so that cuDNN autotuning would re-run for each new shape; None if none."""
     if not any(ASPECT_RATIO_BATCHES.search(line) for line in walker.lines):
         return None  # a look at the text first: the walk is for files that name one
-    for node in ast.walk(walker.module):
+    for node in module_nodes(walker.module):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else None
@@ -1695,7 +1695,7 @@ def _branches_on_launch_precision(module: ast.Module) -> bool:
     """The script decides something on the mixed precision its Accelerator got (`16 if
     accelerator.mixed_precision == "fp8" else ...`, `if accelerator.mixed_precision !=
     "no":`): it is written for a launcher or config that sets one."""
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if isinstance(node, (ast.If, ast.IfExp, ast.While)):
             node = node.test
         elif not isinstance(node, ast.Compare):

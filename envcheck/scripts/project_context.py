@@ -166,6 +166,8 @@ def added_folders(
     if text is not None and "sys.path" not in text:
         return []
     nodes = module_nodes(module)
+    if not any(_sys_path_addition(node) is not None for node in nodes):
+        return []  # no `sys.path.insert/append` anywhere: nothing to read per function
     names = simple_assignments(module.body)
     helpers: dict[str, tuple[bool, int]] = {}  # function -> (first, parameter position)
     direct: list[tuple[bool, ast.expr]] = []

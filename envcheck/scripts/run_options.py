@@ -316,7 +316,7 @@ class RunOptions:
             return None
         aliases = self.aliases.get(importer, {})
         values: set[bool] = set()
-        for node in ast.walk(module):
+        for node in module_nodes(module):
             if not (
                 isinstance(node, ast.Assign)
                 and isinstance(node.value, ast.Constant)
@@ -731,7 +731,7 @@ def from_imports(module: ast.Module) -> dict[str, tuple[str, str]]:
 def called_names(module: ast.Module) -> set[str]:
     """The names a file calls, `f(...)` or `obj.f(...)` alike."""
     names = set()
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)

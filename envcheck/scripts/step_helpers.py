@@ -121,7 +121,7 @@ class StepHelpers:
         if self._instances is None:
             self._instances = {}
             if self.files.classes:
-                for node in ast.walk(self.module):
+                for node in module_nodes(self.module):
                     if isinstance(node, ast.Assign):
                         self._bind(node)
         return self._instances
@@ -142,7 +142,7 @@ class StepHelpers:
         for item in cls.body:
             if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for node in ast.walk(item):
+            for node in _assignments(item):
                 if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                     continue
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -259,3 +259,13 @@ def nested_functions(caller: Function) -> dict[str, list[Function]]:
 def host_wrapper(callees: Callees, call: ast.Call) -> Optional[str]:
     """`StepHelpers.host_read` when `callees` resolves through step helpers, else None."""
     return callees.helpers.host_read(call) if isinstance(callees, StepCallees) else None
+
+
+def _assignments(function: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> list[ast.AST]:
+    """The assignments under a method, listed once per method: every attribute asked
+    about walked the whole class anew."""
+    cached: Optional[list[ast.AST]] = function.__dict__.get("_envcheck_method_assignments")
+    if cached is None:
+        cached = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AnnAssign))]
+        setattr(function, "_envcheck_method_assignments", cached)  # noqa: B010 - AST nodes have no slot
+    return cached

@@ -114,7 +114,7 @@ def _hf_input_hooks(module: ast.Module) -> list[Function]:
     Trainer's `training_step` runs it on every batch before `compute_loss`, so what it
     does runs every step (its name alone is too common to trust outside a Trainer)."""
     found: list[Function] = []
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if not isinstance(node, ast.ClassDef) or not any(
             (dotted(base) or "").endswith("Trainer") for base in node.bases
         ):
@@ -136,7 +136,7 @@ def _short_lightning_hooks(module: ast.Module) -> list[Function]:
     `training_step(self, batch)` that its own loop calls."""
     return [
         method
-        for node in ast.walk(module)
+        for node in module_nodes(module)
         if isinstance(node, ast.ClassDef)
         and any((dotted(base) or "").endswith("LightningModule") for base in node.bases)
         for method in node.body
@@ -151,7 +151,9 @@ def _hf_trainer_hooks(walker: Walker) -> list[Function]:
     roots = {qualified.split(".")[0] for qualified in walker.aliases.values()}
     if not roots & {"transformers", "trl"}:
         return []
-    hooks = [n for n in ast.walk(walker.module) if isinstance(n, FUNCTIONS) and hf_trainer_hook(n)]
+    hooks = [
+        n for n in module_nodes(walker.module) if isinstance(n, FUNCTIONS) and hf_trainer_hook(n)
+    ]
     return hooks + _hf_input_hooks(walker.module)
 
 
@@ -252,7 +254,9 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         else:
             inner = function
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-    hooks = [n for n in ast.walk(walker.module) if isinstance(n, FUNCTIONS) and lightning_hook(n)]
+    hooks = [
+        n for n in module_nodes(walker.module) if isinstance(n, FUNCTIONS) and lightning_hook(n)
+    ]
     hooks += _hf_trainer_hooks(walker) + _short_lightning_hooks(walker.module)
     if (loops or backward_in or hooks) and (
         any(walker.qualname(c.func) in walker.loader_classes for c in calls)
@@ -1534,13 +1538,19 @@ class _StepLoop:
             return None
         position = positional.index(receiver) if receiver in positional else None
         name = function.name
-        cls = handed_class(
-            self.walker.module,
-            lambda call: isinstance(call.func, ast.Name) and call.func.id == name,
-            position,
-            receiver,
-            self.walker.qualname,
+        key = (id(function), receiver)
+        classes: dict[tuple[int, str], Optional[str]] = self.walker.__dict__.setdefault(
+            "_handed_classes", {}
         )
+        if key not in classes:  # every call on the parameter in every step asks again
+            classes[key] = handed_class(
+                self.walker.module,
+                lambda call: isinstance(call.func, ast.Name) and call.func.id == name,
+                position,
+                receiver,
+                self.walker.qualname,
+            )
+        cls = classes[key]
         if cls is not None and self.walker.method_elsewhere is not None:
             return self.walker.method_elsewhere(cls, methods)
         handed = self.walker.handed_method_elsewhere
@@ -1703,7 +1713,7 @@ class _StepLoop:
             and isinstance(node.value, ast.Call)
             and (self.walker.qualname(node.value.func) or "").endswith("Fabric")
             and any(dotted(t) == receiver for t in node.targets)
-            for node in ast.walk(self.walker.module)
+            for node in module_nodes(self.walker.module)
         )
 
     def _default_host_read(self, call: ast.Call) -> Optional[str]:

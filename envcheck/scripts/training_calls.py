@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from envcheck.scripts.index import FileIndex
+from envcheck.scripts.index import FileIndex, module_nodes
 from envcheck.scripts.texts import text
 
 # scikit-learn-style data transforms: their fit() learns a mapping, it trains no model;
@@ -104,7 +104,7 @@ def updates_parameters(module: ast.Module) -> bool:
     from the gradients (`p -= lr * p.grad`, `p.data.sub_(lr * p.grad)`). A `backward()`
     in a file that does none of these computes gradients for something else: FGSM's
     gradient with respect to the input, a profiler timing forward and backward."""
-    for node in ast.walk(module):
+    for node in module_nodes(module):
         if isinstance(node, ast.Call):
             func = node.func
             written = text(func).lower()
