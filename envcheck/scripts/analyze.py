@@ -30,7 +30,13 @@ from envcheck.scripts.assignments import main_guard
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.foreign_helpers import Foreign, instances
-from envcheck.scripts.index import FileIndex, filled_by_decorator, module_nodes, source_lines
+from envcheck.scripts.index import (
+    FileIndex,
+    filled_by_decorator,
+    module_nodes,
+    qualified_name,
+    source_lines,
+)
 from envcheck.scripts.inherited import (
     Passed,
     class_attributes,
@@ -389,14 +395,7 @@ class Walker(ast.NodeVisitor):
     # -- names -----------------------------------------------------------------------------
 
     def qualname(self, node: ast.AST) -> Optional[str]:
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        base = self.aliases.get(node.id, node.id)
-        return ".".join([base, *reversed(parts)])
+        return qualified_name(node, self.aliases)
 
     def instances(self) -> dict[str, Optional[str]]:
         """Names the file binds only to what calls of one name return, by that name's

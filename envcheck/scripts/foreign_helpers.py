@@ -42,7 +42,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Union
 
-from envcheck.scripts.index import is_cpu, keyword_arg, module_nodes, own_nodes
+from envcheck.scripts.index import is_cpu, keyword_arg, module_nodes, own_nodes, qualified_name
 from envcheck.scripts.tensors import DeviceTensors
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -221,13 +221,7 @@ class _Reader:
         return reached[:MAX_FOLLOWED]
 
     def qualname(self, node: ast.AST) -> Optional[str]:
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        return ".".join([self.aliases.get(node.id, node.id), *reversed(parts)])
+        return qualified_name(node, self.aliases)
 
     def tensor(self, node: Optional[ast.AST]) -> bool:
         return node is not None and self.tensors.holds_in(node, self.function)

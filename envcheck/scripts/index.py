@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from typing import Iterator, Optional, Union
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -36,6 +37,18 @@ def code_at(lines: list[str], line: int) -> str:
     end), or "" outside the file."""
     code = lines[line - 1].strip() if 0 < line <= len(lines) else ""
     return code if len(code) <= MAX_CODE_CHARS else code[: MAX_CODE_CHARS - 3] + "..."
+
+
+def qualified_name(node: ast.AST, aliases: Mapping[str, str]) -> Optional[str]:
+    """`nn.Linear` -> `torch.nn.Linear` with `from torch import nn`: a name or attribute
+    chain with its first name read through the file's imports; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
 
 
 def qualified_base(base: ast.expr, aliases: dict[str, str]) -> str:

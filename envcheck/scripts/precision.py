@@ -95,6 +95,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from envcheck.scripts.class_kinds import MATMUL_LAYER_NAMES
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.frozen_models import frozen_builds
 from envcheck.scripts.index import keyword_arg, module_nodes, qualified_base
@@ -223,25 +224,7 @@ MIXED_VALUES = (
 TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
 # Their matmuls, not convolutions, dominate: TF32 matters there.
 # Layers whose matmuls dominate the model's compute.
-MATMUL_LAYERS = {
-    f"torch.nn.{n}"
-    for n in (
-        "Linear",
-        "Bilinear",
-        "LSTM",
-        "GRU",
-        "RNN",
-        "LSTMCell",
-        "GRUCell",
-        "RNNCell",
-        "Transformer",
-        "TransformerEncoder",
-        "TransformerDecoder",
-        "TransformerEncoderLayer",
-        "TransformerDecoderLayer",
-        "MultiheadAttention",
-    )
-} | {"torch.nn.functional.linear"}
+MATMUL_LAYERS = {f"torch.nn.{n}" for n in MATMUL_LAYER_NAMES} | {"torch.nn.functional.linear"}
 # A convolution layer or block by its class name (`nn.Conv2d`, `ConvTranspose2d`, a
 # project's `common.Conv`, `ConvBNReLU`), not a word that only starts alike
 # (`transforms.ConvertImageDtype` converts a tensor's dtype).
