@@ -35,6 +35,10 @@ imports_script, through_module). With several (a demo, an evaluation and a train
 script, each with its own defaults) which one runs is not in sight: their own options are
 read only where they all agree (RunOptions._shared_lookup), their config trees not at all;
 the modules they import are (the config tree they all build on).
+
+Size: one reader of how Python finds a script's modules both ways (what it imports,
+what imports it) and of the sys.path changes that steer that search, kept together so
+that every lookup resolves an import the same way.
 """
 
 from __future__ import annotations
