@@ -128,7 +128,8 @@ def _context(
         return []
     try:
         found = context_files(named, known)
-    except (OSError, RecursionError):  # an unreadable folder: the scripts are still audited
+    except (OSError, RecursionError, ValueError):
+        # an unreadable folder, a path the system refuses: the scripts are still audited
         return []
     for shown, module, text in found.files:
         run.context.add(shown)
