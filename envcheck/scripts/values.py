@@ -491,13 +491,13 @@ def _torch_version(node: ast.expr) -> bool:
     )
 
 
-def _dict_entry(node: ast.expr, scope: Scope, depth: int) -> Optional[Value]:
-    """`CONFIG["num_workers"]` or `CONFIG.get("num_workers", 4)` of a dict the source
-    spells out (_dict_items: a literal, `dict(...)`, updated in place): the entry's value,
-    or `.get`'s default when the whole dict is in sight and lacks the key; None for any
-    other expression."""
+def keyed_read(node: ast.expr) -> Optional[tuple[ast.Name, ast.Constant, Optional[ast.expr]]]:
+    """(the dict's name, the string key, `.get`'s default or None for a subscript) of
+    `name["key"]` or `name.get("key"[, default])` (the default of `.get("key")` is None,
+    written out); None for any other expression."""
+    default: Optional[ast.expr] = None
     if isinstance(node, ast.Subscript):
-        holder, key, default = node.value, node.slice, None
+        holder, key = node.value, node.slice
     elif (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -513,6 +513,18 @@ def _dict_entry(node: ast.expr, scope: Scope, depth: int) -> Optional[Value]:
         return None
     if not isinstance(holder, ast.Name):
         return None
+    return holder, key, default
+
+
+def _dict_entry(node: ast.expr, scope: Scope, depth: int) -> Optional[Value]:
+    """`CONFIG["num_workers"]` or `CONFIG.get("num_workers", 4)` of a dict the source
+    spells out (_dict_items: a literal, `dict(...)`, updated in place): the entry's value,
+    or `.get`'s default when the whole dict is in sight and lacks the key; None for any
+    other expression."""
+    read = keyed_read(node)
+    if read is None:
+        return None
+    holder, key, default = read
     items = _dict_items(holder, scope, depth + 1)
     if items is None:
         return None
@@ -672,24 +684,12 @@ def _namespace_key(node: ast.expr, scope: Scope) -> Optional[str]:
     """The option `config['num_workers']` or `config.get('num_workers', 4)` reads when
     `config` is the parsed command line as a dict (`config = vars(parser.parse_args())`,
     `vars(args)`, `args.__dict__`); None for anything else."""
-    if isinstance(node, ast.Subscript):
-        holder, key = node.value, node.slice
-    elif (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "get"
-        and 1 <= len(node.args) <= 2
-        and not node.keywords
-    ):
-        holder, key = node.func.value, node.args[0]
-    else:
+    read = keyed_read(node)
+    if read is None:
         return None
-    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-        return None
-    if not isinstance(holder, ast.Name):
-        return None
+    holder, key, _ = read
     assigned = scope.lookup(holder.id)
-    return key.value if assigned is not None and namespace_dict(assigned) else None
+    return str(key.value) if assigned is not None and namespace_dict(assigned) else None
 
 
 def namespace_dict(node: ast.expr) -> bool:
