@@ -23,7 +23,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Optional
 
-from envcheck.scripts.index import module_nodes
+from envcheck.scripts.index import module_nodes, own_nodes
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -205,13 +205,4 @@ def _step_names(module: ast.Module) -> set[str]:
 
 def _own_loops(owner: ast.AST) -> list[ast.AST]:
     """The loops of a function (or the module), not those of functions defined in it."""
-    found: list[ast.AST] = []
-    stack = list(ast.iter_child_nodes(owner))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return found
+    return [n for n in own_nodes(owner) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]

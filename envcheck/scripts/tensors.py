@@ -36,7 +36,7 @@ import ast
 import builtins
 from typing import Callable, Optional, Union
 
-from envcheck.scripts.index import is_cpu, keyword_arg, own_nodes
+from envcheck.scripts.index import is_cpu, keyword_arg, own_nodes, qualified_name
 from envcheck.scripts.scopes import local_scopes
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -125,13 +125,7 @@ Resolver = Callable[[ast.Call], Optional[Function]]
 
 def dotted(node: ast.AST) -> Optional[str]:
     """`loss`, `self.loss`; None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
+    return qualified_name(node, {})
 
 
 def moves_to_device(call: ast.Call) -> bool:
