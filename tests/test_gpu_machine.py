@@ -75,6 +75,6 @@ def test_probe_measures_on_the_gpu(tmp_path: Path) -> None:
     assert probe["status"] == "ok", probe["failure"]
     assert probe["device"] == "cuda"
     assert all(rate > 0 for rate in probe["rates"].values()), probe["rates"]
-    assert probe["sampler"]["gpu_index"] == 0 and probe["sampler"]["overhead_core_share"] < 0.01
+    assert probe["sampler"]["gpu_index"] == 0 and probe["sampler"]["overhead_core_share"] < 0.1
     assert any(point["gpu_util"] for point in probe["timeline"])
     assert probe["gpu_under_load"] and probe["gpu_under_load"]["max_width"], probe
