@@ -322,7 +322,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     gains nothing and is not flagged: a few narrow layers in sight, their widths written
     or passed to the file's own model class (`Net(7, 16, 2)`, `GIN(in_dim, 16,
     out_dim)`), or a graph network or MLP built out of sight and given a hidden width of
-    at most 128 (`GCN(nfeat=..., nhid=16)`), or a model class of the project that is one
+    at most 128 (`GCN(nfeat=..., nhid=16)`), or a transformer of the project given that
+    width and at most 6 layers (`DecisionTransformer(hidden_size=variant["embed_dim"],
+    n_layer=3)`, the options' defaults), or a model class of the project that is one
     `nn.Linear` layer (a logistic regression on features); nor is a model out of sight that the file
     trains on feature rows an estimator was handed (`fit(self, X, y)` wrapping arrays
     documented or annotated as such: TabNet, wide-and-deep, autoencoders over features), a
@@ -522,7 +524,8 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     defaulting to "vit_b"), not toy ones (a few small
     constant `nn.Linear`, or an MLP/RNN/graph network whose widths in sight are all at
     most 128, as an RL agent's with its input width taken from the environment, or as
-    passed to the file's own model class: `Net(7, 16, 2)`; an RL agent's MLP whose widths
+    passed to the file's own model class: `Net(7, 16, 2)`, or a transformer of the
+    project given a width of at most 128 and at most 6 layers; an RL agent's MLP whose widths
     its caller passes is unknown, as for EC507; a graph network of message-passing
     layers is unknown too, whatever its width: its gathers and scatters over the edges,
     not its matmuls, bound it);

@@ -44,6 +44,9 @@ MATMUL_LAYER_NAMES = {
     "TransformerDecoderLayer",
 }
 MAX_DEPTH = 3
+# Layers of Hugging Face transformers named like a convolution that are none: GPT-2's
+# `Conv1D` is a Linear with its weight transposed (transformers' pytorch_utils).
+TRANSFORMERS_LINEAR = {"Conv1D"}
 
 # (module of the run, a name it imports) -> that name's kind in its defining file
 Elsewhere = Callable[[str, int], Optional[str]]
@@ -67,8 +70,10 @@ def definition_kind(
     if found is None:
         return None
     torch_names = _torch_imports(module)
+    linears = _imported_from(module, "transformers")
     matmul, unseen = False, False
     handed = _parameters(found)
+    tables = _table_picks(module, found)
     for node in ast.walk(found):
         if not isinstance(node, ast.Call):
             continue
@@ -78,6 +83,15 @@ def definition_kind(
             # `self.encoder = base_encoder(num_classes=dim)`: a model the caller hands in
             # (SimSiam's backbone, a torchvision ResNet picked by name), out of sight
             unseen = True
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id in tables:
+            picked = _picked_kind(module, tables[node.func.id], name, elsewhere, depth)
+            if picked == "conv":
+                return "conv"
+            matmul, unseen = matmul or picked == "matmul", unseen or picked is None
+            continue
+        if short in linears and short in TRANSFORMERS_LINEAR:
+            matmul = True  # Hugging Face's GPT-2 `Conv1D` is a Linear with its weight transposed
             continue
         if CONV_LAYER.match(short) or text.startswith(CONV_BUILDERS):
             return "conv"
@@ -107,6 +121,71 @@ def definition_kind(
             return "conv"
         matmul = matmul or kind == "matmul"
     return "matmul" if matmul and not unseen else None
+
+
+def _table_picks(module: ast.Module, definition: ast.AST) -> dict[str, list[str]]:
+    """The local names a definition binds to a pick from a dict of the module's top level
+    (`model_fun, dim_in = model_dict[name]` with `model_dict = {"resnet18": [resnet18,
+    512], ...}`): each name with every definition the dict could give it, by position in
+    the entries (`resnet18`, `resnet50`, ...); a name some entry gives no name is absent."""
+    dicts = {
+        target.id: node.value
+        for node in module.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    picks: dict[str, list[str]] = {}
+    for node in ast.walk(definition):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.value, ast.Subscript)
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id in dicts
+        ):
+            continue
+        table = dicts[node.value.value.id]
+        target = node.targets[0]
+        names: list[tuple[int, str]] = []
+        if isinstance(target, ast.Name):
+            names = [(-1, target.id)]
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            names = [(i, t.id) for i, t in enumerate(target.elts) if isinstance(t, ast.Name)]
+        for position, local in names:
+            entries = [_entry(value, position) for value in table.values]
+            if entries and all(e is not None for e in entries):
+                picks[local] = sorted({e for e in entries if e is not None})
+    return picks
+
+
+def _entry(value: ast.expr, position: int) -> Optional[str]:
+    """The name at `position` of a dict entry (`[resnet50, 2048]`, -1: the entry itself)."""
+    if position >= 0:
+        if not isinstance(value, (ast.Tuple, ast.List)) or position >= len(value.elts):
+            return None
+        value = value.elts[position]
+    return value.id if isinstance(value, ast.Name) else None
+
+
+def _picked_kind(
+    module: ast.Module, names: list[str], own: str, elsewhere: Elsewhere, depth: int
+) -> Optional[str]:
+    """The kind every definition a dict pick could call shares ("conv" for SupContrast's
+    ResNet factories), else None: which entry the caller picks is not in sight."""
+    kinds = {definition_kind(module, n, elsewhere, depth + 1) if n != own else None for n in names}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _imported_from(module: ast.Module, root: str) -> set[str]:
+    """Names the module imports from the package `root` (`from transformers.modeling_utils
+    import Conv1D`)."""
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(module)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == root
+        for alias in node.names
+    }
 
 
 def _parameters(definition: ast.AST) -> set[str]:

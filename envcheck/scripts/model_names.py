@@ -111,11 +111,18 @@ CAMEL_WORDS = re.compile(r"_|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 ACRONYM_CNN = re.compile(r"(?<=[A-Z])CNN(?![a-z])")
 # `convert_image()`, `converter`: not a convolution
 NOT_CONV = ("conver",)
-# A name whose first word is one of these checks, switches or reports something
-# (`check_keras_bert()`, `activate_transformer(...)`): it builds no model.
-NOT_MODEL_VERBS = {"check", "activate", "is", "has", "validate", "verify", "print", "log"}
-# A name with one of these words handles data, not a model (`bert_data_tuple(...)`).
-DATA_WORDS = {"data", "dataset", "loader", "tuple", "preprocess", "preprocessor", "tokenizer"}
+# A name whose first word is one of these checks, switches, reports or trims something
+# (`check_keras_bert()`, `activate_transformer(...)`, transformers' `prune_conv1d_layer`):
+# it builds no model.
+NOT_MODEL_VERBS = {
+    "check", "activate", "is", "has", "validate", "verify", "print", "log", "prune",
+}  # fmt: skip
+# A name with one of these words handles data, not a model (`bert_data_tuple(...)`), or
+# chat text (FastChat's `get_conv_template("vicuna")`: "conv" there is a conversation).
+DATA_WORDS = {
+    "data", "dataset", "loader", "tuple", "preprocess", "preprocessor", "tokenizer",
+    "template", "prompt", "conversation",
+}  # fmt: skip
 # The last word of a class that wraps a model handed to it (`DecisionTransformerInference
 # Wrapper(policy=actor)`): the model is built elsewhere, and its own construction names
 # its kind and size, not the wrapper around it.

@@ -60,8 +60,10 @@
   passed to the file's own class, `Net(7, 16, 2)`, read by widths.py; nothing convolutional,
   no named architecture: a ResNet-50 under a 2048x1 head is none), or a graph network or
   MLP built out of sight and given a small
-  hidden width (`GCN(nhid=16)`): nothing for tensor cores to speed up. Neither conv nor
-  matmul: the model is built out of sight and the rules that depend on its kind say unknown;
+  hidden width (`GCN(nhid=16)`), or a transformer so given a small width and a few layers
+  (`DecisionTransformer(hidden_size=128, n_layer=3)`): nothing for tensor cores to speed
+  up. Neither conv nor matmul: the model is built out of sight and the rules that depend
+  on its kind say unknown;
 - `rl_environment`: the file imports Gym or Gymnasium (or an RL library on them:
   TorchRL, Tianshou, Stable-Baselines3, dm_env, PettingZoo) or samples a replay memory
   or reads a rollout storage in a file of actions (`mem.sample(batch_size)`,
@@ -248,6 +250,10 @@ TOY_WEIGHTS = 10_000
 # 64, 120, 128 of RL agents and tutorials; the input width may come from the environment
 # or the data) is a toy too: its matmuls are too narrow to gain from tensor cores.
 TOY_WIDTH = 128
+# A transformer given a width of at most TOY_WIDTH is a toy when its depth in sight is at
+# most this many layers (`n_layer=3`): `n_layer`, `num_layers`, `n_layers`, `depth`.
+TOY_DEPTH = 6
+LAYER_COUNT = re.compile(r"^((n|num)_?(hidden_)?layers?|depth)$")
 # The matmul layers whose widths the toy test reads: their size keywords.
 SIZED_LAYERS = {
     "Linear": ("in_features", "out_features"),
@@ -1273,12 +1279,27 @@ class _Reader:
             self.small_widths is None
             or not sizes
             or any(w is None or w > TOY_WIDTH for w in sizes)
-            or not sized_by_width(callee)
+            or not (sized_by_width(callee) or self._narrow_transformer(node, function))
         ):
             self.small_widths = None
             return
         self.small_widths.extend(w for w in sizes if w is not None)
         self.small_models += 1
+
+    def _narrow_transformer(self, node: ast.Call, function: Optional[ast.AST]) -> bool:
+        """A transformer of the project given its model width, at most TOY_WIDTH, and a
+        few layers (Decision Transformer's `DecisionTransformer(hidden_size=128, n_layer=3,
+        ...)` from its options' defaults): every matmul is a few hundred wide at most, too
+        narrow for tensor cores to gain. Its depth must be in sight too."""
+        callee = _callee(node) or ""
+        if architecture(callee) != "matmul" or sized_by_width(callee):
+            return False
+        depths = [
+            width(self.walker, k.value, function)
+            for k in node.keywords
+            if k.arg and LAYER_COUNT.match(k.arg)
+        ]
+        return bool(depths) and all(d is not None and d <= TOY_DEPTH for d in depths)
 
     def _read_by_layers(self, node: ast.Call, scope: Scope) -> bool:
         """A call whose name says nothing of the model's kind: a value called (`self.conv1(

@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from envcheck.scripts.parameters import handed_value, passed_expression
-from envcheck.scripts.values import resolve
+from envcheck.scripts.values import namespace_dict, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -77,8 +77,22 @@ def _item(
     walker: Walker, expr: ast.Subscript, function: Optional[ast.AST], depth: int
 ) -> Optional[int]:
     """`heads[0]` where the parameter `heads` is passed a list or tuple written out
-    (`heads=[8, 1]`): that item's width, read where it is written."""
+    (`heads=[8, 1]`): that item's width, read where it is written; `variant["embed_dim"]`
+    where the parameter `variant` is passed the options as a dict (`vars(args)`): the
+    option's, as `args.embed_dim` there."""
     index = expr.slice
+    if (
+        isinstance(expr.value, ast.Name)
+        and isinstance(index, ast.Constant)
+        and isinstance(index.value, str)
+    ):
+        handed = passed_expression(walker, function, expr.value.id)
+        if handed is None or not namespace_dict(handed[0]):
+            return None
+        holder = handed[0]
+        namespace = holder.value if isinstance(holder, ast.Attribute) else holder.args[0]  # type: ignore[attr-defined]
+        option = ast.copy_location(ast.Attribute(namespace, index.value, ast.Load()), expr)
+        return width(walker, option, handed[1], depth + 1)
     if not (
         isinstance(expr.value, ast.Name)
         and isinstance(index, ast.Constant)
