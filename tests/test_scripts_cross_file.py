@@ -249,6 +249,45 @@ def test_a_dataset_class_of_another_file_of_the_run_held_in_memory(tmp_path: Pat
     assert "in_memory" not in unseen["dataset"]
 
 
+TABLE_TRAIN = (
+    "import argparse\nimport torch\nfrom windows import Windows, Hours\n"
+    "parser = argparse.ArgumentParser()\nparser.add_argument('--data', default='w')\n"
+    "args = parser.parse_args()\n"
+    "def get_data(flag):\n"
+    "    data_dict = {'w': Windows, 'h': Hours}\n"
+    "    Data = data_dict[args.data]\n"
+    "    if flag == 'pred':\n"
+    "        Data = Windows\n"
+    "    data_set = Data()\n"
+    "    return torch.utils.data.DataLoader(data_set, batch_size=1000)\n"
+    "loader = get_data('train')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("hours", "held"),
+    [
+        (WINDOWS.replace("Windows", "Hours"), True),
+        (WINDOWS.replace("Windows", "Hours").replace("self.inputs[idx]", "Image.open(idx)"), False),
+    ],
+)
+def test_a_dataset_class_picked_from_a_dict_of_classes(
+    tmp_path: Path, hours: str, held: bool
+) -> None:
+    """Informer: `Data = data_dict[args.data]` (and `Data = Windows` in a branch), then
+    `Data(...)`: held in memory when every class the table and the branches may pick is
+    (each reading its arrays up front); one that opens an image per sample leaves the
+    dataset unknown, as a class out of sight does."""
+    (tmp_path / "windows.py").write_text(WINDOWS + hours.replace("import torch\n", ""))
+    (tmp_path / "train.py").write_text(TABLE_TRAIN)
+    ctx = CollectContext(interpreter=interpreter.current(), scripts=(tmp_path / "train.py",))
+    [loader] = collect(ctx)["scripts"]["loaders"]
+    if held:
+        assert "Data is one of windows.Windows, windows.Hours" in loader["dataset"]["in_memory"]
+    else:
+        assert "in_memory" not in loader["dataset"]
+
+
 def test_a_data_module_fitted_by_a_gpu_trainer_of_the_run_is_judged(tmp_path: Path) -> None:
     """A Lightning data module's loader over JPEGs, and a file of the same run that
     imports it and fits a Trainer on accelerator="gpu": Lightning copies its batches to

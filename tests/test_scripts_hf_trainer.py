@@ -116,3 +116,53 @@ def test_a_trainer_subclass_building_its_own_loader_is_judged_there(tmp_path: Pa
     subclass = source.replace("def get_train_dataloader", "def compute_loss")
     (tmp_path / "train.py").write_text(subclass)
     assert audit(tmp_path / "train.py", rules=("EC501",))["EC501"].status.value == "fail"
+
+
+PARSED = """
+from dataclasses import dataclass
+from datasets import load_dataset
+from transformers import AutoImageProcessor, HfArgumentParser, Trainer, TrainingArguments
+
+
+@dataclass
+class ImageTrainingArguments(TrainingArguments):
+    output_dir: str = "out"
+    per_device_train_batch_size: int = 64FIELD
+
+
+parser = HfArgumentParser((ImageTrainingArguments,))
+(training_args,) = parser.parse_args_into_dataclasses()
+processor = AutoImageProcessor.from_pretrained("openai/clip-vit-base-patch32")
+
+
+def transform(batch):
+    return processor([im.convert("RGB") for im in batch["image"]], return_tensors="pt")
+
+
+train_ds = load_dataset("parquet", data_files="train.parquet")["train"].with_transform(transform)
+Trainer(model=None, args=training_args, train_dataset=train_ds).train()
+"""
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("", "fail"),
+        ("\n    dataloader_num_workers: int = 8", "pass"),
+        ("\n    dataloader_num_workers: int = field(default_factory=count)", "unknown"),
+    ],
+)
+def test_trainer_arguments_parsed_into_a_dataclass_subclass(
+    tmp_path: Path, field: str, expected: str
+) -> None:
+    """peft's FRoD example: the Trainer's arguments come from HfArgumentParser over a
+    dataclass subclass of TrainingArguments (hf_arguments.py), not a TrainingArguments(...)
+    call: dataloader_num_workers is the subclass's default, else transformers' 0, and the
+    finding stands at the Trainer call."""
+    (tmp_path / "train.py").write_text(PARSED.replace("FIELD", field))
+    result = audit(tmp_path / "train.py", rules=("EC501",))["EC501"]
+    assert result.status.value == expected
+    if expected == "fail":
+        [finding] = result.findings
+        assert finding.location is not None and finding.location.line == 23
+        assert "transformers TrainingArguments.dataloader_num_workers default" in finding.message

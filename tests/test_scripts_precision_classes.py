@@ -1846,3 +1846,37 @@ def test_a_4bit_model_computing_in_a_dtype_not_shown_is_not_known(tmp_path: Path
         "load_in_4bit=True)", "load_in_4bit=True, bnb_4bit_compute_dtype=torch.bfloat16)"
     )
     assert results(tmp_path, half)["EC507"].status.value == "pass"
+
+
+WRAPPER_AUTOCAST = """
+import argbind
+import torch
+from audiotools import ml
+
+Accelerator = argbind.bind(ml.Accelerator, without_prefix=True)
+
+
+def train(accel, model, opt, loader):
+    for x in loader:
+        with accel.autocast():
+            loss = model(x.cuda()).mean()
+        opt.zero_grad()
+        accel.backward(loss)
+        accel.step(opt)
+
+
+if __name__ == "__main__":
+    model = torch.nn.Conv2d(3, 64, 3).cuda()
+    with Accelerator() as accel:
+        train(accel, model, torch.optim.Adam(model.parameters()), [])
+"""
+
+
+def test_autocast_of_a_wrapper_built_from_the_run_s_config(tmp_path: Path) -> None:
+    """descript-audio-codec: the step runs under `accel.autocast()` of audiotools'
+    Accelerator (bound by argbind, its `amp=` set by the run's config): whether it casts
+    is that construction's, out of sight, so EC507 stays unknown; with no autocast at
+    all the float32 step is a finding."""
+    assert results(tmp_path, WRAPPER_AUTOCAST)["EC507"].status.value == "unknown"
+    plain = WRAPPER_AUTOCAST.replace("with accel.autocast():", "if True:")
+    assert results(tmp_path, plain)["EC507"].status.value == "fail"

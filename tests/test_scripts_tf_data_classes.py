@@ -173,6 +173,25 @@ def test_discarded_prefetch_is_found_where_it_is_thrown_away(tmp_path: Path) -> 
     assert lines(tmp_path, DISCARDED, "EC512") == [8]
 
 
+REINITIALIZABLE = """
+train = tf.data.TextLineDataset("train.txt").batch(8).map(parse, num_parallel_calls=4)
+train = train.prefetch(8)
+val = tf.data.TextLineDataset("val.txt").batch(1).map(parse, num_parallel_calls=4)
+val.prefetch(8)
+iterator = tf.data.Iterator.from_structure(train.output_types, train.output_shapes)
+train_init_op = iterator.make_initializer(train)
+val_init_op = iterator.make_initializer(val)
+image, label = iterator.get_next()
+"""
+
+
+def test_discarded_prefetch_of_a_reinitializable_iterator_s_pipeline(tmp_path: Path) -> None:
+    """YOLOv3_TensorFlow: TF1's reinitializable iterator reads each pipeline it is pointed
+    at with `iterator.make_initializer(ds)`: that is the consumer, and the validation
+    pipeline's discarded prefetch is found (the training one is assigned, and passes)."""
+    assert lines(tmp_path, REINITIALIZABLE, "EC512") == [8]
+
+
 # Class 3: a pipeline only printed by a loop (`for x in ds: print(x)`, `ds.take(5)`) is a
 # demonstration, not training input.
 

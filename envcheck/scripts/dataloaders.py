@@ -15,6 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
+from envcheck.scripts.class_tables import table_classes
 from envcheck.scripts.configs import KEYWORD_HOLDERS, keyword_classes
 from envcheck.scripts.datasets import in_memory, library_in_memory, memoised, tensor_file
 from envcheck.scripts.default_run import off_by_default
@@ -494,11 +495,11 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if not short:
         return None
     found: dict[str, Any] = {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
-    held = _held_in_memory(walker, short) or library_in_memory(name)
-    if held is None and walker.held_elsewhere is not None and "." in name:
-        held = walker.held_elsewhere(name)  # a Dataset class of another file of the run
+    held = _class_held(walker, name)
+    owners = function_owners(walker.module, walker.index().function_nodes)
+    if held is None and isinstance(node.func, ast.Name):
+        held = _table_held(walker, node.func.id, owners.get(id(node)))
     if held is None:
-        owners = function_owners(walker.module, walker.index().function_nodes)
         held = wrapped_arrays(node, owners.get(id(node))) or keyword_arrays(
             node, owners.get(id(node))
         )
@@ -509,6 +510,33 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if held is not None:
         found["in_memory"] = held
     return found
+
+
+def _class_held(walker: Walker, name: str) -> Optional[str]:
+    """Why the Dataset class `name` (a qualified name) serves samples from memory: the
+    file's own, a library's, or one another file of the run defines; else None."""
+    held = _held_in_memory(walker, name.rsplit(".", 1)[-1]) or library_in_memory(name)
+    if held is None and walker.held_elsewhere is not None and "." in name:
+        held = walker.held_elsewhere(name)  # a Dataset class of another file of the run
+    return held
+
+
+def _table_held(walker: Walker, local: str, function: Optional[ast.AST]) -> Optional[str]:
+    """`Data = data_dict[args.data]; Data(...)` (class_tables.py): in memory when every
+    class the table (and the name's other assignments) may pick serves samples from
+    memory; None when one does not, or is not known to."""
+    classes = table_classes(local, function, walker.module, walker.scope_of(function))
+    if classes is None:
+        return None
+    reasons: dict[str, str] = {}
+    for cls in classes:
+        name = walker.qualname(cls) or ast.unparse(cls)
+        held = reasons.get(name) or _class_held(walker, name)
+        if held is None:
+            return None
+        reasons[name] = held
+    first = next(iter(reasons.values()))
+    return _clip(f"{local} is one of {', '.join(reasons)}, each in memory: {first}", 200)
 
 
 def _callers_dataset(

@@ -1,11 +1,12 @@
 """The training DataLoader a Hugging Face `Trainer` builds itself (`transformers.Trainer`,
 `Seq2SeqTrainer`, trl's trainers, or a class of the file deriving from one), with
 `TrainingArguments.dataloader_num_workers` workers, 0 by default. It is recorded (kind
-"transformers.Trainer", at the `TrainingArguments(...)` call, where the setting belongs)
-only when its `train_dataset` decodes images at every access: `ds.set_transform(fn)` or
-`ds.with_transform(fn)` (run on each item read, not cached as `map` is) with an `fn` that
-opens, converts or augments images. Text tokenised up front is not recorded. Nothing here
-judges.
+"transformers.Trainer", at the `TrainingArguments(...)` call, where the setting belongs,
+or at the Trainer call when its arguments come from an HfArgumentParser parse, read at
+their class's defaults by hf_arguments.py) only when its `train_dataset` decodes images
+at every access: `ds.set_transform(fn)` or `ds.with_transform(fn)` (run on each item
+read, not cached as `map` is) with an `fn` that opens, converts or augments images. Text
+tokenised up front is not recorded. Nothing here judges.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import ast
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.index import code_at, keyword_arg, module_nodes
-from envcheck.scripts.values import resolve
+from envcheck.scripts.values import Value, resolve
 
 if TYPE_CHECKING:
     from envcheck.scripts.analyze import Walker
@@ -76,25 +77,30 @@ def _argument(call: ast.Call, name: str, position: int) -> Optional[ast.expr]:
 
 def _loader(walker: Walker, trainer: ast.Call) -> Optional[dict[str, Any]]:
     dataset = _argument(trainer, "train_dataset", 3)
-    arguments = _arguments_call(walker, _argument(trainer, "args", 1))
-    if dataset is None or arguments is None:
+    given = _argument(trainer, "args", 1)
+    arguments = _arguments_call(walker, given)
+    parsed = _parsed_workers(walker, given) if arguments is None else None
+    if dataset is None or (arguments is None and parsed is None):
         return None
     transform = _image_transform(walker, dataset)
     if transform is None:
         return None
     args, opaque = {}, []
-    for keyword in arguments.keywords:
+    for keyword in arguments.keywords if arguments is not None else []:
         if keyword.arg == "dataloader_num_workers":
             args["num_workers"] = resolve(keyword.value, walker.scope()).to_json()
         elif keyword.arg is None:
             opaque.append(ast.unparse(keyword.value))
+    if parsed is not None:
+        args["num_workers"] = parsed
+    at = arguments if arguments is not None else trainer
     return {
         "kind": "transformers.Trainer",
-        "callee": walker.qualname(arguments.func),
+        "callee": walker.qualname(at.func),
         "path": walker.report.path,
-        "line": arguments.lineno,
-        "column": arguments.col_offset + 1,
-        "code": code_at(walker.lines, arguments.lineno),
+        "line": at.lineno,
+        "column": at.col_offset + 1,
+        "code": code_at(walker.lines, at.lineno),
         "function": None,
         "module_level": True,
         "in_main_guard": False,
@@ -123,6 +129,22 @@ def _arguments_call(walker: Walker, given: Optional[ast.expr]) -> Optional[ast.C
     if name.startswith(TRAINER_ROOTS) and name.endswith(ARGUMENT_CLASSES):
         return given
     return None
+
+
+def _parsed_workers(walker: Walker, given: Optional[ast.expr]) -> Optional[dict[str, Any]]:
+    """`dataloader_num_workers` of the TrainingArguments the Trainer is handed by name when
+    an HfArgumentParser parse binds it (`model_args, training_args =
+    parser.parse_args_into_dataclasses()`, hf_arguments.py): the field's default in the
+    class parsed (a subclass of the file may declare it again), as a run without that
+    option gets it. None when the name is not known to be such an object."""
+    fields = walker.module_scope.hf_arguments
+    if not isinstance(given, ast.Name) or fields is None:
+        return None
+    found = fields.field(given.id, "dataloader_num_workers")
+    if found is None:
+        return None
+    text = f"{given.id}.dataloader_num_workers"
+    return Value(found.known, found.value, text, found.source).to_json()
 
 
 def _image_transform(walker: Walker, dataset: ast.expr) -> Optional[str]:

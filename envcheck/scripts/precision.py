@@ -677,20 +677,27 @@ class _Reader:
 
     def _accelerator_elsewhere(self, node: ast.Call, name: str) -> bool:
         """`accelerator.autocast()` (Accelerate's context, a no-op under mixed_precision
-        "no") in a file that builds no Accelerator itself."""
+        "no") in a file that builds no Accelerate Accelerator itself; or the autocast
+        method of another wrapper (`accel.autocast()` on descript-audio-codec's
+        `Accelerator = argbind.bind(ml.Accelerator)`, audiotools' wrapper whose `amp=` the
+        run's config sets), whose precision its construction, not this call, decides."""
         func = node.func
         if not (
             isinstance(func, ast.Attribute)
             and func.attr == "autocast"
             and not name.startswith(LIBRARIES)
-            and "accelerator" in ast.unparse(func.value).lower()
+            and "accel" in ast.unparse(func.value).lower()
         ):
             return False
-        return not any(
-            isinstance(n, ast.Call)
-            and (self.walker.qualname(n.func) or "").rsplit(".", 1)[-1] == "Accelerator"
+        built = [
+            self.walker.qualname(n.func) or ""
             for n in module_nodes(self.walker.module)
-        )
+            if isinstance(n, ast.Call)
+        ]
+        if "accelerator" not in ast.unparse(func.value).lower():
+            # another wrapper: Accelerate's own, built here, is read at its call
+            return not any(b.startswith("accelerate.") for b in built)
+        return not any(b.rsplit(".", 1)[-1] == "Accelerator" for b in built)
 
     def _subclassed_layer(self, node: ast.Call) -> Optional[str]:
         """The torch.nn layer a class of the file subclasses (`class Layer(nn.Linear)`,

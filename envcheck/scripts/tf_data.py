@@ -67,6 +67,9 @@ ITERATOR_CONSUMERS = {
     "make_one_shot_iterator",
     "make_initializable_iterator",
     "experimental_distribute_dataset",
+    # TF1's reinitializable iterator: `it = tf.data.Iterator.from_structure(types, shapes)`,
+    # then `it.make_initializer(ds)` points it at `ds`, read by `sess.run(it.get_next())`
+    "make_initializer",
 }
 # `for i, x in enumerate(ds)`: as a plain loop over `ds`, judged by what else reads it
 LOOP_WRAPPERS = {"enumerate", "zip", "tqdm"}
