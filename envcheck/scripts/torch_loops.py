@@ -7,10 +7,13 @@ train (their body, or a helper it calls, runs `backward`; or their own body runs
 optimizer step after a nested gradient-accumulation loop that runs it), and records what those loops
 do every step:
 
-- `host_sync`: `.item()`, `.cpu()`, `.tolist()`, `.to("cpu")`, `float(loss)`, or
-  printing / formatting a tensor: each makes the CPU wait for the GPU;
+- `host_sync`: `.item()`, `.cpu()`, `.tolist()`, `.to("cpu")`, `float(loss)`,
+  printing / formatting a tensor, or a device tensor as a slice bound (`pred[:length]`
+  with `length` an element of a lengths tensor on the device) or a size
+  (`torch.arange(lengths.max())`): each makes the CPU wait for the GPU;
 - `per_sample_copy`: `.to(device)` / `.cuda()` inside an inner loop over the batch's
-  elements, many small copies instead of one.
+  elements (or a part of one the loop takes: `y = waves[i][a:b]`), many small copies
+  instead of one.
 
 Calls under an `if` whose test uses `%` (`if step % 100 == 0:`, or calls a function of
 the file returning only such a test: `if should_log(step):`) run periodically, which
@@ -53,7 +56,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.foreign_helpers import SCALE_READS, Foreign
+from envcheck.scripts.foreign_helpers import SCALE_READS, Foreign, sized_by_tensor
 from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.host_numbers import number_entry
 from envcheck.scripts.host_tensors import SAME_DEVICE, on_host
@@ -1397,6 +1400,10 @@ class _StepLoop:
                 record = self._record(
                     node, "host_sync", _short(node), "indexes with a boolean mask tensor"
                 )
+            elif self._device_bound(node):
+                record = self._record(
+                    node, "host_sync", _short(node), "slices with a device tensor as a bound"
+                )
             if record is not None:
                 self.seen.add(self._key(node))
                 self.found.append(record)
@@ -1607,6 +1614,10 @@ class _StepLoop:
             return self._method(call, "host_sync", what)
         if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
             return self._record(call, "host_sync", _short(call), "tests a tensor's value")
+        sized = sized_by_tensor(call, self.walker.qualname, self._tensor)
+        if sized is not None:
+            what = f"uses a device tensor as a size ({sized}(): an .item())"
+            return self._record(call, "host_sync", _short(call), what)
         if self._logged_tensor(call):
             what = f"{_short(call.func)}()"
             if isinstance(func, ast.Attribute) and func.attr in TENSORBOARD_ARRAYS:
@@ -1803,6 +1814,38 @@ class _StepLoop:
             # PyG's `out[data.train_mask]`: a boolean field of a batch or graph on the device
             return self._tensor(mask) and self._tensor(node.value)
         return boolean_expression(mask, values) and self._tensor(mask) and self._tensor(node.value)
+
+    def _device_bound(self, node: ast.AST) -> bool:
+        """`pred[:length]` of a device tensor with `length` one too (an element of a
+        lengths tensor on the device): each bound is read with an .item()."""
+        if not isinstance(node, ast.Subscript) or not self._tensor(node.value):
+            return False
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        return any(
+            self._bound_tensor(bound)
+            for part in parts
+            if isinstance(part, ast.Slice)
+            for bound in (part.lower, part.upper, part.step)
+            if bound is not None
+        )
+
+    def _bound_tensor(self, bound: ast.expr) -> bool:
+        """A slice bound that is a device tensor, not what only may be one: a parameter
+        of the function read (`x[:, -keep:]` with `keep` handed in, a count as often as a
+        tensor) or a string-keyed entry of a batch (`inputs["n_keep"]`, an int riding with
+        the tensors)."""
+        if isinstance(bound, ast.UnaryOp):
+            return self._bound_tensor(bound.operand)
+        if isinstance(bound, ast.BinOp):
+            return self._bound_tensor(bound.left) or self._bound_tensor(bound.right)
+        if isinstance(bound, ast.Subscript) and stringy(bound.slice):
+            return False
+        if isinstance(bound, ast.Name) and self.function is not None:
+            arguments = self.function.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            if bound.id in {a.arg for a in every}:
+                return False
+        return self._tensor(bound)
 
     def _module(self, node: ast.expr) -> bool:
         """An imported module or the file itself (`d2l.cpu()` is the file's function)."""
@@ -2156,11 +2199,14 @@ def _indexed_element(side: ast.expr, inner: list[ForLoop]) -> bool:
 
 
 def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
-    """The inner loop whose element the copied value comes from, or None.
+    """The inner loop whose element the copied value comes from, or None: the receiver
+    names the loop's target, or a name the loop's body assigns from it (`y =
+    waves[i][a:b]` ... `torch.from_numpy(y).to(device)`).
     `for k in batch: batch[k].to(device)` walks a dict's fields and is not per sample."""
     names = {n.id for n in ast.walk(receiver) if isinstance(n, ast.Name)}
     for loop in reversed(inner):
         targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        targets |= _element_names(loop, targets)
         if not names & targets:
             continue
         if isinstance(receiver, ast.Subscript) and ast.unparse(receiver.value) == ast.unparse(
@@ -2169,6 +2215,26 @@ def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
             return None
         return loop
     return None
+
+
+def _element_names(loop: ForLoop, targets: set[str]) -> set[str]:
+    """Names the body of `loop` (not a nested function) assigns a part of its element
+    (`y = waves[i][a:b]`), one assignment from another, in order; not a field of what the
+    loop walks (`v = batch[k]`)."""
+    iterated = ast.unparse(loop.iter)
+    found: set[str] = set()
+    for node in own_nodes(loop):
+        if not isinstance(node, ast.Assign) or any(
+            isinstance(v, ast.Subscript) and ast.unparse(v.value) == iterated
+            for v in ast.walk(node.value)
+        ):
+            continue
+        if not isinstance(node.value, ast.Subscript):
+            continue  # `n = int(counts[i])` ... `torch.zeros(n).to(device)`: a size
+        used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        if used & (targets | found):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return found
 
 
 # -- CUDA in Dataset.__getitem__ -----------------------------------------------------------
