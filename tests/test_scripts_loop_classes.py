@@ -914,3 +914,30 @@ def test_a_part_of_the_element_copied_per_sample(tmp_path: Path) -> None:
     result = script_results(tmp_path, HEAD + PART_COPY, "train.py")["EC510"]
     offset = HEAD.count("\n")
     assert [f.location.line - offset for f in result.findings] == [10]
+
+
+# -- a branch on a key the model's output may hold is an optional output's ----------------
+
+OPTIONAL_KEY = """
+model = Renderer().cuda()
+opt = torch.optim.Adam(model.parameters())
+for x in loader:
+    out = model(x.cuda())
+    loss = out["rgb"].mean()
+    if "z_variance" in out and "lambda_z" in cfg.loss:
+        loss = loss + out["z_variance"][out["opacity"] > 0.5].mean()
+    if "depth" in out:
+        loss = loss + out["depth"][out["opacity"] > 0.5].mean()
+    out["depth"] = out["rgb"]
+    for name, p in model.named_parameters():
+        if "weight" in name:
+            print(loss.item())
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_branch_on_a_key_of_an_out_of_sight_output_is_optional(tmp_path: Path) -> None:
+    # no code of the file stores "z_variance": the out-of-sight model returns it only
+    # when it chooses (8 not read); "depth" the file stores itself (10); a substring test
+    # of a parameter's name is no key test (14)
+    assert sync_lines(tmp_path, OPTIONAL_KEY) == [10, 14]

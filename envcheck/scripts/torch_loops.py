@@ -36,8 +36,10 @@ model, inputs, ...)` (trl's trainers too), which that Trainer calls for every ba
 inputs already on the device, and its `_prepare_inputs(self, inputs)`, which the Trainer's
 step calls first. A branch under `if self.x is None:` that sets `self.x` (a lazy one-off
 stage) is read as run once, as is one under `if not self.flag:` whose body sets
-`self.flag = True` (a latch); one under `if now - last_log > 60:` whose body resets
-`last_log = now` (`now` a `time.time()` reading) as periodic.
+`self.flag = True` (a latch); one under `if "z_variance" in out:` (a key of the step's
+device outputs that no code of the file stores) as an optional output's, not run; one
+under `if now - last_log > 60:` whose body resets `last_log = now` (`now` a
+`time.time()` reading) as periodic.
 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
 `torch.utils.data.Dataset` subclass. Every observation is a plain JSON dict with `path`,
@@ -1024,7 +1026,7 @@ class _StepLoop:
             seldom = periodic or (every_n and not accumulates) or once
             self._expression(statement.test, inner, seldom)
             self._truth(statement.test, inner, seldom)
-            if self._optional_output(statement.test):
+            if self._optional_output(statement.test) or self._optional_key(statement.test):
                 # `reg = outputs.get("reg_loss")` ... `if reg is not None:`: an optional
                 # output of code out of sight, absent unless the caller's model returns it
                 self._block(statement.orelse, inner, periodic)
@@ -1273,6 +1275,36 @@ class _StepLoop:
             or any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(v))
             for v in others
         )
+
+    def _optional_key(self, test: ast.expr) -> bool:
+        """`if "z_variance" in out:` (alone or first in an `and`): a key of a dict of
+        device tensors that no code of the file stores (`out[...] = `, a dict display,
+        `dict(key=...)`), an optional output of code out of sight, present only when
+        that code chooses."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test = test.values[0]
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.left, ast.Constant)
+            and isinstance(test.left.value, str)
+            and isinstance(test.comparators[0], (ast.Name, ast.Attribute, ast.Subscript))
+        ):
+            return False
+        # of device tensors: `"weight" in name` of a parameter's name is a substring test
+        held = test.comparators[0]
+        scope: ast.AST = self.function if self.function is not None else self.walker.module
+        looped = {
+            n.id
+            for node in ast.walk(scope)
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+            for n in ast.walk(node.target)
+            if isinstance(n, ast.Name)
+        }
+        if (isinstance(held, ast.Name) and held.id in looped) or not self._tensor(held):
+            return False
+        return test.left.value not in _stored_keys(self.walker.module)
 
     def _every_n(self, test: ast.expr) -> bool:
         """A periodic test (`if step % log_interval == 0:`) whose period is not settled as
@@ -2215,6 +2247,33 @@ def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
             return None
         return loop
     return None
+
+
+def _stored_keys(module: ast.Module) -> frozenset[str]:
+    """String keys the file stores in a dict: `d["k"] = v`, `{"k": v}`, `dict(k=v)`,
+    `d.update(k=v)`, `d.setdefault("k", v)`."""
+    cached: Optional[frozenset[str]] = module.__dict__.get("_envcheck_stored_keys")
+    if cached is not None:
+        return cached
+    found: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                found.add(node.slice.value)
+        elif isinstance(node, ast.Dict):
+            found.update(
+                k.value
+                for k in node.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            )
+        elif isinstance(node, ast.Call):
+            found.update(k.arg for k in node.keywords if k.arg is not None)
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found.add(first.value)  # setdefault("k", v), a logger's name
+    stored = frozenset(found)
+    module.__dict__["_envcheck_stored_keys"] = stored
+    return stored
 
 
 def _element_names(loop: ForLoop, targets: set[str]) -> set[str]:
