@@ -1850,15 +1850,18 @@ class _StepLoop:
     def _device_bound(self, node: ast.AST) -> bool:
         """`pred[:length]` of a device tensor with `length` one too (an element of a
         lengths tensor on the device): each bound is read with an .item()."""
-        if not isinstance(node, ast.Subscript) or not self._tensor(node.value):
+        if not isinstance(node, ast.Subscript):
             return False
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        return any(
-            self._bound_tensor(bound)
+        bounds = [
+            bound
             for part in parts
             if isinstance(part, ast.Slice)
             for bound in (part.lower, part.upper, part.step)
-            if bound is not None
+            if bound is not None and not isinstance(bound, ast.Constant)
+        ]
+        return (
+            bool(bounds) and any(self._bound_tensor(b) for b in bounds) and self._tensor(node.value)
         )
 
     def _bound_tensor(self, bound: ast.expr) -> bool:
