@@ -94,6 +94,17 @@ def report(loss, verbose=False):
     return loss
 """
 
+LENGTHS = """\
+import torch
+
+def length_to_mask(lengths):
+    mask = torch.arange(lengths.max()).unsqueeze(0).expand(lengths.shape[0], -1)
+    return torch.gt(mask + 1, lengths.unsqueeze(1))
+
+def positions(x):
+    return torch.arange(x.size(1), device=x.device).expand(x.shape[0], -1)
+"""
+
 HOST_ONLY = """\
 def warmup(step, total):
     return float(min(1.0, step / total))
@@ -123,6 +134,18 @@ CASES = {
         "from utils import *",
         "top = accuracy(out, y, 2)",
         True,
+    ),
+    "a device tensor's maximum as arange's size": (
+        {"utils.py": LENGTHS},
+        "from utils import length_to_mask",
+        "mask = length_to_mask(y)",
+        True,
+    ),
+    "a tensor's shape as arange's size": (
+        {"utils.py": LENGTHS},
+        "from utils import positions",
+        "pos = positions(out)",
+        False,
     ),
     "an .item() in a module of a package": (
         {"pkg/__init__.py": "", "pkg/metrics.py": ACCURACY},

@@ -846,3 +846,98 @@ def test_entries_converted_to_numbers_are_no_tensors_after(tmp_path: Path) -> No
     # do not; a conversion only under `if flag:` does not settle the f-string after it
     assert sync_lines(tmp_path, CONVERTED_LOSSES) == [8, 10]
     assert sync_lines(tmp_path, CONVERTED_SOMETIMES) == [10, 11]
+
+
+# -- a device scalar used as a slice bound or a size is read on the host ---------------------
+
+DEVICE_BOUNDS = """
+model = nn.Linear(16, 16).cuda()
+opt = torch.optim.Adam(model.parameters())
+for x, y, lengths in loader:
+    x, y, lengths = x.cuda(), y.cuda(), lengths.cuda()
+    out = model(x)
+    loss = 0
+    for _out, _y, _len in zip(out, y, lengths):
+        loss += nn.functional.cross_entropy(_out[:_len], _y[:_len])
+    grid = torch.arange(lengths.max(), device=x.device)
+    a = out[:, : y.shape[0]] + out[: y.size(0)] + out[: len(y)]
+    n = x.shape[1] // 2
+    b = out[:, n:] + torch.zeros(x.shape[0], 16, device=x.device)
+    opt.zero_grad(); (loss + a.sum() + b.sum() + grid.sum()).backward(); opt.step()
+"""
+
+HANDED_COUNT = """
+model = nn.Linear(16, 16).cuda()
+opt = torch.optim.Adam(model.parameters())
+
+def last(logits, keep):
+    return logits[:, -keep:]
+
+for batch in loader:
+    batch = {k: v.cuda() for k, v in batch.items()}
+    out = model(batch["x"])
+    kept = last(out, batch["keep"]) + out[:, -batch["keep"]:]
+    opt.zero_grad(); kept.sum().backward(); opt.step()
+"""
+
+
+def test_a_device_scalar_as_a_bound_or_a_size_syncs(tmp_path: Path) -> None:
+    # a length of a lengths tensor on the device bounds a slice (9); the maximum of one is
+    # arange's size (10); shapes, sizes and len() are host numbers (11-13)
+    assert sync_lines(tmp_path, DEVICE_BOUNDS) == [9, 10]
+    # a parameter or a string-keyed batch entry as a bound is a count as often as a tensor
+    assert sync_lines(tmp_path, HANDED_COUNT) == []
+
+
+# -- a per-sample copy of a part of the element, taken in the inner loop ----------------------
+
+PART_COPY = """
+import numpy as np
+model = nn.Linear(16, 16).cuda()
+opt = torch.optim.Adam(model.parameters())
+for waves, x in loader:
+    x = x.cuda()
+    wav = []
+    for i in range(len(waves)):
+        clip = waves[i][100:200]
+        wav.append(torch.from_numpy(clip).to("cuda"))
+        n = int(x[i, 0])
+        box = torch.zeros(n, 4).to("cuda")
+    loss = model(x).sum() + torch.stack(wav).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_part_of_the_element_copied_per_sample(tmp_path: Path) -> None:
+    # `clip` is a slice of the i-th wave: one copy per sample (10); a buffer of a size the
+    # sample gives (12) copies no sample
+    result = script_results(tmp_path, HEAD + PART_COPY, "train.py")["EC510"]
+    offset = HEAD.count("\n")
+    assert [f.location.line - offset for f in result.findings] == [10]
+
+
+# -- a branch on a key the model's output may hold is an optional output's ----------------
+
+OPTIONAL_KEY = """
+model = Renderer().cuda()
+opt = torch.optim.Adam(model.parameters())
+for x in loader:
+    out = model(x.cuda())
+    loss = out["rgb"].mean()
+    if "z_variance" in out and "lambda_z" in cfg.loss:
+        loss = loss + out["z_variance"][out["opacity"] > 0.5].mean()
+    if "depth" in out:
+        loss = loss + out["depth"][out["opacity"] > 0.5].mean()
+    out["depth"] = out["rgb"]
+    for name, p in model.named_parameters():
+        if "weight" in name:
+            print(loss.item())
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_branch_on_a_key_of_an_out_of_sight_output_is_optional(tmp_path: Path) -> None:
+    # no code of the file stores "z_variance": the out-of-sight model returns it only
+    # when it chooses (8 not read); "depth" the file stores itself (10); a substring test
+    # of a parameter's name is no key test (14)
+    assert sync_lines(tmp_path, OPTIONAL_KEY) == [10, 14]

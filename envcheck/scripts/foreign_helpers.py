@@ -13,7 +13,8 @@ whose gradients live on the device), and answers with the first host read it mak
 every call: `.item()` / `.cpu()` / `.tolist()` / `.to("cpu")` of a device tensor,
 `float(t)` / `int(t)` / `bool(t)`, a branch or loop test on a tensor's value, a slice
 bounded by a device tensor (`x[i, :, start:end]` with `start = ids[i]`: each bound is an
-`.item()`), printing a tensor, `torch.cuda.synchronize()`. Only code run on every call
+`.item()`), a device tensor as a size (`torch.arange(lengths.max())`, `range(t)`),
+printing a tensor, `torch.cuda.synchronize()`. Only code run on every call
 counts: the function's body, its loops and `with` / `try` blocks, not the body of a
 branch (`if clip_value is not None:`, `if verbose:`), nested functions or lambdas. A
 function handed no device tensor syncs nothing of the step's. What it cannot settle
@@ -56,6 +57,33 @@ SYNC_METHODS = ("item", "cpu", "tolist")
 CONVERSIONS = ("float", "int", "bool")
 # GradScaler methods reading its scale tensor on the host (get_scale: `.item()`)
 SCALE_READS = ("get_scale", "state_dict")
+# calls whose arguments are sizes or bounds, Python numbers: a device tensor handed as one
+# is read with an .item() (`torch.arange(lengths.max())`, `range(n)` with `n` a tensor)
+SIZE_CALLS = (
+    "range",
+    "torch.arange",
+    "torch.zeros",
+    "torch.ones",
+    "torch.empty",
+    "torch.rand",
+    "torch.randn",
+    "torch.randint",
+)
+SIZE_KEYWORDS = ("start", "end", "step", "size", "low", "high")
+
+
+def sized_by_tensor(
+    call: ast.Call,
+    qualname: Callable[[ast.AST], Optional[str]],
+    tensor: Callable[[ast.expr], bool],
+) -> Optional[str]:
+    """`torch.arange(lengths.max())`, `torch.zeros(n_max, 4)`, `range(t)`: the name of a
+    call given a device tensor as a size or bound, which it reads on the host; else None."""
+    name = qualname(call.func)
+    if name not in SIZE_CALLS:
+        return None
+    sizes = [*call.args, *(k.value for k in call.keywords if k.arg in SIZE_KEYWORDS)]
+    return name if any(tensor(s) for s in sizes) else None
 
 
 @dataclass
@@ -353,6 +381,9 @@ class _Reader:
         func = node.func
         if self.qualname(func) == "torch.cuda.synchronize":
             return "waits for the GPU"
+        sized = sized_by_tensor(node, self.qualname, self.tensor)
+        if sized is not None:
+            return f"uses a device tensor as a size ({sized}(): an .item())"
         if (
             isinstance(func, ast.Attribute)
             and func.attr in SCALE_READS

@@ -7,10 +7,13 @@ train (their body, or a helper it calls, runs `backward`; or their own body runs
 optimizer step after a nested gradient-accumulation loop that runs it), and records what those loops
 do every step:
 
-- `host_sync`: `.item()`, `.cpu()`, `.tolist()`, `.to("cpu")`, `float(loss)`, or
-  printing / formatting a tensor: each makes the CPU wait for the GPU;
+- `host_sync`: `.item()`, `.cpu()`, `.tolist()`, `.to("cpu")`, `float(loss)`,
+  printing / formatting a tensor, or a device tensor as a slice bound (`pred[:length]`
+  with `length` an element of a lengths tensor on the device) or a size
+  (`torch.arange(lengths.max())`): each makes the CPU wait for the GPU;
 - `per_sample_copy`: `.to(device)` / `.cuda()` inside an inner loop over the batch's
-  elements, many small copies instead of one.
+  elements (or a part of one the loop takes: `y = waves[i][a:b]`), many small copies
+  instead of one.
 
 Calls under an `if` whose test uses `%` (`if step % 100 == 0:`, or calls a function of
 the file returning only such a test: `if should_log(step):`) run periodically, which
@@ -33,8 +36,10 @@ model, inputs, ...)` (trl's trainers too), which that Trainer calls for every ba
 inputs already on the device, and its `_prepare_inputs(self, inputs)`, which the Trainer's
 step calls first. A branch under `if self.x is None:` that sets `self.x` (a lazy one-off
 stage) is read as run once, as is one under `if not self.flag:` whose body sets
-`self.flag = True` (a latch); one under `if now - last_log > 60:` whose body resets
-`last_log = now` (`now` a `time.time()` reading) as periodic.
+`self.flag = True` (a latch); one under `if "z_variance" in out:` (a key of the step's
+device outputs that no code of the file stores) as an optional output's, not run; one
+under `if now - last_log > 60:` whose body resets `last_log = now` (`now` a
+`time.time()` reading) as periodic.
 
 It also records `dataset_cuda`: `.cuda()` / `.to("cuda")` inside `__getitem__` of a
 `torch.utils.data.Dataset` subclass. Every observation is a plain JSON dict with `path`,
@@ -53,7 +58,7 @@ import re
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Optional, Union
 
 from envcheck.scripts.callees import Callees
-from envcheck.scripts.foreign_helpers import SCALE_READS, Foreign
+from envcheck.scripts.foreign_helpers import SCALE_READS, Foreign, sized_by_tensor
 from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.host_numbers import number_entry
 from envcheck.scripts.host_tensors import SAME_DEVICE, on_host
@@ -1021,7 +1026,7 @@ class _StepLoop:
             seldom = periodic or (every_n and not accumulates) or once
             self._expression(statement.test, inner, seldom)
             self._truth(statement.test, inner, seldom)
-            if self._optional_output(statement.test):
+            if self._optional_output(statement.test) or self._optional_key(statement.test):
                 # `reg = outputs.get("reg_loss")` ... `if reg is not None:`: an optional
                 # output of code out of sight, absent unless the caller's model returns it
                 self._block(statement.orelse, inner, periodic)
@@ -1271,6 +1276,36 @@ class _StepLoop:
             for v in others
         )
 
+    def _optional_key(self, test: ast.expr) -> bool:
+        """`if "z_variance" in out:` (alone or first in an `and`): a key of a dict of
+        device tensors that no code of the file stores (`out[...] = `, a dict display,
+        `dict(key=...)`), an optional output of code out of sight, present only when
+        that code chooses."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            test = test.values[0]
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.left, ast.Constant)
+            and isinstance(test.left.value, str)
+            and isinstance(test.comparators[0], (ast.Name, ast.Attribute, ast.Subscript))
+        ):
+            return False
+        # of device tensors: `"weight" in name` of a parameter's name is a substring test
+        held = test.comparators[0]
+        scope: ast.AST = self.function if self.function is not None else self.walker.module
+        looped = {
+            n.id
+            for node in ast.walk(scope)
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension))
+            for n in ast.walk(node.target)
+            if isinstance(n, ast.Name)
+        }
+        if (isinstance(held, ast.Name) and held.id in looped) or not self._tensor(held):
+            return False
+        return test.left.value not in _stored_keys(self.walker.module)
+
     def _every_n(self, test: ast.expr) -> bool:
         """A periodic test (`if step % log_interval == 0:`) whose period is not settled as
         1: `log_interval = 1` (a constant, an option's or a parameter's default) makes
@@ -1396,6 +1431,10 @@ class _StepLoop:
             elif self._masked(node):
                 record = self._record(
                     node, "host_sync", _short(node), "indexes with a boolean mask tensor"
+                )
+            elif self._device_bound(node):
+                record = self._record(
+                    node, "host_sync", _short(node), "slices with a device tensor as a bound"
                 )
             if record is not None:
                 self.seen.add(self._key(node))
@@ -1607,6 +1646,10 @@ class _StepLoop:
             return self._method(call, "host_sync", what)
         if self.walker.qualname(func) in VALUE_TESTS and call.args and self._tensor(call.args[0]):
             return self._record(call, "host_sync", _short(call), "tests a tensor's value")
+        sized = sized_by_tensor(call, self.walker.qualname, self._tensor)
+        if sized is not None:
+            what = f"uses a device tensor as a size ({sized}(): an .item())"
+            return self._record(call, "host_sync", _short(call), what)
         if self._logged_tensor(call):
             what = f"{_short(call.func)}()"
             if isinstance(func, ast.Attribute) and func.attr in TENSORBOARD_ARRAYS:
@@ -1803,6 +1846,41 @@ class _StepLoop:
             # PyG's `out[data.train_mask]`: a boolean field of a batch or graph on the device
             return self._tensor(mask) and self._tensor(node.value)
         return boolean_expression(mask, values) and self._tensor(mask) and self._tensor(node.value)
+
+    def _device_bound(self, node: ast.AST) -> bool:
+        """`pred[:length]` of a device tensor with `length` one too (an element of a
+        lengths tensor on the device): each bound is read with an .item()."""
+        if not isinstance(node, ast.Subscript):
+            return False
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        bounds = [
+            bound
+            for part in parts
+            if isinstance(part, ast.Slice)
+            for bound in (part.lower, part.upper, part.step)
+            if bound is not None and not isinstance(bound, ast.Constant)
+        ]
+        return (
+            bool(bounds) and any(self._bound_tensor(b) for b in bounds) and self._tensor(node.value)
+        )
+
+    def _bound_tensor(self, bound: ast.expr) -> bool:
+        """A slice bound that is a device tensor, not what only may be one: a parameter
+        of the function read (`x[:, -keep:]` with `keep` handed in, a count as often as a
+        tensor) or a string-keyed entry of a batch (`inputs["n_keep"]`, an int riding with
+        the tensors)."""
+        if isinstance(bound, ast.UnaryOp):
+            return self._bound_tensor(bound.operand)
+        if isinstance(bound, ast.BinOp):
+            return self._bound_tensor(bound.left) or self._bound_tensor(bound.right)
+        if isinstance(bound, ast.Subscript) and stringy(bound.slice):
+            return False
+        if isinstance(bound, ast.Name) and self.function is not None:
+            arguments = self.function.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            if bound.id in {a.arg for a in every}:
+                return False
+        return self._tensor(bound)
 
     def _module(self, node: ast.expr) -> bool:
         """An imported module or the file itself (`d2l.cpu()` is the file's function)."""
@@ -2156,11 +2234,14 @@ def _indexed_element(side: ast.expr, inner: list[ForLoop]) -> bool:
 
 
 def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
-    """The inner loop whose element the copied value comes from, or None.
+    """The inner loop whose element the copied value comes from, or None: the receiver
+    names the loop's target, or a name the loop's body assigns from it (`y =
+    waves[i][a:b]` ... `torch.from_numpy(y).to(device)`).
     `for k in batch: batch[k].to(device)` walks a dict's fields and is not per sample."""
     names = {n.id for n in ast.walk(receiver) if isinstance(n, ast.Name)}
     for loop in reversed(inner):
         targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        targets |= _element_names(loop, targets)
         if not names & targets:
             continue
         if isinstance(receiver, ast.Subscript) and ast.unparse(receiver.value) == ast.unparse(
@@ -2169,6 +2250,53 @@ def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
             return None
         return loop
     return None
+
+
+def _stored_keys(module: ast.Module) -> frozenset[str]:
+    """String keys the file stores in a dict: `d["k"] = v`, `{"k": v}`, `dict(k=v)`,
+    `d.update(k=v)`, `d.setdefault("k", v)`."""
+    cached: Optional[frozenset[str]] = module.__dict__.get("_envcheck_stored_keys")
+    if cached is not None:
+        return cached
+    found: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                found.add(node.slice.value)
+        elif isinstance(node, ast.Dict):
+            found.update(
+                k.value
+                for k in node.keys
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            )
+        elif isinstance(node, ast.Call):
+            found.update(k.arg for k in node.keywords if k.arg is not None)
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                found.add(first.value)  # setdefault("k", v), a logger's name
+    stored = frozenset(found)
+    module.__dict__["_envcheck_stored_keys"] = stored
+    return stored
+
+
+def _element_names(loop: ForLoop, targets: set[str]) -> set[str]:
+    """Names the body of `loop` (not a nested function) assigns a part of its element
+    (`y = waves[i][a:b]`), one assignment from another, in order; not a field of what the
+    loop walks (`v = batch[k]`)."""
+    iterated = ast.unparse(loop.iter)
+    found: set[str] = set()
+    for node in own_nodes(loop):
+        if not isinstance(node, ast.Assign) or any(
+            isinstance(v, ast.Subscript) and ast.unparse(v.value) == iterated
+            for v in ast.walk(node.value)
+        ):
+            continue
+        if not isinstance(node.value, ast.Subscript):
+            continue  # `n = int(counts[i])` ... `torch.zeros(n).to(device)`: a size
+        used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        if used & (targets | found):
+            found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return found
 
 
 # -- CUDA in Dataset.__getitem__ -----------------------------------------------------------
