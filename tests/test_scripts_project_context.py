@@ -883,7 +883,7 @@ def test_of_entry_points_that_disagree_only_those_calling_the_function_count(
     assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None
 
 
-SOLVER_MAIN = """\
+KEEPER_MAIN = """\
 import argparse
 from torch.utils.data import DataLoader
 from torchvision import datasets
@@ -899,7 +899,7 @@ if __name__ == "__main__":
     argparse.ArgumentParser().parse_args()
     main()
 """
-SOLVER = """\
+KEEPER = """\
 import torch
 
 class Solver:
@@ -925,13 +925,13 @@ def test_a_loader_a_class_of_the_run_keeps_but_never_reads_is_not_judged(
     validation loader): no worker starts for it, so only the train loader is judged
     (EC504). Once Solver reads self.test_loader, both are."""
     (tmp_path / ".git").mkdir()
-    (tmp_path / "main.py").write_text(SOLVER_MAIN)
-    (tmp_path / "solver.py").write_text(SOLVER)
+    (tmp_path / "main.py").write_text(KEEPER_MAIN)
+    (tmp_path / "solver.py").write_text(KEEPER)
     report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
     lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC504")
     assert lines == [7]
     (tmp_path / "solver.py").write_text(
-        SOLVER + "\n    def test(self):\n        for x, y in self.test_loader:\n            pass\n"
+        KEEPER + "\n    def test(self):\n        for x, y in self.test_loader:\n            pass\n"
     )
     report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
     lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC504")

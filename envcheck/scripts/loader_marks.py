@@ -32,6 +32,7 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     _mark_one_local_loop(module, loaders)
     _mark_built_once(module, loaders)
     _mark_unused(module, loaders)
+    _mark_stage_never_run(module, loaders)
     _mark_test_split(module, loaders)
 
 
@@ -752,6 +753,49 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         name = stored.get((loader["line"], loader["column"]))
         if name is not None and name not in read and not loader.get("built_by"):
             loader["unused"] = f"it is stored in {name}, which nothing in this file reads"
+
+
+# Lightning's hooks for stages a Trainer runs only when its method is called
+STAGE_HOOKS = {"predict_dataloader": "predict", "test_dataloader": "test"}
+
+
+def _mark_stage_never_run(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`unused`: a loader returned by a Lightning `predict_dataloader` (or
+    `test_dataloader`) hook, or by a method installed as one (`self.predict_dataloader =
+    self._predict_dataloader`, or a `partial` of it), in a file that runs its Trainer
+    itself (`trainer.fit(...)`) and never calls `.predict(` (`.test(`): that stage never
+    runs, so no batch of it is read (latent-diffusion's main.py). A LightningCLI picks the
+    stage from the command line: not marked there."""
+    if not loaders:
+        return
+    calls: set[str] = set()
+    installed: dict[str, str] = {hook: hook for hook in STAGE_HOOKS}
+    for node in module_nodes(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            calls.add(node.func.attr)
+        if isinstance(node, ast.Name) and node.id == "LightningCLI":
+            return
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr in STAGE_HOOKS
+        ):
+            value = node.value
+            if isinstance(value, ast.Call) and _called(value) == "partial" and value.args:
+                value = value.args[0]
+            if isinstance(value, ast.Attribute):
+                installed[value.attr] = node.targets[0].attr
+    if "fit" not in calls:
+        return
+    for loader in loaders:
+        hook = installed.get(loader.get("function") or "")
+        stage = STAGE_HOOKS.get(hook or "")
+        if stage is not None and stage not in calls and not loader.get("unused"):
+            loader["unused"] = (
+                f"it is returned by the {hook}() hook, and the file's Trainer never runs "
+                f"trainer.{stage}()"
+            )
 
 
 # words of a name that make it a test split's (`test_loader`, `testloader`, `test_set`)
