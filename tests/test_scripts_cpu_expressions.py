@@ -33,6 +33,15 @@ def test_expression_kept_and_evaluated() -> None:
     assert evaluate_over_cpus(found.value, 8) == 7
 
 
+def test_a_true_division_of_a_known_parameter_is_evaluated() -> None:
+    """RepDistiller (sweep AA): `num_workers=int(num_workers/2)` with the parameter's
+    default 8 is 4 workers; a division by zero stays unknown."""
+    found = _resolved("def f(num_workers=8):\n    pass\nnum_workers = 8\nint(num_workers / 2)\n")
+    assert found.known and found.value == 4
+    found = _resolved("n = 0\nint(8 / n)\n")
+    assert not found.known
+
+
 def test_unknown_operand_stays_unknown() -> None:
     found = _resolved("import os\nos.cpu_count() // world_size\n")
     assert not found.known and found.value is None

@@ -915,3 +915,52 @@ def test_a_validation_loader_read_once_per_fit(
     if once:
         assert results["EC503"].status.value == "pass"
         assert "validates once per trainer.fit()" in results["EC503"].reason
+
+
+# latent-diffusion's main.py: hooks installed from private methods when the config has
+# the split; the file runs fit and test, never predict
+STAGES = """
+import pytorch_lightning as pl
+from functools import partial
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+class Data(pl.LightningDataModule):
+    def __init__(self, test=None, predict=None):
+        super().__init__()
+        self.dataset = datasets.ImageFolder("data")
+        if test is not None:
+            self.test_dataloader = partial(self._test_dataloader, shuffle=False)
+        if predict is not None:
+            self.predict_dataloader = self._predict_dataloader
+
+    def train_dataloader(self):
+        return DataLoader(self.dataset, batch_size=8, num_workers=1, persistent_workers=True)
+
+    def _test_dataloader(self, shuffle=False):
+        return DataLoader(self.dataset, batch_size=8, num_workers=1)
+
+    def _predict_dataloader(self):
+        return DataLoader(self.dataset, batch_size=8, num_workers=1)
+
+
+if __name__ == "__main__":
+    trainer = pl.Trainer(accelerator="gpu", devices=1)
+    data = Data(test=True, predict=True)
+    trainer.fit(model, data)
+    trainer.test(model, data)
+"""
+
+
+def test_a_loader_of_a_lightning_stage_the_file_never_runs_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    """The predict hook's loader (line 24) is never read: the file's Trainer runs fit and
+    test, never predict. The test hook's (line 21) is read, once. Once the file runs
+    trainer.predict, the predict loader is judged too."""
+    results = verdicts(tmp_path, STAGES)
+    assert [f.location.line for f in results["EC502"].findings] == [18, 21]
+    predicting = STAGES + "    trainer.predict(model, data)\n"
+    results = verdicts(tmp_path, predicting)
+    assert [f.location.line for f in results["EC502"].findings] == [18, 21, 24]

@@ -862,3 +862,77 @@ def test_entry_points_that_all_agree_on_a_default_give_it(
     assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None
     (tmp_path / "demo.py").write_text(ENTRY.format(n=3))
     assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None
+
+
+def test_of_entry_points_that_disagree_only_those_calling_the_function_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BIT_CD (sweep AA): utils.py's `get_loaders(args)` reads `args.num_workers`;
+    main_cd.py (default 4) calls it, demo.py (default 0) imports utils too but calls
+    another of its functions. Only main_cd.py runs that code: 4 workers on 2 CPUs
+    (EC504). When demo.py calls it too, which one runs is out of sight: unknown."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "trainer.py").write_text(TRAINER + "\n\ndef show(args):\n    print(args)\n")
+    (tmp_path / "train.py").write_text(ENTRY.format(n=8))
+    demo = ENTRY.format(n=0).replace("from trainer import train", "from trainer import show")
+    (tmp_path / "demo.py").write_text(demo.replace("train(args)", "show(args)"))
+    found = workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch))
+    assert found is not None and found["id"] == "EC504"
+    assert "train.py" in found["message"] and "demo.py" not in found["message"]
+    (tmp_path / "demo.py").write_text(ENTRY.format(n=0))
+    assert workers_finding(audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)) is None
+
+
+KEEPER_MAIN = """\
+import argparse
+from torch.utils.data import DataLoader
+from torchvision import datasets
+from solver import Solver
+
+def main():
+    train_loader = DataLoader(datasets.ImageFolder("train"), batch_size=8, num_workers=4)
+    test_loader = DataLoader(datasets.ImageFolder("test"), batch_size=8, num_workers=4)
+    solver = Solver(train_loader, test_loader)
+    solver.train()
+
+if __name__ == "__main__":
+    argparse.ArgumentParser().parse_args()
+    main()
+"""
+KEEPER = """\
+import torch
+
+class Solver:
+    def __init__(self, train_loader, test_loader):
+        self.train_loader = train_loader
+        self.test_loader = test_loader
+        self.model = torch.nn.Conv2d(3, 8, 3).cuda()
+
+    def train(self):
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for epoch in range(10):
+            for x, y in self.train_loader:
+                self.model(x.cuda()).mean().backward()
+                opt.step()
+"""
+
+
+def test_a_loader_a_class_of_the_run_keeps_but_never_reads_is_not_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Image_Segmentation (sweep AA): main.py hands test_loader to solver.py's Solver,
+    whose __init__ stores it in self.test_loader, which nothing reads (it tests on the
+    validation loader): no worker starts for it, so only the train loader is judged
+    (EC504). Once Solver reads self.test_loader, both are."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "main.py").write_text(KEEPER_MAIN)
+    (tmp_path / "solver.py").write_text(KEEPER)
+    report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC504")
+    assert lines == [7]
+    (tmp_path / "solver.py").write_text(
+        KEEPER + "\n    def test(self):\n        for x, y in self.test_loader:\n            pass\n"
+    )
+    report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC504")
+    assert lines == [7, 8]

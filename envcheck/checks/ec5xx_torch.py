@@ -401,7 +401,12 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     that dataset does per item. In a
     file that trains, a loader stored on the object or in a plain name that nothing in
     the file reads (`self.valid_dl = cycle(DataLoader(...))`, `test_loader =
-    DataLoader(...)`, never used) is not judged by EC501-EC504: no worker starts for it. A
+    DataLoader(...)`, never used) is not judged by EC501-EC504: no worker starts for it;
+    nor is one handed to a class of another file of the run that only keeps it in an
+    attribute no file of the run reads (`Solver(config, train_loader, test_loader)`,
+    `self.test_loader = test_loader`, never iterated), nor one returned by a Lightning
+    `predict_dataloader` / `test_dataloader` hook (or a method installed as one) in a file
+    whose Trainer runs `fit` but never `predict` / `test`. A
     training loop over a loader another module builds (`self.train_loader =
     make_data_loader(args)`) makes this rule and EC502-EC505 unknown: its settings are
     out of sight.

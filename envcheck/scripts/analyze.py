@@ -132,6 +132,7 @@ def analyze_file(
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.class_elsewhere = functools.partial(run.class_definition, shown)
+            walker.attribute_read_elsewhere = functools.partial(run.reads_attribute, shown)
             walker.method_elsewhere = functools.partial(run.method_elsewhere, shown)
             walker.handed_method_elsewhere = functools.partial(run.handed_method, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
@@ -213,6 +214,8 @@ class Walker(ast.NodeVisitor):
         self.class_elsewhere: Optional[
             Callable[[str], Optional[tuple[ast.ClassDef, dict[str, str]]]]
         ] = None
+        # `test_loader` -> whether any file of the run reads an attribute of that name
+        self.attribute_read_elsewhere: Optional[Callable[[str], bool]] = None
         # (`utils.MetricLogger`, ("update",)) -> the first of those methods of that class
         # of another file of the run, read the same way
         self.method_elsewhere: Optional[Callable[[str, tuple[str, ...]], Optional[Foreign]]] = None

@@ -23,7 +23,7 @@ from envcheck.scripts.hf_trainers import trainer_loaders
 from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
 from envcheck.scripts.inference_loaders import mark_inference_only
 from envcheck.scripts.lightning_runner import validated_once
-from envcheck.scripts.loader_marks import mark_loaders
+from envcheck.scripts.loader_marks import mark_loaders, mark_unread_in_class
 from envcheck.scripts.parameters import MAX_CALLS, with_handed_values
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.tokenised_maps import tokenised_by_callers, tokenised_map
@@ -80,6 +80,14 @@ class DataLoaderObserver:
 
     def finish(self, walker: Walker) -> None:
         mark_loaders(walker.module, walker.report.loaders)
+        if walker.class_elsewhere is not None and walker.attribute_read_elsewhere is not None:
+            mark_unread_in_class(
+                walker.module,
+                walker.report.loaders,
+                walker.qualname,
+                walker.class_elsewhere,
+                walker.attribute_read_elsewhere,
+            )
         _mark_validated_once(walker, walker.report.loaders)
         mark_inference_only(walker.module, walker.index(), walker.report.loaders)
         # a Hugging Face Trainer's own loader, judged by EC501 only (its kind differs)

@@ -32,6 +32,7 @@ def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
     _mark_one_local_loop(module, loaders)
     _mark_built_once(module, loaders)
     _mark_unused(module, loaders)
+    _mark_stage_never_run(module, loaders)
     _mark_test_split(module, loaders)
 
 
@@ -754,6 +755,49 @@ def _mark_unused(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
             loader["unused"] = f"it is stored in {name}, which nothing in this file reads"
 
 
+# Lightning's hooks for stages a Trainer runs only when its method is called
+STAGE_HOOKS = {"predict_dataloader": "predict", "test_dataloader": "test"}
+
+
+def _mark_stage_never_run(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+    """`unused`: a loader returned by a Lightning `predict_dataloader` (or
+    `test_dataloader`) hook, or by a method installed as one (`self.predict_dataloader =
+    self._predict_dataloader`, or a `partial` of it), in a file that runs its Trainer
+    itself (`trainer.fit(...)`) and never calls `.predict(` (`.test(`): that stage never
+    runs, so no batch of it is read (latent-diffusion's main.py). A LightningCLI picks the
+    stage from the command line: not marked there."""
+    if not loaders:
+        return
+    calls: set[str] = set()
+    installed: dict[str, str] = {hook: hook for hook in STAGE_HOOKS}
+    for node in module_nodes(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            calls.add(node.func.attr)
+        if isinstance(node, ast.Name) and node.id == "LightningCLI":
+            return
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr in STAGE_HOOKS
+        ):
+            value = node.value
+            if isinstance(value, ast.Call) and _called(value) == "partial" and value.args:
+                value = value.args[0]
+            if isinstance(value, ast.Attribute):
+                installed[value.attr] = node.targets[0].attr
+    if "fit" not in calls:
+        return
+    for loader in loaders:
+        hook = installed.get(loader.get("function") or "")
+        stage = STAGE_HOOKS.get(hook or "")
+        if stage is not None and stage not in calls and not loader.get("unused"):
+            loader["unused"] = (
+                f"it is returned by the {hook}() hook, and the file's Trainer never runs "
+                f"trainer.{stage}()"
+            )
+
+
 # words of a name that make it a test split's (`test_loader`, `testloader`, `test_set`)
 TEST_WORDS = re.compile(r"(?:^|[^a-z])test(?:ing)?(?:[^a-z]|loader|set|data|$)")
 
@@ -785,3 +829,111 @@ def _mark_test_split(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         dataset = (loader.get("dataset") or {}).get("text")
         names = [held.get((loader["line"], loader["column"])), dataset]
         loader["test_split"] = next((n for n in names if n and TEST_WORDS.search(n.lower())), None)
+
+
+# (class qualname) -> that class as another file of the run defines it, with its aliases
+ClassElsewhere = Callable[[str], Optional[tuple[ast.ClassDef, dict[str, str]]]]
+
+
+def mark_unread_in_class(
+    module: ast.Module,
+    loaders: list[dict[str, Any]],
+    qualname: Callable[[ast.AST], Optional[str]],
+    class_elsewhere: ClassElsewhere,
+    read_elsewhere: Callable[[str], bool],
+) -> None:
+    """`unused` across files: a loader held in a plain name whose only use is one
+    argument of a class another file of the run defines (`solver = Solver(config,
+    train_loader, valid_loader, test_loader)`), whose `__init__` only stores that
+    parameter on the object (`self.test_loader = test_loader`), an attribute that no file
+    of the run reads (`read_elsewhere`: a `.test_loader` or a `'test_loader'` string
+    anywhere): no worker starts for it. A subclass out of the run's sight could read it;
+    the run's files are the project as far as it is read."""
+    if not loaders:
+        return
+    held: dict[tuple[int, int], tuple[str, ast.AST]] = {}
+    scopes: list[ast.AST] = [module, *(n for n in module_nodes(module) if isinstance(n, FUNCTIONS))]
+    for each in scopes:
+        for node in scope_reads(each).nodes:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call)
+            ):
+                place = (node.value.lineno, node.value.col_offset + 1)
+                held[place] = (node.targets[0].id, each)
+    for loader in loaders:
+        found = held.get((loader["line"], loader["column"]))
+        if found is None or loader.get("unused"):
+            continue
+        name, scope = found
+        if scope is module and _read_in_functions(module, name):
+            continue
+        reads = scope_reads(scope)
+        loads = reads.loads.get(name, [])
+        calls = reads.callers.get(id(loads[0]), []) if len(loads) == 1 else []
+        keyword = _keyword_of(reads, loads[0]) if len(loads) == 1 and not calls else None
+        call = calls[0] if len(calls) == 1 else keyword[0] if keyword else None
+        if call is None:
+            continue
+        cls_name = qualname(call.func)
+        found_class = class_elsewhere(cls_name) if cls_name and "." in cls_name else None
+        if found_class is None:
+            continue
+        kept = _stored_parameter(found_class[0], call, loads[0], keyword)
+        if kept is not None and not read_elsewhere(kept):
+            loader["unused"] = (
+                f"it is handed to {found_class[0].name}(), which keeps it in self.{kept}, "
+                "an attribute no file of the run reads"
+            )
+
+
+def _keyword_of(reads: ScopeReads, value: ast.Name) -> Optional[tuple[ast.Call, str]]:
+    """The call that is handed `value` as a keyword argument (`Solver(test_loader=x)`)."""
+    for node in reads.nodes:
+        if isinstance(node, ast.Call):
+            for k in node.keywords:
+                if k.value is value and k.arg is not None:
+                    return node, k.arg
+    return None
+
+
+def _stored_parameter(
+    cls: ast.ClassDef,
+    call: ast.Call,
+    value: ast.Name,
+    keyword: Optional[tuple[ast.Call, str]],
+) -> Optional[str]:
+    """The attribute the class's own `__init__` stores the argument `value` of `call` in,
+    when that store (`self.x = param`) is the parameter's only use; else None."""
+    init = next(
+        (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None
+    )
+    if init is None:
+        return None
+    parameters = [*init.args.posonlyargs, *init.args.args][1:]  # past `self`
+    if keyword is not None:
+        names = {p.arg for p in parameters} | {p.arg for p in init.args.kwonlyargs}
+        parameter = keyword[1] if keyword[1] in names else None
+    else:
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        position = next(i for i, a in enumerate(call.args) if a is value)
+        parameter = parameters[position].arg if position < len(parameters) else None
+    if parameter is None:
+        return None
+    uses = [n for n in ast.walk(init) if isinstance(n, ast.Name) and n.id == parameter]
+    if len(uses) != 1:
+        return None
+    for statement in init.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and statement.value is uses[0]
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Attribute)
+            and isinstance(statement.targets[0].value, ast.Name)
+            and statement.targets[0].value.id == "self"
+        ):
+            return statement.targets[0].attr
+    return None

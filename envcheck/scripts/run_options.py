@@ -130,7 +130,7 @@ class RunOptions:
         # importing a named file): a value only where they all agree (_shared_lookup)
         self.shared_parsers: dict[str, Optional[_Parser]] = {}
         self.trees: list[_Tree] = []
-        self._found: dict[tuple[str, str], Optional[Value]] = {}
+        self._found: dict[tuple[str, str, Optional[str]], Optional[Value]] = {}
         self.imports: dict[str, list[str]] = {}  # file -> the modules it imports
         self._linked: Optional[dict[str, int]] = None  # file -> its group of linked files
         self.path_adders: set[str] = set()  # files that put folders on sys.path
@@ -161,6 +161,10 @@ class RunOptions:
         self._foreign: dict[tuple[str, str], Optional[Foreign]] = {}
         self._kinds: dict[tuple[str, str], Optional[str]] = {}
         self._scopes: dict[str, Scope] = {}  # file -> its module scope, built once
+        # attribute names read (or written as strings) in any file of the run, and over
+        # how many files they were gathered (reads_attribute)
+        self._attribute_reads: Optional[set[str]] = None
+        self._attribute_files = 0
 
     def link(self, importer: str, imported: str) -> None:
         """Record that `importer` imports `imported` (both files of the run), as found on
@@ -390,6 +394,22 @@ class RunOptions:
             if isinstance(node, ast.ClassDef) and node.name == name:
                 return node, self.aliases[shown]
         return None
+
+    def reads_attribute(self, reader: str, attribute: str) -> bool:
+        """Whether any file of the run reads an attribute of that name (`x.test_loader`
+        loaded, or the string 'test_loader', as getattr would take it); the names are
+        gathered once per run. `reader` is the asking file (read too)."""
+        if self._attribute_reads is None or self._attribute_files != len(self.modules):
+            names: set[str] = set()
+            for module in self.modules.values():
+                for node in module_nodes(module):
+                    if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
+                        names.add(node.attr)
+                    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                        names.add(node.value)
+            self._attribute_reads = names
+            self._attribute_files = len(self.modules)
+        return attribute in self._attribute_reads or reader not in self.modules
 
     def defining_file(self, reader: str, qualname: str) -> Optional[str]:
         """The one file of the run, linked to `reader`, that defines the top-level class
@@ -624,12 +644,16 @@ class RunOptions:
                 found[dest] = (f"{option} (in {shown})", ast.Constant(value.value))
         return found
 
-    def lookup(self, reader: str, dest: str, text: str) -> Optional[Value]:
+    def lookup(
+        self, reader: str, dest: str, text: str, caller: Optional[str] = None
+    ) -> Optional[Value]:
         """The value of `dest` for the file `reader` (shown path), or None when no other
-        file of the run defines that option."""
-        key = (reader, dest)
+        file of the run defines that option. `caller`: the top-level function of `reader`
+        it is read in, which narrows the entry points read only for their imports to
+        those calling it (_shared_lookup)."""
+        key = (reader, dest, caller)
         if key not in self._found:
-            self._found[key] = self._lookup(reader, dest)
+            self._found[key] = self._lookup(reader, dest, caller)
         found = self._found[key]
         return None if found is None else Value(found.known, found.value, text, found.source)
 
@@ -670,11 +694,11 @@ class RunOptions:
             return []
         return [p for p in self._by_group[dest].get(group, []) if p.shown != reader]
 
-    def _lookup(self, reader: str, dest: str) -> Optional[Value]:
+    def _lookup(self, reader: str, dest: str, caller: Optional[str] = None) -> Optional[Value]:
         text = f"--{dest}"
         others = self._linked_parsers(reader, dest)
         if not others:
-            return self._shared_lookup(reader, dest, text)
+            return self._shared_lookup(reader, dest, text, caller)
         candidates = nearest(reader, others)
         found = [(p, p.default(dest)) for p in candidates]
         unknowns = [(p, v) for p, v in found if not v.known]
@@ -695,17 +719,32 @@ class RunOptions:
             return Value(False, None, text, f"the parsers of this run disagree: {places}")
         return Value(True, found[0][1].value, text, f"argparse {places}")
 
-    def _shared_lookup(self, reader: str, dest: str, text: str) -> Optional[Value]:
+    def _shared_lookup(
+        self, reader: str, dest: str, text: str, caller: Optional[str] = None
+    ) -> Optional[Value]:
         """`dest` when only entry points read for their imports define it (several import
         `reader`: deep-text-recognition's train.py, test.py and demo.py, each with
         `--workers` default 4): which one runs is not in sight, so a value only when every
         such entry point linked to `reader` defines the option with the same default its
-        source settles (whichever runs, that is the value); else None."""
+        source settles (whichever runs, that is the value); else None. Read in a function
+        `caller` that some of them call and no other file of the run does (BIT_CD's
+        `utils.get_loaders(args)`, called by main_cd.py only; demo.py, with its own
+        `--num_workers`, calls another), only those callers' parsers count: the others
+        never run that code."""
         shared = [
             (shown, parser)
             for shown, parser in self.shared_parsers.items()
             if shown != reader and self.linked(reader, shown)
         ]
+        if caller is not None:
+            callers = [(s, p) for s, p in shared if caller in self.called.get(s, set())]
+            entries = {s for s, _ in shared}
+            elsewhere = any(
+                caller in names and path != reader and path not in entries
+                for path, names in self.called.items()
+            )
+            if callers and not elsewhere:
+                shared = callers
         if not shared or any(p is None or dest not in p.options for _, p in shared):
             return None
         found = [(p, p.default(dest)) for _, p in shared if p is not None]

@@ -142,9 +142,9 @@ class Scope:
         self.handed_updates: dict[str, list[ast.expr]] = {}
         # functions of the file that always return one expression (returns.py)
         self.returns: Mapping[str, ast.expr] = {}
-        # (option dest, text) -> the value other files of the run give it (run_options.py),
-        # set only for a file with no parser of its own
-        self.foreign: Optional[Callable[[str, str], Optional[Value]]] = None
+        # (option dest, text, function read in) -> the value other files of the run give
+        # it (run_options.py), set only for a file with no parser of its own
+        self.foreign: Optional[Callable[[str, str, Optional[str]], Optional[Value]]] = None
         # `cfg.TRAIN.workers` -> the default a config tree of the run gives it
         # (run_options.py), set for every file of a run of several
         self.configs: Optional[Callable[[ast.expr], Optional[Value]]] = None
@@ -735,7 +735,9 @@ def _foreign(node: ast.Attribute, scope: Scope) -> Optional[Value]:
     by the other files of the run (run_options.py), or None when none defines it."""
     if scope.foreign is None:
         return None
-    return scope.foreign(node.attr, ast.unparse(node))
+    root = scope.counter_root  # the function read in: the entry points that call it
+    caller = root.name if isinstance(root, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    return scope.foreign(node.attr, ast.unparse(node), caller)
 
 
 def _hf_field(node: ast.Attribute, scope: Scope) -> Optional[Value]:
@@ -852,6 +854,7 @@ _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
     ast.FloorDiv: lambda a, b: a // b if b else None,
+    ast.Div: lambda a, b: a / b if b else None,  # `int(num_workers / 2)`
 }
 _BUILTINS: dict[str, Callable[[list[Any]], Any]] = {
     "min": min,
