@@ -111,18 +111,28 @@ def _find(data: Mapping[str, Any], key: str) -> Iterator[tuple[str, Any]]:
             stack.extend((section, v) for v in node)
 
 
-@functools.lru_cache(maxsize=64)
 def read_config(path: str) -> Optional[Mapping[str, Any]]:
     """The mapping the config file at `path` holds, or None when it cannot be read
-    safely (too large, malformed, odd, or PyYAML missing)."""
+    safely (too large, malformed, odd, or PyYAML missing); read once while unchanged."""
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return None
+    if not Path(path).is_file() or found.st_size > MAX_BYTES:
+        return None
+    return _read(path, found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: str, mtime: int, size: int) -> Optional[Mapping[str, Any]]:
     kind = SUFFIXES.get(Path(path).suffix.lower())
     if kind is None:
         return None
     try:
-        file = Path(path)
-        if not file.is_file() or file.stat().st_size > MAX_BYTES:
+        with open(path, encoding="utf-8") as file:
+            text = file.read(MAX_BYTES + 1)
+        if len(text.encode("utf-8")) > MAX_BYTES:
             return None
-        text = file.read_text(encoding="utf-8")
         data: Any
         if kind == "json":
             data = json.loads(text)
@@ -137,7 +147,7 @@ def read_config(path: str) -> Optional[Mapping[str, Any]]:
             import yaml  # imported here: most runs read no YAML file
 
             loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-            data = yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
+            data = yaml.load(text, Loader=loader)  # a safe loader: no Python objects
     except Exception:  # any failure to read is unknown (RecursionError included)
         return None
     return data if isinstance(data, dict) else None
