@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from envcheck.cli import app
 from envcheck.scripts import config_files
+from envcheck.scripts.project_context import project_root
 
 TARGET = Path(__file__).parent / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
@@ -211,8 +212,10 @@ def test_a_path_outside_the_project_is_never_read(tmp_path: Path) -> None:
     (root / ".git").mkdir()
     (tmp_path / "secret.yaml").write_text("workers: 1\n")
     script = str(root / "tool" / "train.py")
-    assert config_files.config_path(script, "../secret.yaml") is None
-    assert config_files.config_path(script, str(tmp_path / "secret.yaml")) is None
+    for named in ("../secret.yaml", "../../secret.yaml", str(tmp_path / "secret.yaml")):
+        assert config_files.config_path(script, named, project_root) is None
+    (root / "c.yaml").write_text("workers: 1\n")
+    assert config_files.config_path(script, "c.yaml", project_root) == str(root / "c.yaml")
 
 
 def test_without_pyyaml_yaml_files_are_unknown(

@@ -37,7 +37,7 @@ import configparser
 import functools
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -153,11 +153,12 @@ def _read(path: str, mtime: int, size: int) -> Optional[Mapping[str, Any]]:
     return data if isinstance(data, dict) else None
 
 
-def config_path(reader: str, relative: str) -> Optional[str]:
+def config_path(
+    reader: str, relative: str, project_root: Callable[[Path], Optional[Path]]
+) -> Optional[str]:
     """The file `relative` names for the script `reader`: beside it or at its project's
-    root; None when neither holds it, both hold different files, or it lies outside."""
-    from envcheck.scripts.project_context import project_root  # cycle: it imports us
-
+    root (`project_root`, project_context.py's); None when neither holds it, both hold
+    different files, or it lies outside them."""
     if not relative or "\x00" in relative or Path(relative).is_absolute():
         return None
     folder = Path(reader).resolve().parent

@@ -38,8 +38,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 from envcheck.scripts import config_files
@@ -163,6 +164,9 @@ class RunOptions:
         self._kinds: dict[tuple[str, str], Optional[str]] = {}
         self._scopes: dict[str, Scope] = {}  # file -> its module scope, built once
         self._loads: dict[str, list[config_files.Load]] = {}  # file -> config files it loads
+        # folder -> its project's root (project_context.project_root, set by the run's
+        # collector); without it a config file is looked for beside the script only
+        self.project_root: Callable[[Path], Optional[Path]] = _no_root
 
     def link(self, importer: str, imported: str) -> None:
         """Record that `importer` imports `imported` (both files of the run), as found on
@@ -360,7 +364,7 @@ class RunOptions:
         named = resolve(path, scope, 1)
         if not (named.known and isinstance(named.value, str)):
             return None
-        where = config_files.config_path(reader, named.value)
+        where = config_files.config_path(reader, named.value, self.project_root)
         data = config_files.read_config(where) if where is not None else None
         if data is None:
             return None
@@ -1107,6 +1111,10 @@ def _dotted(aliases: dict[str, str], node: ast.AST) -> Optional[str]:
     while isinstance(probe, ast.Attribute):
         probe = probe.value
     return _qualified(node, aliases) if isinstance(probe, ast.Name) else None  # type: ignore[arg-type]
+
+
+def _no_root(folder: Path) -> Optional[Path]:
+    return None
 
 
 def _plain(value: Any) -> bool:
