@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Optional
 from envcheck.collectors.base import CollectContext
 from envcheck.scripts.analyze import analyze_file
 from envcheck.scripts.parsing import Parsed, parse_file
-from envcheck.scripts.project_context import context_files
+from envcheck.scripts.project_context import context_files, project_root
 from envcheck.scripts.run_options import RunOptions
 
 MAX_FILES = 2_000
@@ -96,6 +96,7 @@ def _run_options(
     parsed for it, so that each is parsed once; and the context files read. None when
     a single file imports nothing of its project."""
     run = RunOptions()
+    run.project_root = project_root
     parsed: dict[str, Parsed] = {}
     named: list[tuple[Path, str, ast.Module]] = []
     for path, shown, searched in entries[:MAX_FILES]:

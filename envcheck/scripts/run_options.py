@@ -38,10 +38,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional, TypeVar
 
+from envcheck.scripts import config_files
 from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.class_kinds import MAX_DEPTH as MAX_KIND_DEPTH
 from envcheck.scripts.class_kinds import definition_kind, linear_model
@@ -165,6 +167,10 @@ class RunOptions:
         # how many files they were gathered (reads_attribute)
         self._attribute_reads: Optional[set[str]] = None
         self._attribute_files = 0
+        self._loads: dict[str, list[config_files.Load]] = {}  # file -> config files it loads
+        # folder -> its project's root (project_context.project_root, set by the run's
+        # collector); without it a config file is looked for beside the script only
+        self.project_root: Callable[[Path], Optional[Path]] = _no_root
 
     def link(self, importer: str, imported: str) -> None:
         """Record that `importer` imports `imported` (both files of the run), as found on
@@ -257,7 +263,121 @@ class RunOptions:
             if len({repr(v.value) for _, v in found}) > 1:
                 return Value(False, None, text, f"the config trees of this run disagree: {places}")
             return Value(True, found[0][1].value, text, f"config default {places}")
-        return self._module_constant(reader, chain, text) or self.config_object(reader, chain, text)
+        return (
+            self._module_constant(reader, chain, text)
+            or self.config_object(reader, chain, text)
+            or self.config_file(reader, chain, text)
+        )
+
+    def config_file(self, reader: str, chain: tuple[str, ...], text: str) -> Optional[Value]:
+        """`args.workers` where `reader` loads a config file its source names and wraps
+        the loaded dict in an object read by attribute (config_files.py): the value the
+        file gives the path after the object's name, None when no such file sets it."""
+        start = 2 if chain[0] == "self" else 1
+        if len(chain) <= start:
+            return None
+        loads = [load for load in self.config_loads(reader) if load.wrapped]
+        found: list[tuple[Any, str]] = []
+        for load in loads:
+            try:
+                hit = load.lookup(chain[start:])
+            except config_files.Unknown as why:
+                return Value(False, None, text, str(why))
+            if hit is not None:
+                found.append(hit)
+        if not found:
+            return None
+        places = _places([where for _, where in found])
+        if len({repr(value) for value, _ in found}) > 1:
+            return Value(False, None, text, f"the config files of this run disagree: {places}")
+        value = found[0][0]
+        if not _plain(value):
+            return Value(False, None, text, f"{places} is not a plain value")
+        return Value(True, value, text, f"config file {places}")
+
+    def config_loads(self, reader: str) -> list[config_files.Load]:
+        """The config files `reader` loads (config_files.py), read once per file."""
+        if reader not in self._loads:
+            self._loads[reader] = []  # a path read while they are found (no cycle)
+            self._loads[reader] = self._config_loads(reader)
+        return self._loads[reader]
+
+    def _config_loads(self, reader: str) -> list[config_files.Load]:
+        module = self.modules.get(reader)
+        text = self.texts.get(reader, "")
+        if module is None or "load" not in text:
+            return []
+        aliases = self.aliases.get(reader, {})
+        scope = self.module_scope(reader)
+        found: list[config_files.Load] = []
+        places: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Module] = [module]
+        places += [
+            n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ]
+        for place in places:
+            inner = scope if isinstance(place, ast.Module) else scope.inside(place)
+            direct = config_files.loaded_path(place)
+            if direct is not None:
+                function = place if not isinstance(place, ast.Module) else None
+                load = self._load(reader, direct[0], inner, function)
+                if load is not None:
+                    found.append(load)
+            for node in config_files.own_nodes(place):
+                if not isinstance(node, ast.Call) or not node.args:
+                    continue
+                if not isinstance(node.func, (ast.Name, ast.Attribute)):
+                    continue
+                loader = self._loader(reader, _qualified(node.func, aliases))
+                if loader is None:
+                    continue
+                position, function = loader
+                if position < len(node.args):
+                    load = self._load(reader, node.args[position], inner, function)
+                    if load is not None:
+                        found.append(load)
+        return found
+
+    def _loader(
+        self, reader: str, qualname: str
+    ) -> Optional[tuple[int, ast.FunctionDef | ast.AsyncFunctionDef]]:
+        """(the position of the path parameter, the function) when `qualname` names a
+        function of `reader` or of a linked file of the run that loads the config file
+        its parameter names (`load_cfg_from_cfg_file(file)`)."""
+        function: Optional[Function] = self.functions.get(reader, {}).get(qualname)
+        if function is None:
+            foreign = self.function_elsewhere(reader, qualname)
+            function = foreign.function if foreign is not None else None
+        if function is None:
+            return None
+        loaded = config_files.loaded_path(function)
+        if loaded is None or not isinstance(loaded[0], ast.Name):
+            return None
+        params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+        if loaded[0].id not in params:
+            return None
+        return params.index(loaded[0].id), function
+
+    def _load(
+        self,
+        reader: str,
+        path: ast.expr,
+        scope: Scope,
+        function: Optional[ast.FunctionDef | ast.AsyncFunctionDef],
+    ) -> Optional[config_files.Load]:
+        """The file a load reads when `path` settles to a name found on disk."""
+        named = resolve(path, scope, 1)
+        if not (named.known and isinstance(named.value, str)):
+            return None
+        where = config_files.config_path(reader, named.value, self.project_root)
+        data = config_files.read_config(where) if where is not None else None
+        if data is None:
+            return None
+        return config_files.Load(
+            named.value,
+            data,
+            function is not None and config_files.wraps(function),
+            function is not None and config_files.flattens(function),
+        )
 
     def imported(self, reader: str, name: str) -> Optional[tuple[ast.expr, Scope]]:
         """What the one file of the run `reader` imports `name` from (`from config import
@@ -1030,6 +1150,17 @@ def _dotted(aliases: dict[str, str], node: ast.AST) -> Optional[str]:
     while isinstance(probe, ast.Attribute):
         probe = probe.value
     return _qualified(node, aliases) if isinstance(probe, ast.Name) else None  # type: ignore[arg-type]
+
+
+def _no_root(folder: Path) -> Optional[Path]:
+    return None
+
+
+def _plain(value: Any) -> bool:
+    """A value a rule can weigh: a scalar, or a list of scalars."""
+    if isinstance(value, (list, tuple)):
+        return all(isinstance(v, (bool, int, float, str, type(None))) for v in value)
+    return isinstance(value, (bool, int, float, str, type(None)))
 
 
 def _qualified(node: ast.expr, aliases: dict[str, str]) -> str:

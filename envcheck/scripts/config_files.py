@@ -1,0 +1,290 @@
+"""Settings kept in the config files a script names (YAML, JSON, INI), read safely.
+
+semseg's tool/train.py parses `--config` (default `config/ade20k/ade20k_pspnet50.yaml`),
+hands it to util/config.py's `load_cfg_from_cfg_file`, which reads the file with
+`yaml.safe_load`, flattens its sections into one dict and wraps it in a `CfgNode`; the
+loaders are then built with `num_workers=args.workers`. The worker count lives only in
+the shipped YAML file. This module finds such loads (loaded_configs) and reads the file
+they name (read_config) to answer `args.workers` (ConfigFile.lookup).
+
+A load is a call of `yaml.safe_load` / `yaml.load` / `yaml.full_load` / `json.load` on
+`open(path)` (directly or through `with open(path) as f`), in the script itself or in a
+function of the script or of a project file it imports (handed the path as its first
+argument). The path is one the source settles: a literal, or the default of the argparse
+option the call reads (`args.config`); a path given only on the command line (no
+default) names no file, and the values it would hold stay unknown. A relative path is
+looked for beside the script and at the project's root (project_context.project_root);
+found in both as different files, it is unknown which one runs. A path outside those
+folders is never read.
+
+Attribute reads (`cfg.workers`, `cfg.TRAIN.workers`) apply only where the loaded dict is
+wrapped in an object that reads keys as attributes (the loader returns `CfgNode(cfg)`,
+`EasyDict(...)`, any call on the loaded dict): a plain dict has no such attributes. The
+path after the object's own name is looked up nested (`TRAIN` then `workers`); a single
+name is also found at any depth when the loader flattens the file's sections into one
+dict (a loop over a section's `.items()` copying each key), only when it occurs once.
+
+Safety: a file larger than MAX_BYTES, one that fails to parse, a YAML file with more than
+MAX_ALIASES aliases (a "billion laughs" bomb expands them), a document that is not a
+mapping, or a lookup visiting more than MAX_NODES nodes gives unknown, never an error.
+PyYAML is imported only when a YAML file is read; without it YAML files are unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import functools
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+MAX_BYTES = 256 * 1024
+MAX_ALIASES = 64
+MAX_NODES = 20_000
+SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".ini": "ini", ".cfg": "ini"}
+# loaders reading an open file: qualified name -> format
+LOADERS = {
+    "yaml.safe_load": "yaml",
+    "yaml.load": "yaml",
+    "yaml.full_load": "yaml",
+    "json.load": "json",
+}
+# calls on the loaded dict that hand back a dict again (no attribute reads)
+PLAIN = {"dict", "copy.deepcopy", "deepcopy", "copy.copy"}
+ALIAS = re.compile(r"(?:^|[\s\[{,:-])\*[^\s,\[\]{}]")
+
+
+class Unknown(Exception):
+    """A file, or a lookup in it, that gives no value."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """One load of a config file: the file, whether the loaded dict is read by attribute
+    (wrapped) and whether the loader flattens its sections."""
+
+    shown: str
+    data: Mapping[str, Any]
+    wrapped: bool
+    flattened: bool
+
+    def lookup(self, path: tuple[str, ...]) -> Optional[tuple[Any, str]]:
+        """(value, where) for `path` in the file, None when the file does not set it;
+        Unknown when it is set more than once (flattened) or the file is too large."""
+        node: Any = self.data
+        for key in path:
+            if not isinstance(node, Mapping) or key not in node:
+                node = None
+                break
+            node = node[key]
+        else:
+            return node, f"{'.'.join(path)} in {self.shown}"
+        if not self.flattened or len(path) != 1:
+            return None
+        found = list(_find(self.data, path[0]))
+        if not found:
+            return None
+        if len(found) > 1:
+            raise Unknown(f"{path[0]} is set {len(found)} times in {self.shown}")
+        section, value = found[0]
+        return value, f"{section}.{path[0]} in {self.shown} (sections flattened by the loader)"
+
+
+def _find(data: Mapping[str, Any], key: str) -> Iterator[tuple[str, Any]]:
+    """(section, value) of every `key` below the top level of `data`, within MAX_NODES."""
+    budget = MAX_NODES
+    stack: list[tuple[str, Any]] = [(str(k), v) for k, v in data.items()]
+    while stack:
+        section, node = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise Unknown("the config file is too large to search")
+        if isinstance(node, Mapping):
+            if key in node:
+                yield section, node[key]
+            stack.extend((f"{section}.{k}", v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((section, v) for v in node)
+
+
+def read_config(path: str) -> Optional[Mapping[str, Any]]:
+    """The mapping the config file at `path` holds, or None when it cannot be read
+    safely (too large, malformed, odd, or PyYAML missing); read once while unchanged."""
+    try:
+        found = Path(path).stat()
+    except OSError:
+        return None
+    if not Path(path).is_file() or found.st_size > MAX_BYTES:
+        return None
+    return _read(path, found.st_mtime_ns, found.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _read(path: str, mtime: int, size: int) -> Optional[Mapping[str, Any]]:
+    kind = SUFFIXES.get(Path(path).suffix.lower())
+    if kind is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            text = file.read(MAX_BYTES + 1)
+        if len(text.encode("utf-8")) > MAX_BYTES:
+            return None
+        data: Any
+        if kind == "json":
+            data = json.loads(text)
+        elif kind == "ini":
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read_string(text)
+            data = {name: dict(parser[name]) for name in parser.sections()}
+            data.update(parser.defaults())
+        else:
+            if len(ALIAS.findall(text)) > MAX_ALIASES:
+                return None
+            import yaml  # imported here: most runs read no YAML file
+
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            data = yaml.load(text, Loader=loader)  # a safe loader: no Python objects
+    except Exception:  # any failure to read is unknown (RecursionError included)
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def config_path(
+    reader: str, relative: str, project_root: Callable[[Path], Optional[Path]]
+) -> Optional[str]:
+    """The file `relative` names for the script `reader`: beside it or at its project's
+    root (`project_root`, project_context.py's); None when neither holds it, both hold
+    different files, or it lies outside them."""
+    if not relative or "\x00" in relative or Path(relative).is_absolute():
+        return None
+    folder = Path(reader).resolve().parent
+    places = [folder]
+    root = project_root(folder)
+    if root is not None and root not in places:
+        places.append(root)
+    found: set[Path] = set()
+    for place in places:
+        candidate = (place / relative).resolve()
+        if candidate.is_file() and candidate.is_relative_to(place):
+            found.add(candidate)
+    if len(found) != 1:
+        return None
+    return str(found.pop())
+
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def loaded_path(function: Function | ast.Module) -> Optional[tuple[ast.expr, str]]:
+    """(the path expression, the format) of the one config load in `function`'s own body
+    (`yaml.safe_load(f)` with `with open(path) as f`, `json.load(open(path))`), with the
+    yaml/json module called by its usual name; None when it has none or several."""
+    opened: dict[str, ast.expr] = {}
+    loads: list[tuple[ast.expr, str]] = []
+    for node in own_nodes(function):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if _open_call(item.context_expr) and isinstance(item.optional_vars, ast.Name):
+                    opened[item.optional_vars.id] = item.context_expr.args[0]  # type: ignore[attr-defined]
+    for node in own_nodes(function):
+        if not (isinstance(node, ast.Call) and node.args):
+            continue
+        kind = LOADERS.get(ast.unparse(node.func))
+        if kind is None:
+            continue
+        handed = node.args[0]
+        if _open_call(handed):
+            loads.append((handed.args[0], kind))  # type: ignore[attr-defined]
+        elif isinstance(handed, ast.Name) and handed.id in opened:
+            loads.append((opened[handed.id], kind))
+    return loads[0] if len(loads) == 1 else None
+
+
+def _open_call(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "open"
+        and bool(node.args)
+    )
+
+
+def own_nodes(function: Function | ast.Module) -> Iterator[ast.AST]:
+    """The nodes of `function`'s body, not those of functions or classes defined in it."""
+    skipped = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    stack: list[ast.AST] = [n for n in function.body if not isinstance(n, skipped)]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, skipped):
+                stack.append(child)
+
+
+def flattens(function: Function) -> bool:
+    """Whether `function` copies the entries of a section into one dict: `for k, v in
+    loaded[key].items(): cfg[k] = v` inside a loop over the sections."""
+    for outer in own_nodes(function):
+        if not isinstance(outer, ast.For):
+            continue
+        for inner in ast.walk(outer):
+            if inner is outer or not isinstance(inner, ast.For):
+                continue
+            if not (
+                isinstance(inner.iter, ast.Call)
+                and isinstance(inner.iter.func, ast.Attribute)
+                and inner.iter.func.attr == "items"
+                and isinstance(inner.target, ast.Tuple)
+                and len(inner.target.elts) == 2
+                and all(isinstance(e, ast.Name) for e in inner.target.elts)
+            ):
+                continue
+            key, value = (e.id for e in inner.target.elts)  # type: ignore[attr-defined]
+            for stmt in inner.body:
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Subscript)
+                    and isinstance(stmt.targets[0].slice, ast.Name)
+                    and stmt.targets[0].slice.id == key
+                    and isinstance(stmt.value, ast.Name)
+                    and stmt.value.id == value
+                ):
+                    return True
+    return False
+
+
+def wraps(function: Function) -> bool:
+    """Whether what `function` returns is read by attribute: a call other than a plain
+    dict copy (`return CfgNode(cfg)`, `cfg = EasyDict(cfg)` ... `return cfg`)."""
+    returned = [
+        n.value for n in own_nodes(function) if isinstance(n, ast.Return) and n.value is not None
+    ]
+    if len(returned) != 1:
+        return False
+    (value,) = returned
+    if isinstance(value, ast.Name):
+        assigned = sorted(
+            (
+                n
+                for n in own_nodes(function)
+                if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)
+            ),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+        return bool(assigned) and _wrapping(assigned[-1].value)
+    return _wrapping(value)
+
+
+def _wrapping(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and ast.unparse(node.func) not in PLAIN
+        and ast.unparse(node.func) not in LOADERS
+        and bool(node.args or node.keywords)
+    )
