@@ -661,3 +661,69 @@ def test_a_step_run_by_a_distribution_strategy_returns_eager_tensors(tmp_path: P
     (`experimental_run_v2` before TF 2.2): it runs one training step, and `.numpy()` of
     the loss it reduces and returns (27) is a host read every step."""
     assert lines(findings(tmp_path, REPLICATED_STEP)["EC509"]) == [27]
+
+
+STEP_PROPERTY_MODEL = """
+import tensorflow as tf
+
+
+class Transformer(tf.keras.models.Model):
+    def __init__(self):
+        super().__init__()
+        self.train_step = tf.function(self._train_step)
+
+    @property
+    def step(self):
+        return int(self.optimizer.iterations)
+
+    @property
+    def width(self):
+        return 256
+
+    def _train_step(self, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(self(x) - y)
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}
+"""
+
+STEP_PROPERTY_TRAIN = """
+import tensorflow as tf
+from config_manager import ConfigManager
+
+model = ConfigManager().get_model()
+dataset = iter(tf.data.Dataset.range(10).repeat())
+losses = []
+for _ in range(1000):
+    print(f"step {model.step} width {model.width}")
+    output = model.train_step(next(dataset), 0.0)
+    losses.append(float(output["loss"]))
+    if model.step % 1000 == 0:
+        model.save_weights(f"step_{model.step}")
+    print(model.width)
+"""
+
+
+def test_a_step_property_of_a_project_class_reading_the_optimizer_counter(
+    tmp_path: Path,
+) -> None:
+    """TransformerTTS: `model.step` is a property of a model class of another module of
+    the project (`int(self.optimizer.iterations)`, the int64 device counter), read in an
+    f-string (9) and a periodic test (12, not its body) every step; `float()` of an item
+    of the dict the step returns (11) too. Not another property (`model.width`, 14), and
+    nothing of `model.step` without the model's module (its class is out of sight)."""
+    (tmp_path / "config_manager.py").write_text(
+        "from models import Transformer\n\n"
+        "class ConfigManager:\n    def get_model(self):\n        return Transformer()\n"
+    )
+    (tmp_path / "models.py").write_text(textwrap.dedent(STEP_PROPERTY_MODEL))
+    results = findings(tmp_path, STEP_PROPERTY_TRAIN)
+    assert lines(results["EC509"]) == [9, 11, 12]
+    assert "device step counter" in results["EC509"].findings[0].message
+    (tmp_path / "models.py").write_text(
+        textwrap.dedent(STEP_PROPERTY_MODEL).replace(
+            "return int(self.optimizer.iterations)", "return self._step"
+        )
+    )
+    assert lines(findings(tmp_path, STEP_PROPERTY_TRAIN)["EC509"]) == [11]

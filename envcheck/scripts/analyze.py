@@ -135,6 +135,7 @@ def analyze_file(
             walker.attribute_read_elsewhere = functools.partial(run.reads_attribute, shown)
             walker.method_elsewhere = functools.partial(run.method_elsewhere, shown)
             walker.handed_method_elsewhere = functools.partial(run.handed_method, shown)
+            walker.counters_elsewhere = functools.partial(run.counter_properties, shown)
             walker.module_scope.called_elsewhere = functools.partial(run.called_elsewhere, shown)
             walker.module_scope.imported = functools.partial(run.imported, shown)
             walker.started_elsewhere = functools.partial(_started_run, run, shown)
@@ -224,6 +225,9 @@ class Walker(ast.NodeVisitor):
         self.handed_method_elsewhere: Optional[
             Callable[[str, Optional[int], str, tuple[str, ...]], Optional[Foreign]]
         ] = None
+        # (("train_step",)) -> the properties reading the optimizer's device step counter
+        # of the classes of other files of the run with such a step (`model.step`)
+        self.counters_elsewhere: Optional[Callable[[tuple[str, ...]], frozenset[str]]] = None
         # (the file, the value) of cudnn.benchmark set by the one file of the run that
         # imports this one (its entry point: main.py sets it, then trains `Solver`)
         self.benchmark_elsewhere: Optional[Callable[[], Optional[tuple[str, bool]]]] = None

@@ -58,6 +58,7 @@ from envcheck.scripts.foreign_helpers import Foreign, Function, class_methods
 from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
+from envcheck.scripts.tf_values import counter_property
 from envcheck.scripts.values import Scope, Value, resolve
 
 _Found = TypeVar("_Found", "_Parser", "_Tree")
@@ -162,6 +163,7 @@ class RunOptions:
         self.star_imports: dict[str, list[str]] = {}  # file -> modules it imports `*` from
         self._foreign: dict[tuple[str, str], Optional[Foreign]] = {}
         self._kinds: dict[tuple[str, str], Optional[str]] = {}
+        self._counters: dict[tuple[str, str], frozenset[str]] = {}
         self._scopes: dict[str, Scope] = {}  # file -> its module scope, built once
         # attribute names read (or written as strings) in any file of the run, and over
         # how many files they were gathered (reads_attribute)
@@ -531,6 +533,33 @@ class RunOptions:
             self._attribute_files = len(self.modules)
         return attribute in self._attribute_reads or reader not in self.modules
 
+    def counter_properties(self, reader: str, methods: tuple[str, ...]) -> frozenset[str]:
+        """The properties that read the optimizer's device step counter on the host
+        (`def step(self): return int(self.optimizer.iterations)`, tf_values.counter_property)
+        of the classes, in the files of the run linked to `reader`, that have one of the
+        step `methods` (`train_step`, a method or set in one: `self.train_step =
+        tf.function(...)`): what `model.step` reads on an object whose class is out of
+        sight of `reader` and whose `model.train_step(...)` it calls. A name some such
+        class defines otherwise is left out (which class it is is not in sight)."""
+        key = (reader, ",".join(methods))
+        if key not in self._counters:
+            self._counters[key] = self._counter_properties(reader, methods)
+        return self._counters[key]
+
+    def _counter_properties(self, reader: str, methods: tuple[str, ...]) -> frozenset[str]:
+        found: dict[str, bool] = {}
+        for shown, classes in self.classes.items():
+            if shown == reader or not classes or not self.linked(reader, shown):
+                continue
+            for cls in classes.values():
+                members = class_methods(self.modules[shown], cls)
+                if not any(m in members or _sets_member(members, m) for m in methods):
+                    continue
+                for name, function in members.items():
+                    if name not in methods:
+                        found[name] = found.get(name, True) and counter_property(function)
+        return frozenset(name for name, reads in found.items() if reads)
+
     def defining_file(self, reader: str, qualname: str) -> Optional[str]:
         """The one file of the run, linked to `reader`, that defines the top-level class
         or function `qualname` (`trainer.trainer_synapse`) imported by `reader`."""
@@ -874,6 +903,23 @@ class RunOptions:
             [f"{p.options[dest][0]} defaults to {v.value!r} in {p.shown}" for p, v in found]
         )
         return Value(True, found[0][1].value, text, f"argparse {places}")
+
+
+def _sets_member(methods: Mapping[str, Function], name: str) -> bool:
+    """A method of the class assigns `self.<name>` (`self.train_step =
+    tf.function(self._train_step)`)."""
+    return any(
+        isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Attribute)
+            and t.attr == name
+            and isinstance(t.value, ast.Name)
+            and t.value.id == "self"
+            for t in node.targets
+        )
+        for function in methods.values()
+        for node in module_nodes(function)
+    )
 
 
 def from_imports(module: ast.Module) -> dict[str, tuple[str, str]]:

@@ -157,6 +157,7 @@ class TfLoopObserver:
                 reader.caller = owner if isinstance(owner, FUNCTIONS) else None
                 reader.tensors = _graph_results(body, named - host_results(returning, named))
                 reader.results = True
+                reader.counter_reads = _counter_reads(walker, body, functions)
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
             for iteration, runs in iterations:
                 stepped += [s for s in runs if s not in stepped]
@@ -196,6 +197,26 @@ def _steps_out_of_sight(body: list[ast.AST], functions: set[str]) -> set[str]:
         and node.func.attr in STEP_METHODS
         and node.func.attr not in functions
     }
+
+
+def _counter_reads(walker: Walker, body: list[ast.AST], functions: list[Function]) -> set[str]:
+    """`model.step` where the loop calls `model.train_step(...)` of a class out of sight
+    that another file of the run defines with a `step` property converting the
+    optimizer's device step counter (`int(self.optimizer.iterations)`): every read of the
+    attribute copies that counter to the host after the step that advances it."""
+    own = {f.name for f in functions}
+    objects = {
+        ast.unparse(node.func.value)
+        for node in body
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in STEP_METHODS
+        and node.func.attr not in own
+    }
+    if not objects or walker.counters_elsewhere is None:
+        return set()
+    properties = walker.counters_elsewhere(STEP_METHODS)
+    return {f"{o}.{p}" for o in objects for p in properties}
 
 
 def _iterations(
@@ -351,6 +372,8 @@ class _Step:
         # the values an RL step hands the host every step (`env.step(action)`)
         self.to_host = host_bound_names(step.body)
         self.results = False  # set by the caller: `tensors` are what a step returned
+        # `model.step` properties reading the device step counter (set by the caller)
+        self.counter_reads: set[str] = set()
         self.variables = device_variables(walker, self.counters)
         self.device = device_names(walker, nodes, self.variables, set())
 
@@ -635,6 +658,16 @@ class _Step:
             ):
                 return "str.format(...)", "formats an eager tensor"
         if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Load)
+            and ast.unparse(node) in self.counter_reads
+        ):
+            return (
+                _short(node),
+                "converts the optimizer's device step counter (a property reading"
+                " optimizer.iterations)",
+            )
+        if (
             isinstance(node, ast.BinOp)
             and isinstance(node.op, ast.Mod)
             and isinstance(node.left, ast.Constant)
@@ -672,6 +705,13 @@ class _Step:
             and not node.args
         ):  # `train_loss.result()` of a Keras metric: an EagerTensor
             return ast.unparse(node.func.value) in self.metrics
+        if (
+            isinstance(node, ast.Subscript)
+            and self.results
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):  # `float(output["loss"])` of the dict of tensors a step returned
+            return self._tensor(node.value)
         if isinstance(node, ast.Tuple):
             return any(self._tensor(e) for e in node.elts)
         return False

@@ -112,3 +112,28 @@ def bound_names(target: ast.expr) -> set[str]:
     if isinstance(target, ast.Starred):
         return bound_names(target.value)
     return set()
+
+
+# The Keras optimizer's step counter: an int64 variable, kept on the device
+DEVICE_COUNTERS = ("iterations",)
+
+
+def counter_property(function: Function) -> bool:
+    """A `@property` returning the optimizer's step counter as a Python number (`return
+    int(self.optimizer.iterations)`, `self.optimizer.iterations.numpy()`): each read of
+    it copies the int64 device variable to the host, after the step that advances it."""
+    if not any(isinstance(d, ast.Name) and d.id == "property" for d in function.decorator_list):
+        return False
+    returns = [n for n in own_nodes(function) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or returns[0].value is None:
+        return False
+    value = returns[0].value
+    if not isinstance(value, ast.Call) or value.keywords:
+        return False
+    if isinstance(value.func, ast.Name) and value.func.id in ("int", "float"):
+        read = value.args[0] if len(value.args) == 1 else None
+    elif isinstance(value.func, ast.Attribute) and value.func.attr == "numpy" and not value.args:
+        read = value.func.value
+    else:
+        return False
+    return isinstance(read, ast.Attribute) and read.attr in DEVICE_COUNTERS
