@@ -318,7 +318,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     Keras model trained with `fit` (Keras 3 on the torch backend included) takes its
     precision from a Keras mixed-precision policy: EC522 judges it, not this rule. When
     the file does not show the model (a trainer handed it), float32 is still a fact, but
-    what autocast buys depends on that model, and the finding says so. A small model
+    what autocast buys depends on that model, and the finding says so; when the one entry
+    point importing the file (read as context) builds it, that model is judged, as if in
+    sight (decision-transformer's tiny GPT-2 handed to its `SequenceTrainer`). A small model
     gains nothing and is not flagged: a few narrow layers in sight, their widths written
     or passed to the file's own model class (`Net(7, 16, 2)`, `GIN(in_dim, 16,
     out_dim)`), or a graph network or MLP built out of sight and given a hidden width of
@@ -327,7 +329,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     n_layer=3)`, the options' defaults), or a model class of the project that is one
     `nn.Linear` layer (a logistic regression on features); nor is a model out of sight that the file
     trains on feature rows an estimator was handed (`fit(self, X, y)` wrapping arrays
-    documented or annotated as such: TabNet, wide-and-deep, autoencoders over features), a
+    documented or annotated as such, or its own `TensorDataset(X, y)` of them: TabNet,
+    wide-and-deep, autoencoders over features, a base estimator whose subclasses build
+    the network), a
     tabular network of a few narrow layers: the pass says why; so is one whose embedding
     tables the file keys by its input's features (the base model of CTR and recommender
     models: deepctr's `create_embedding_matrix(feature_columns)`, FuxiCTR's `nn.Embedding`
@@ -369,7 +373,9 @@ def no_mixed_precision(facts: Facts) -> Outcome:
         if f.get("autocast"):
             continue
         if f.get("toy_model"):
-            small.append(f"{f.get('path')}: {TOY}")  # nothing for tensor cores to speed up
+            # nothing for tensor cores to speed up
+            toy = TOY_HANDED.format(by=f["model_from"]) if f.get("model_from") else TOY
+            small.append(f"{f.get('path')}: {toy}")
             continue
         quantized = _quantized(f, "autocast")
         if quantized:
@@ -464,6 +470,11 @@ def _quantized(file_facts: dict[str, Any], what: str) -> Optional[tuple[bool, st
 
 
 TOY = "a small model (a few narrow layers in sight): float32 costs it little"
+# A trainer handed the model its one entry point builds (analyze.Walker._handed_model).
+TOY_HANDED = (
+    "the model it is handed, built by {by} (the entry point importing it), is small (a few "
+    "narrow layers): float32 costs it little"
+)
 # A base model of CTR/recommender models, built out of sight.
 FEATURE_TABLES = (
     "the model is built out of this file and looks up embedding tables keyed by its input "
@@ -486,7 +497,8 @@ def _feature_rows(facts: Facts, path: str) -> str:
         if loader.get("path") == path and dataset.get("handed_arrays"):
             return (
                 f"the model is built out of this file and its loader (line {loader.get('line')}) "
-                f"serves rows of in-memory feature arrays ({dataset.get('in_memory')}): "
+                "serves rows of in-memory feature arrays "
+                f"({dataset.get('in_memory') or dataset.get('text')}): "
                 "a tabular estimator, too small a network for mixed precision to matter"
             )
     return ""
@@ -601,8 +613,11 @@ HEAD_LAYERS = {"Linear", "linear", "Bilinear"}
 
 def _matmul_bound(file_facts: dict[str, Any]) -> bool:
     """Matmul-heavy layers beside the convolutions (a ResNet backbone feeding a
-    transformer, a file of both CNNs and RNNs): their matmuls do not get cuDNN's TF32."""
-    return bool(set(file_facts.get("matmul_layers") or []) - HEAD_LAYERS)
+    transformer, a file of both CNNs and RNNs): their matmuls do not get cuDNN's TF32.
+    A project class that is one nn.Linear (a linear embedding of a CNN's features) is a
+    head too."""
+    heads = HEAD_LAYERS | set(file_facts.get("linear_models") or [])
+    return bool(set(file_facts.get("matmul_layers") or []) - heads)
 
 
 def _unless(gate: Any) -> str:

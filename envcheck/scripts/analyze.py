@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,12 @@ HF_TORCH_TRAINERS = {
     for name in ("Trainer", "Seq2SeqTrainer", "TrainingArguments", "Seq2SeqTrainingArguments")
 }
 JAX_ROOTS = {"jax", "flax", "optax"}
+# the facts that tell a model's kind and size (precision.py), taken from the entry point
+# that builds a model a trainer is handed
+MODEL_KIND_FACTS = ("conv_layers", "matmul_layers", "toy_model", "linear_models", "graph_network")
+# an entry point's source (project_context.ENTRY_MARKERS): a library module importing a
+# trainer builds no run's model
+ENTRY_TEXT = re.compile(r"__main__|parse_args|hydra\.main")
 OTHER_FRAMEWORKS = {"tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer"}
 # The families of observations, in the order their `finish` runs (torch loops read the
 # loaders; the Keras facts come before the GPU answer that uses them).
@@ -141,6 +148,7 @@ def analyze_file(
             walker.started_elsewhere = functools.partial(_started_run, run, shown)
             walker.benchmark_elsewhere = functools.partial(run.importer_benchmark, shown)
             walker.importer_on_gpu = functools.partial(_importer_on_gpu, run, shown)
+            walker.model_elsewhere = functools.partial(_importer_model, run, shown)
             if walker.module_scope.hf_arguments is not None:
                 walker.module_scope.hf_arguments.elsewhere = functools.partial(
                     run.class_definition, shown
@@ -234,6 +242,9 @@ class Walker(ast.NodeVisitor):
         # the entry point read as context that imports this file and trains on a GPU
         # (train.py importing the data/build.py named): where a data module's batches go
         self.importer_on_gpu: Optional[Callable[[], Optional[str]]] = None
+        # the one entry point read as context that imports this file, with the kind facts
+        # of the model it builds (a trainer handed its model: decision-transformer)
+        self.model_elsewhere: Optional[Callable[[], Optional[tuple[str, dict[str, Any]]]]] = None
         self._instances: Optional[dict[str, Optional[str]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -264,6 +275,8 @@ class Walker(ast.NodeVisitor):
         started = self._started_run() if self.facts["train_at"] is None else None
         if started is not None:
             self.facts["train_at"] = started[0]
+        if started is None and self.facts["train_at"] is not None:
+            self._handed_model()
         self.facts["torch"] = self._pytorch()
         self.facts["trains"] = self.facts["train_at"] is not None
         gpu = device.answer(self)
@@ -305,6 +318,24 @@ class Walker(ast.NodeVisitor):
                 }
                 return at, facts
         return None
+
+    def _handed_model(self) -> None:
+        """A training loop whose model nothing in the file shows (a trainer handed it)
+        trains the model of the one entry point that imports it (read as context): when
+        that model is small, its kind facts (precision.py) are this file's, with where
+        from."""
+        if self.model_elsewhere is None or self.facts.get("conv_layers"):
+            return
+        if self.facts.get("matmul_layers") or "matmul_layers" not in self.facts:
+            return
+        found = self.model_elsewhere()
+        if found is None:
+            return
+        shown, facts = found
+        for key in MODEL_KIND_FACTS:
+            if key in facts:
+                self.facts[key] = facts[key]
+        self.facts["model_from"] = shown
 
     def _pytorch(self) -> bool:
         """A PyTorch file: it imports PyTorch (or a library on it), or, with PyTorch out
@@ -583,6 +614,26 @@ def _context_facts(run: RunOptions, shown: str) -> Optional[dict[str, Any]]:
         report = analyze_file(Path(shown), shown, run, (run.modules[shown], run.texts[shown]))
         run.started[shown] = report.facts if report.error is None else None
     return run.started[shown]
+
+
+def _importer_model(run: RunOptions, reader: str) -> Optional[tuple[str, dict[str, Any]]]:
+    """(the file, its facts) of the one entry point read as context (project_context.
+    _importers) that imports `reader` directly and builds a small model (a few narrow
+    layers, toy_model); None when none, or several, import it (which one runs is not in
+    sight), or its model is of another kind: a larger model's kind read in the entry
+    point (a CNN beside a frozen one, varying input sizes) is that file's to judge."""
+    importers = {a for a, b in run.links if b == reader and a != reader}
+    if len(importers) != 1:
+        return None
+    (importer,) = importers
+    if importer not in run.context or importer not in run.modules:
+        return None
+    if not ENTRY_TEXT.search(run.texts.get(importer, "")):
+        return None
+    facts = _context_facts(run, importer)
+    if not facts or not facts.get("toy_model"):
+        return None
+    return importer, facts
 
 
 def _importer_on_gpu(run: RunOptions, reader: str) -> Optional[str]:

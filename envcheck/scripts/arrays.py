@@ -34,6 +34,10 @@ ARRAY_CLASSES = ("ndarray", "Tensor", "DataFrame", "Series", "spmatrix", "csr_ma
 SPARSE_TESTS = ("issparse", "isspmatrix", "is_sparse")
 # scikit-learn's input checks return NumPy arrays (`X = check_array(X)`)
 ARRAY_CHECKS = ("check_array", "check_X_y")
+# an estimator's training method (scikit-learn's protocol: `fit(X, y)`)
+ESTIMATOR_FITS = ("fit", "partial_fit")
+# modules whose functions convert a parameter into an array (`torch.tensor(X)`)
+ARRAY_MODULES = {"torch", "np", "numpy"}
 # keywords of a Dataset that hold normalisation statistics, not data
 STATISTICS = {"mean", "std", "min", "max", "scale", "var"}
 
@@ -57,6 +61,36 @@ def wrapped_arrays(call: ast.Call, function: Optional[ast.AST]) -> Optional[str]
             return None
         reasons.append(why)
     return "; ".join(reasons) if reasons else None
+
+
+def fitted_arrays(call: ast.Call, function: Optional[ast.AST]) -> Optional[str]:
+    """Why an in-memory dataset (`TensorDataset(X, y)`) serves the arrays an estimator's
+    `fit(self, X, y)` was handed, or None: every positional argument is a parameter of
+    `fit`, or a local made from parameters only (`X = torch.tensor(X).float()`): the
+    scikit-learn protocol's feature rows (TabSurvey's base estimator)."""
+    if not (
+        isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and function.name in ESTIMATOR_FITS
+        and call.args
+    ):
+        return None
+    every = (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)
+    derived = {a.arg for a in every} - {"self", "cls"}
+    for node in own_nodes(function):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)} - ARRAY_MODULES
+        if names and names <= derived:
+            derived.add(node.targets[0].id)
+        else:
+            derived.discard(node.targets[0].id)
+    if not all(isinstance(a, ast.Name) and a.id in derived for a in call.args):
+        return None
+    return f"the arrays {function.name}() was handed ({ast.unparse(call)[:80]})"
 
 
 def _documented(function: Function, name: str) -> Optional[str]:

@@ -67,15 +67,22 @@ def definition_kind(
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     }
     found = definitions.get(name)
-    if found is None:
+    if found is None or _data_class(found):
         return None
     torch_names = _torch_imports(module)
     linears = _imported_from(module, "transformers")
     matmul, unseen = False, False
     handed = _parameters(found)
     tables = _table_picks(module, found)
+    heads = _handed_heads(found, handed)
+    modules = _project_modules(module)
     for node in ast.walk(found):
         if not isinstance(node, ast.Call):
+            continue
+        if id(node) in heads:
+            # `model.fc = nn.Linear(...)` on a model handed in: a new head on a model built
+            # elsewhere (a pretrained-weights loader), whose body is out of sight
+            unseen = True
             continue
         text = ast.unparse(node.func)
         short = text.rsplit(".", 1)[-1]
@@ -115,6 +122,12 @@ def definition_kind(
             # `ResNet.make_baseline(...)`: a constructor of a class of this module
             if node.func.value.id != name:
                 kind = definition_kind(module, node.func.value.id, elsewhere, depth + 1)
+        elif isinstance(node.func, ast.Attribute) and _root(node.func) in modules:
+            # `resnet.generate_model(...)` with `from models import resnet`: the factory of
+            # another file of the run decides, else its name
+            kind = elsewhere(text, depth + 1)
+            if kind is None and (model_like(short) or short[:1].islower()):
+                kind = architecture(short)
         elif isinstance(node.func, ast.Attribute):
             kind = architecture(short) if model_like(short) or short[:1].islower() else None
         if kind == "conv":
@@ -199,6 +212,61 @@ def _parameters(definition: ast.AST) -> set[str]:
     return names
 
 
+def _data_class(definition: ast.AST) -> bool:
+    """A Dataset or DataLoader class (`class AudioDataset(Dataset)`): whatever layers it
+    builds (an STFT of `F.conv1d` computing features) make samples, no model trained."""
+    if not isinstance(definition, ast.ClassDef):
+        return False
+    bases = [ast.unparse(base).rsplit(".", 1)[-1] for base in definition.bases]
+    return any(base.endswith(("Dataset", "DataLoader")) for base in bases)
+
+
+def _handed_heads(definition: ast.AST, handed: set[str]) -> set[int]:
+    """The calls a definition assigns to an attribute of a model handed in (`model.fc =
+    nn.Linear(model.fc.in_features, n)`, also through a local bound to it: `tmp = model`):
+    a head replaced on a model built elsewhere, no model the definition builds."""
+    names = set(handed)
+    for node in ast.walk(definition):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in names
+        ):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    found: set[int] = set()
+    for node in ast.walk(definition):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(isinstance(t, ast.Attribute) and _root(t) in names for t in node.targets)
+        ):
+            found.add(id(node.value))
+    return found
+
+
+def _root(node: ast.expr) -> Optional[str]:
+    """The name an attribute chain starts from (`resnet` of `resnet.generate_model`)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _project_modules(module: ast.Module) -> set[str]:
+    """The names the module binds to imports not of torch (`from models import resnet`,
+    `import utils.nets as nets`): a call through one may reach a file of the run."""
+    names: set[str] = set()
+    for node in module.body:
+        if isinstance(node, ast.Import):
+            names |= {
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name.split(".")[0] != "torch"
+            }
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] != "torch":
+            names |= {alias.asname or alias.name for alias in node.names if alias.name != "*"}
+    return names
+
+
 def _held(func: ast.Attribute) -> bool:
     """A call of something the instance holds or of its own method (`self.resnet(x)`,
     `self.blocks[0](x)`): a value named alike says nothing of its kind (model_names.py);
@@ -223,11 +291,13 @@ def linear_model(module: ast.Module, name: str) -> bool:
     """Whether the class `name` defined at the top level of `module` is one `nn.Linear`
     layer (`self.model = nn.Linear(n_features, n_classes)`) and nothing else: no other
     layer or model, no call of the project's (a helper could build layers); calls on its
-    own attributes (`self.model(x)`) and torch's functions (`torch.sigmoid(x)`) run it."""
+    own attributes (`self.model(x)`), torch's functions (`torch.sigmoid(x)`) and methods
+    of the tensors its methods are given (`x.view(x.shape[0], -1)`) run it."""
     found = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == name), None)
     if found is None:
         return False
     torch_names = _torch_imports(module) | {"torch", "nn", "F"}
+    handed = _parameters(found)
     linear = 0
     for node in ast.walk(found):
         if not isinstance(node, ast.Call):
@@ -238,6 +308,8 @@ def linear_model(module: ast.Module, name: str) -> bool:
             linear += 1
         elif text == "super" or short == "__init__" or text.startswith("self."):
             continue
+        elif isinstance(node.func, ast.Attribute) and _root(node.func) in handed:
+            continue  # `x.view(x.shape[0], -1)` in forward: a method of the tensor given
         elif not (short[:1].islower() and text.split(".")[0] in torch_names):
             return False
     return linear == 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
-from envcheck.scripts.arrays import keyword_arrays, wrapped_arrays
+from envcheck.scripts.arrays import fitted_arrays, keyword_arrays, wrapped_arrays
 from envcheck.scripts.class_tables import table_classes
 from envcheck.scripts.configs import KEYWORD_HOLDERS, keyword_classes
 from envcheck.scripts.datasets import in_memory, library_in_memory, memoised, tensor_file
@@ -507,6 +507,8 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     owners = function_owners(walker.module, walker.index().function_nodes)
     if held is None and isinstance(node.func, ast.Name):
         held = _table_held(walker, node.func.id, owners.get(id(node)))
+    if fitted_arrays(node, owners.get(id(node))):
+        found["handed_arrays"] = True  # TensorDataset(X, y) in an estimator's fit(X, y)
     if held is None:
         held = wrapped_arrays(node, owners.get(id(node))) or keyword_arrays(
             node, owners.get(id(node))

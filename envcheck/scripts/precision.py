@@ -504,6 +504,7 @@ class _Reader:
         self.conv = False
         self.matmul: list[str] = []  # what shows matmul-bound layers
         self.graph: list[str] = []  # those of them that are message-passing layers or models
+        self.linear_models: list[str] = []  # those that are one nn.Linear of the project
         self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
         # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
         # layer with no width in sight, or a layer too wide to be a toy's
@@ -1121,6 +1122,7 @@ class _Reader:
             self.linear_weights = None
             if self._linear_elsewhere(name):
                 self.small_models += 1  # one nn.Linear layer: a linear model is small
+                self.linear_models.append(self.matmul[-1])
             else:
                 self._sized_model(node, scope)
 
@@ -1443,6 +1445,9 @@ class _Reader:
         found: dict[str, Any] = {"autocast": self.ungated is not None, "amp_gate": None}
         found["conv_layers"] = self.conv
         found["matmul_layers"] = sorted(set(self.matmul))
+        # project classes that are one nn.Linear (RepDistiller's `LinearEmbed`): beside a
+        # CNN, a head, as `nn.Linear` itself is
+        found["linear_models"] = sorted(set(self.linear_models))
         constant_toy = (
             set(self.matmul) == {"Linear"}
             and self.linear_weights is not None

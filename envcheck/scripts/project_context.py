@@ -287,6 +287,14 @@ def importer_candidates(script: Path) -> list[Path]:
         places.append(root)
         if (folder / "__init__.py").is_file() and folder.parent not in places:
             places.append(folder.parent)
+        # the folders between, for packages without __init__.py (namespace packages):
+        # decision-transformer's gym/experiment.py imports
+        # `decision_transformer.training.seq_trainer` from beside the package
+        between = folder.parent
+        while between != root and root in between.parents:
+            if between not in places and not (folder / "__init__.py").is_file():
+                places.append(between)
+            between = between.parent
     if root is not None:
         places += [root / name for name in ENTRY_FOLDERS if (root / name) not in places]
     found: list[Path] = []

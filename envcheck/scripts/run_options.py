@@ -469,7 +469,15 @@ class RunOptions:
 
     def _imported_kind(self, shown: str, name: str, depth: int) -> Optional[str]:
         """The kind of a name the run's file `shown` imports (`from .backbone import
-        ResNetBackbone`), in the file of the run that defines it."""
+        ResNetBackbone`), in the file of the run that defines it; a dotted name goes
+        through the module it starts from (`resnet.generate_model` with `from models
+        import resnet`: models/resnet.py's generate_model)."""
+        if "." in name:
+            head, _, rest = name.partition(".")
+            bound = self.aliases.get(shown, {}).get(head)
+            if bound is None or depth > MAX_KIND_DEPTH:
+                return None
+            return self.model_kind(shown, f"{bound}.{rest}", depth)
         origin = self.from_imports.get(shown, {}).get(name)
         if origin is None or depth > MAX_KIND_DEPTH:
             return None
