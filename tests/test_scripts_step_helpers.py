@@ -244,3 +244,68 @@ def test_a_step_helper_s_own_closure_runs_its_backward(tmp_path: Path) -> None:
     every step."""
     result = ec509(tmp_path, CLOSURE_STEP)
     assert [f.location.line for f in result.findings] == [22]
+
+
+EPOCH_DRIVER = """
+import torch
+
+
+class Trainer(object):
+    def __init__(self, model, optimizer, criterion, epochs):
+        self.model = model
+        self.optimizer = optimizer
+        self.criterion = criterion
+        self.epochs = epochs
+        self.device = torch.device("cuda")
+        self.outputs = []
+
+    def valid_epoch(self, data):
+        self.outputs = []
+        for step, batch in enumerate(data):
+            self.model.eval()
+            x, y = tuple(t.to(self.device) for t in batch)
+            with torch.no_grad():
+                logits = self.model(x)
+            self.outputs.append(logits.cpu().detach())
+        self.outputs = torch.cat(self.outputs, dim=0).cpu().detach()
+        loss = self.criterion(self.outputs, y.cpu())
+        return loss.item()
+
+    def train_epoch(self, data):
+        self.outputs = []
+        for step, batch in enumerate(data):
+            self.model.train({mode})
+            x, y = tuple(t.to(self.device) for t in batch)
+            logits = self.model(x)
+            loss = self.criterion(logits, y)
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            self.outputs.append(logits.detach())
+        self.outputs = torch.cat(self.outputs, dim=0).cpu().detach()
+        return self.outputs
+
+    def train(self, train_data, valid_data{default}):
+        for epoch in range(self.epochs):
+            self.train_epoch(train_data)
+            self.valid_epoch(valid_data)
+"""
+
+
+def test_the_epoch_loop_is_no_helper_of_the_step_loop(tmp_path: Path) -> None:
+    """pybert's Trainer: `self.model.train()` in `train_epoch`'s step loop is the
+    nn.Module switching to training mode, not the Trainer's own `train(self, train_data,
+    valid_data)`, which it cannot bind to. Read as that method, the epoch loop (and
+    through it `valid_epoch` and the code after `train_epoch`'s loop) ran per step."""
+    result = ec509(tmp_path, EPOCH_DRIVER.format(mode="", default=""))
+    assert [f.location.line for f in result.findings] == []
+
+
+def test_a_helper_calling_back_the_step_loop_s_function_is_its_epoch_loop(
+    tmp_path: Path,
+) -> None:
+    """The same Trainer when the call could bind (`self.model.train(True)`, `train(self,
+    train_data, valid_data=None)`): a function that calls the one holding the step loop
+    drives it, once an epoch; it is no per-step helper, nor is what it calls."""
+    result = ec509(tmp_path, EPOCH_DRIVER.format(mode="True", default="=None"))
+    assert [f.location.line for f in result.findings] == []

@@ -19,6 +19,7 @@ from envcheck.scripts.class_tables import table_classes
 from envcheck.scripts.configs import KEYWORD_HOLDERS, keyword_classes
 from envcheck.scripts.datasets import in_memory, library_in_memory, memoised, tensor_file
 from envcheck.scripts.default_run import off_by_default
+from envcheck.scripts.foreign_datasets import returned_elsewhere
 from envcheck.scripts.hf_trainers import trainer_loaders
 from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
 from envcheck.scripts.inference_loaders import mark_inference_only
@@ -355,7 +356,7 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
             "module_level": not walker.functions,
             "in_main_guard": walker.in_main_guard,
             "args": args,
-            "dataset": None,
+            "dataset": _handed_dataset(walker, node, name),
             "endless": None,
             "opaque_kwargs": [],
             "gpu_sampling": gpu_sampling(walker, node, name),
@@ -477,6 +478,54 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     for keyword in call.keywords:
         if keyword.arg == "dataset":
             node = keyword.value
+    return _dataset_of(walker, node)
+
+
+def _handed_dataset(walker: Walker, call: ast.Call, name: str) -> Optional[dict[str, Any]]:
+    """The dataset a call hands a loader maker of another file of the run that builds
+    every one of its DataLoaders over the parameter it binds to (cgcnn's
+    `get_train_val_test_loader(dataset=dataset, ...)`, data.py building each
+    `DataLoader(dataset, ...)`), when that dataset is known to serve samples from memory
+    (`CIFData`, whose `__getitem__` is memoised in data.py); None otherwise (the maker's
+    loaders stay out of sight)."""
+    maker = walker.function_elsewhere(name) if walker.function_elsewhere is not None else None
+    if maker is None or "." not in name:
+        return None
+    arguments = maker.function.args
+    positional = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+    loaders = [
+        n
+        for n in ast.walk(maker.function)
+        if isinstance(n, ast.Call) and ast.unparse(n.func).rsplit(".", 1)[-1] == "DataLoader"
+    ]
+    handed = {_loader_dataset(n) for n in loaders}
+    if len(handed) != 1:
+        return None
+    (parameter,) = handed
+    if parameter is None or parameter not in positional + [a.arg for a in arguments.kwonlyargs]:
+        return None
+    given = next((k.value for k in call.keywords if k.arg == parameter), None)
+    if given is None and parameter in positional:
+        position = positional.index(parameter)
+        if position < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[: position + 1]
+        ):
+            given = call.args[position]
+    found = _dataset_of(walker, given) if given is not None else None
+    if found is None or not (found.get("in_memory") or found.get("class") == "TensorDataset"):
+        return None
+    return found
+
+
+def _loader_dataset(call: ast.Call) -> Optional[str]:
+    """The name a DataLoader call is handed as its dataset, or None."""
+    node = call.args[0] if call.args else None
+    node = next((k.value for k in call.keywords if k.arg == "dataset"), node)
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dataset_of(walker: Walker, node: Optional[ast.expr]) -> Optional[dict[str, Any]]:
+    """`_dataset` for the dataset expression `node` itself."""
     tokenised = tokenised_map(walker, node) or tokenised_by_callers(walker, node)
     if tokenised is not None:
         return {"class": "pre-tokenised", "qualname": None, "text": _clip(tokenised)}
@@ -498,13 +547,16 @@ def _dataset(walker: Walker, call: ast.Call) -> Optional[dict[str, Any]]:
     if not isinstance(maker, ast.Call):
         return _callers_dataset(walker, node, function)
     node = maker
+    owners = function_owners(walker.module, walker.index().function_nodes)
+    returned = returned_elsewhere(walker, node, owners.get(id(node)))
+    if returned is not None:  # a helper of another file of the run returns a TensorDataset
+        return {"class": returned[0], "qualname": returned[1], "text": _clip(returned[2], 200)}
     name = walker.qualname(node.func) or ""
     short = name.rsplit(".", 1)[-1]
     if not short:
         return None
     found: dict[str, Any] = {"class": short, "qualname": name, "text": _clip(ast.unparse(node))}
     held = _class_held(walker, name)
-    owners = function_owners(walker.module, walker.index().function_nodes)
     if held is None and isinstance(node.func, ast.Name):
         held = _table_held(walker, node.func.id, owners.get(id(node)))
     if fitted_arrays(node, owners.get(id(node))):

@@ -87,7 +87,13 @@ class StepHelpers:
             return None  # an object the file builds from something else (an optimizer)
         if isinstance(func.value, ast.Name) and func.value.id in self.callees.itself:
             return None
-        return self._only_method(func.attr)
+        found = self._only_method(func.attr)
+        if found is not None and not accepts(call, found):
+            # `self.model.train()` in a Trainer whose own `train(self, train_data,
+            # valid_data)` is the epoch loop: the call cannot bind to that method, so the
+            # object is another one (an nn.Module switching to training mode)
+            return None
+        return found
 
     def module_call(self, call: ast.Call, caller: Optional[Function]) -> Optional[Function]:
         """`self.criterion(y, p)` in a method whose class only ever sets `self.criterion`
@@ -245,6 +251,38 @@ class StepCallees(Callees):
 
     def calls_of(self, function: Function) -> int:
         return self.plain.calls_of(function)
+
+
+def accepts(call: ast.Call, method: Function) -> bool:
+    """Whether `call` (`obj.f(...)`, bound: `self` is not passed) can bind to `method`'s
+    parameters: not too many positional arguments, no unknown keyword, every required
+    parameter given. True when the call unpacks (`*args`, `**kwargs`): out of sight."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return True
+    arguments = method.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    decorators = {dotted(d) for d in method.decorator_list}
+    if "staticmethod" not in decorators and positional:
+        positional = positional[1:]  # self or cls
+    if len(call.args) > len(positional) and arguments.vararg is None:
+        return False
+    names = {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}
+    given = {k.arg for k in call.keywords if k.arg is not None}
+    if arguments.kwarg is None and not given <= names:
+        return False
+    defaults = len(arguments.defaults)
+    required = positional[: len(positional) - defaults] if defaults else positional
+    for index, parameter in enumerate(required):
+        if index >= len(call.args) and parameter.arg not in given:
+            return False
+    kw_required = [
+        a.arg
+        for a, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+        if default is None
+    ]
+    return all(name in given for name in kw_required)
 
 
 def nested_functions(caller: Function) -> dict[str, list[Function]]:

@@ -285,7 +285,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
                 loader = loaders.iterated(loop.iter)
             loader = loader or loaders.stepped(loop)
             body = [n for statement in loop.body for n in [statement, *own_nodes(statement)]]
-            helpers = _helpers(body, callees, files)
+            helpers = _helpers(body, callees, files, function)
             if loader is None:
                 # batches from elsewhere (a loader passed in from another module, slices
                 # of a tensor): a step loop when the step itself is in its body
@@ -509,10 +509,15 @@ def _one_per_place(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(kept.values())
 
 
-def _helpers(body: list[ast.AST], callees: Callees, files: FileIndex) -> list[Function]:
+def _helpers(
+    body: list[ast.AST], callees: Callees, files: FileIndex, holder: Optional[Function] = None
+) -> list[Function]:
     """Functions of the file a step runs: called from the loop body (`step(model, batch)`,
     `self.training_step(batch)`, `metric.add(loss)` on an instance of a class of the
-    file) or handed to a call (`optimizer.step(closure)`), followed two calls deep."""
+    file) or handed to a call (`optimizer.step(closure)`), followed two calls deep. Not
+    `holder` (the function holding the step loop) nor a function calling it: that one is
+    the epoch loop around the step loop (`train()` calling `self.train_epoch(data)` then
+    `self.valid_epoch(data)`), so what it and its other callees do runs once an epoch."""
     found: list[Function] = []
     todo = list(body)
     for _ in range(2):
@@ -524,11 +529,21 @@ def _helpers(body: list[ast.AST], callees: Callees, files: FileIndex) -> list[Fu
                 names = [a.id for a in node.args if isinstance(a, ast.Name)]
                 functions += [files.functions.get(name) for name in names]
             for function in functions:
-                if function is not None and function not in found:
-                    found.append(function)
-                    more.extend(own_nodes(function))
+                if function is None or function in found:
+                    continue
+                if holder is not None and _drives(function, holder, callees):
+                    continue
+                found.append(function)
+                more.extend(own_nodes(function))
         todo = more
     return found
+
+
+def _drives(function: Function, holder: Function, callees: Callees) -> bool:
+    """`function` is `holder` or calls it: it runs the step loop, it does not run in it."""
+    return function is holder or any(
+        isinstance(n, ast.Call) and callees.function(n) is holder for n in own_nodes(function)
+    )
 
 
 def _trains(body: list[ast.AST]) -> bool:
