@@ -144,3 +144,46 @@ def test_loop_counters() -> None:
         )
     )
     assert loop_counters(tree) == {"a", "b", "c", "h"}
+
+
+MODES = """
+import argparse
+import torch
+from torch.utils.data import DataLoader
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--do_train", action="store_true")
+    parser.add_argument("--extra_loader", action="store_true")
+    args = parser.parse_args()
+    model = torch.nn.Linear(3, 3).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if args.extra_loader:
+        extra = DataLoader(data, batch_size=8, num_workers=4)
+        for batch in extra:
+            print(batch)
+    if args.do_train:
+        loader = DataLoader(data, batch_size=8, num_workers=4)
+        for epoch in range(10):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_store_true_mode_holding_the_training_loop_is_taken(tmp_path: Path) -> None:
+    """CodeT5's run_gen.py: `if args.do_train:` (store_true) holds the training loop, so
+    it is the mode the script exists for, not an opt-in feature: the loader it builds is
+    judged (EC503: 4 workers restarted every epoch), as the loop in it is. A flag whose
+    branch trains nothing (`if args.extra_loader:`) still leaves its loader out."""
+    (tmp_path / "train.py").write_text(MODES)
+    result = audit(tmp_path / "train.py", rules=("EC503",))["EC503"]
+    assert result.status.value == "fail"
+    assert [f.location.line for f in result.findings if f.location is not None] == [19]

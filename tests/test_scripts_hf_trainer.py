@@ -166,3 +166,55 @@ def test_trainer_arguments_parsed_into_a_dataclass_subclass(
         [finding] = result.findings
         assert finding.location is not None and finding.location.line == 23
         assert "transformers TrainingArguments.dataloader_num_workers default" in finding.message
+
+
+def test_trainer_workers_above_the_cpus_over_text(tmp_path: Path) -> None:
+    """CodeT5+'s tune script: `TrainingArguments(dataloader_num_workers=N)` starts N
+    workers whatever the dataset (text tokenised up front here): more than the usable CPUs
+    is EC504's, at the TrainingArguments call with the fix there; EC501 still does not
+    judge a text dataset served from memory."""
+    for workers, expected in ((32, "fail"), (8, "pass")):
+        extra = f", dataloader_num_workers={workers}"
+        (tmp_path / "train.py").write_text(SCRIPT.replace("ARGS", extra))
+        results = audit(tmp_path / "train.py", rules=("EC501", "EC504"))
+        assert results["EC504"].status.value == expected
+        assert results["EC501"].status.value == "pass"
+    (tmp_path / "train.py").write_text(SCRIPT.replace("ARGS", ", dataloader_num_workers=32"))
+    [finding] = audit(tmp_path / "train.py", rules=("EC504",))["EC504"].findings
+    assert finding.location is not None and finding.location.line == 6
+    assert finding.fix is not None and "TrainingArguments(..., dataloader_num_workers=" in (
+        finding.fix
+    )
+    (tmp_path / "train.py").write_text(SCRIPT.replace("ARGS", ", dataloader_num_workers=0"))
+    assert audit(tmp_path / "train.py", rules=("EC501",))["EC501"].status.value == "pass"
+
+
+HELPER = """
+import argparse
+from transformers import Trainer, TrainingArguments
+
+
+def run_training(args, model, train_data):
+    training_args = TrainingArguments(output_dir="out", fp16=args.fp16)
+    Trainer(model=model, args=training_args, train_dataset=train_data).train()
+
+
+def main(args):
+    run_training(args, load_model(), load_data())
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fp16", default=False, action="store_true")
+    main(parser.parse_args())
+"""
+
+
+def test_trainer_fp16_from_a_store_true_option_is_amp_behind_a_flag(tmp_path: Path) -> None:
+    """`TrainingArguments(fp16=args.fp16)` with a store_true `--fp16`, the options handed
+    through helpers' parameters: mixed precision is offered behind the flag, as for
+    `Accelerator(mixed_precision=args.mixed_precision)`, not float32 with no choice."""
+    (tmp_path / "train.py").write_text(HELPER)
+    result = audit(tmp_path / "train.py", rules=("EC507",))["EC507"]
+    assert result.status.value != "fail", result.reason
+    assert "--fp16" in result.reason

@@ -449,6 +449,8 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
             return how
         if value not in (0, None):
             return None
+        if loader.get("kind") == HF_TRAINER and not (loader.get("dataset") or {}).get("decodes"):
+            return Clear(f"{how}, over a dataset that does not decode images per item")
         sampling = loader.get("gpu_sampling")
         if sampling and sampling.get("known"):
             return Clear(f"{how}, as DGL requires with {sampling['text']} (sampling on the GPU)")
@@ -721,7 +723,7 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     summary="A DataLoader asks for more workers than the CPUs this process may use",
     message="{where}: {how} but the training machine has only {usable} usable CPUs: the "
     "workers compete for the same cores — `{code}`",
-    fix="DataLoader(..., num_workers={workers})",
+    fix="{fix}",
     evidence=(
         "https://github.com/pytorch/pytorch/pull/46867 (PyTorch's own warning: 'This "
         "DataLoader will create N worker processes in total. Our suggested max number of "
@@ -758,7 +760,8 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
     parameter positionally or by name (`_create_validation_data_loader(path, bs, size,
     args.n_cpu)`, `DataLoader(..., num_workers=n_cpu)` in test.py). A dataset's own
     `num_workers=` (MONAI's `CacheDataset(..., num_workers=4)`, the threads that fill its
-    cache once) is no loader's.
+    cache once) is no loader's. A Hugging Face Trainer's own loader is judged on the
+    `dataloader_num_workers` its `TrainingArguments(...)` call sets, and the fix is there.
     A worker count read from an option defined in another file of the same run linked
     to it by imports (`args.workers` in data.py, `--workers` in params.py), or from a
     config tree a module of the run builds (`cfg.TRAIN.workers` with
@@ -819,15 +822,31 @@ def dataloader_workers_above_usable_cpus(facts: Facts) -> Outcome:
                 how=f"{how}: {value} worker(s) in each of {count} processes per node "
                 f"({launched}), {total} in all",
                 usable=usable,
-                workers=f"{max(share - 1, 1) if share else 0}   # {usable} CPUs shared by "
-                f"{count} processes",
+                fix=workers_fix(
+                    loader,
+                    f"{max(share - 1, 1) if share else 0}   # {usable} CPUs shared by "
+                    f"{count} processes",
+                ),
             )
         if isinstance(value, int) and value > usable:
-            return loader_hit(loader, how=how, usable=usable, workers=workers)
+            return loader_hit(loader, how=how, usable=usable, fix=workers_fix(loader, workers))
         return None
 
     limit = f"{usable} " if isinstance(usable, int) else "the usable CPUs' "
-    return per_loader(facts, test, f"no DataLoader asks for more than {limit}workers")
+    return per_loader(
+        facts,
+        test,
+        f"no DataLoader asks for more than {limit}workers",
+        ("torch.DataLoader", HF_TRAINER),
+    )
+
+
+def workers_fix(loader: dict[str, Any], workers: str) -> str:
+    """The worker count set where the loader takes it: a Hugging Face Trainer's in its
+    TrainingArguments."""
+    if loader.get("kind") == HF_TRAINER:
+        return f"TrainingArguments(..., dataloader_num_workers={workers})"
+    return f"DataLoader(..., num_workers={workers})"
 
 
 def processes_per_node(

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, Optional
 from envcheck.scripts.arrays import fitted_arrays, keyword_arrays, wrapped_arrays
 from envcheck.scripts.class_tables import table_classes
 from envcheck.scripts.configs import KEYWORD_HOLDERS, keyword_classes
-from envcheck.scripts.datasets import in_memory, library_in_memory, memoised, tensor_file
+from envcheck.scripts.datasets import (
+    LAZY_STORES,
+    in_memory,
+    library_in_memory,
+    memoised,
+    record_class,
+    tensor_file,
+)
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.foreign_datasets import returned_elsewhere
 from envcheck.scripts.hf_trainers import trainer_loaders
@@ -543,6 +550,8 @@ def _dataset_of(walker: Walker, node: Optional[ast.expr]) -> Optional[dict[str, 
             "text": _clip(built),
             "up_front": up_front,
         }
+    if isinstance(node, ast.Name) and node.id == "self":
+        return _self_dataset(walker, function)
     maker = _built_by(walker, node, function, 0)
     if not isinstance(maker, ast.Call):
         return _callers_dataset(walker, node, function)
@@ -572,6 +581,53 @@ def _dataset_of(walker: Walker, node: Optional[ast.expr]) -> Optional[dict[str, 
     if held is not None:
         found["in_memory"] = held
     return found
+
+
+def _self_dataset(walker: Walker, function: Optional[ast.AST]) -> Optional[dict[str, Any]]:
+    """`DataLoader(self, ...)` in a method of a Dataset class (trlx's `create_loader`):
+    the dataset is that class. Its samples come from memory when its own `__getitem__`
+    only indexes what it holds (datasets.in_memory), or, with no `__getitem__` of its
+    own, when the one it inherits from a base class (the file's, or one another file of
+    the run defines) does; a class that opens a lazy store is not read so."""
+    owner = next(
+        (c for c in walker.index().class_nodes if any(f is function for f in c.body)), None
+    )
+    if owner is None:
+        return None
+    found: dict[str, Any] = {"class": owner.name, "qualname": None, "text": "self"}
+    held = in_memory(owner, walker.module, _records(walker, owner))
+    defines = any(isinstance(f, ast.FunctionDef) and f.name == "__getitem__" for f in owner.body)
+    if held is None and not defines and not any(w in ast.unparse(owner) for w in LAZY_STORES):
+        for base in owner.bases:
+            name = walker.qualname(base) or ast.unparse(base)
+            held = _class_held(walker, name)
+            if held is not None:
+                held = f"{owner.name} inherits __getitem__: {held}"
+                break
+    if held is not None:
+        found["in_memory"] = held
+    return found
+
+
+def _records(walker: Walker, cls: ast.ClassDef) -> frozenset[str]:
+    """The classes `cls.__getitem__` calls by name that are plain records (a dataclass
+    of fields only, datasets.record_class), the file's or another file's of the run."""
+    found = set()
+    own = {c.name: c for c in walker.index().class_nodes}
+    for method in cls.body:
+        if not (isinstance(method, ast.FunctionDef) and method.name == "__getitem__"):
+            continue
+        for node in ast.walk(method):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            definition: Optional[ast.ClassDef] = own.get(node.func.id)
+            name = walker.qualname(node.func) or ""
+            if definition is None and walker.class_elsewhere is not None and "." in name:
+                there = walker.class_elsewhere(name)
+                definition = there[0] if there is not None else None
+            if definition is not None and record_class(definition):
+                found.add(node.func.id)
+    return frozenset(found)
 
 
 def _class_held(walker: Walker, name: str) -> Optional[str]:

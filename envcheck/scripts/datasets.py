@@ -166,11 +166,15 @@ def library_in_memory(qualname: str) -> Optional[str]:
     return f"{qualname.rsplit('.', 1)[-1]} is {why}" if why else None
 
 
-def in_memory(cls: ast.ClassDef, module: Optional[ast.Module] = None) -> Optional[str]:
+def in_memory(
+    cls: ast.ClassDef, module: Optional[ast.Module] = None, records: frozenset[str] = frozenset()
+) -> Optional[str]:
     """Why samples of `cls` come from memory ("__getitem__ only indexes self.centers"),
     or None. `module`, the file defining `cls`, lends the functions of its top level
     that `__getitem__` may call (dgcnn's `translate_pointcloud(pointcloud)`: a numpy
-    scale and shift of the sample held) when they do no more than it may."""
+    scale and shift of the sample held) when they do no more than it may. `records`:
+    names of plain record classes (record_class) `__getitem__` may build from the slices
+    (trlx's `ILQLElement(self.input_ids[ix], ...)`), which only hold what they are given."""
     getitem = next(
         (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__getitem__"),
         None,
@@ -187,7 +191,7 @@ def in_memory(cls: ast.ClassDef, module: Optional[ast.Module] = None) -> Optiona
     if any(word in text for word in LAZY_STORES):
         return None
     helpers = _module_functions(module)
-    if not _cheap_body(cls, getitem, 0, helpers):
+    if not _cheap_body(cls, getitem, 0, helpers, records):
         return None
     held: list[str] = []
     aliases = _aliases(getitem)
@@ -343,6 +347,7 @@ def _cheap_body(
     method: ast.FunctionDef,
     depth: int,
     helpers: Optional[dict[str, ast.FunctionDef]] = None,
+    records: frozenset[str] = frozenset(),
 ) -> bool:
     """`method` opens nothing and calls only cheap conversions, or methods of `cls` (or
     functions of its file, `helpers`) that do the same (makemore's `self.encode(word)`: a
@@ -351,15 +356,38 @@ def _cheap_body(
     for node in own_nodes(method):
         if isinstance(node, (ast.With, ast.AsyncWith, ast.Await, ast.Yield, ast.YieldFrom)):
             return False
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in records
+        ):
+            continue  # a record built from the slices: nothing computed
         if isinstance(node, ast.Call) and not _cheap(node):
             helper = _own_method(cls, node) if depth < 2 else None
             if helper is None and depth < 2 and isinstance(node.func, ast.Name):
                 helper = helpers.get(node.func.id)
                 if helper is not None and any(w in ast.unparse(helper) for w in LAZY_STORES):
                     return False
-            if helper is None or not _cheap_body(cls, helper, depth + 1, helpers):
+            if helper is None or not _cheap_body(cls, helper, depth + 1, helpers, records):
                 return False
     return True
+
+
+def record_class(cls: ast.ClassDef) -> bool:
+    """A plain record class: a `@dataclass` or a `NamedTuple` declaring only fields, no
+    method (no `__post_init__` computing anything): building one only keeps its
+    arguments."""
+    dataclass = any(
+        ast.unparse(d.func if isinstance(d, ast.Call) else d).rpartition(".")[2] == "dataclass"
+        for d in cls.decorator_list
+    )
+    named = any(ast.unparse(b).rpartition(".")[2] == "NamedTuple" for b in cls.bases)
+    fields_only = all(
+        isinstance(s, (ast.AnnAssign, ast.Pass))
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        for s in cls.body
+    )
+    return (dataclass or named) and fields_only
 
 
 def _own_method(cls: ast.ClassDef, call: ast.Call) -> Optional[ast.FunctionDef]:

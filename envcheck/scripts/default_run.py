@@ -36,10 +36,35 @@ def off_by_default(
             continue
         if choices_taken and _choice(branch.test):
             continue
+        if in_body and _trains(branch):
+            continue  # `if args.do_train:` holding the training loop: the script's mode
         taken = _branch_test(walker, branch.test)
         if taken.known and bool(taken.value) != in_body:
             return True
     return False
+
+
+def _trains(branch: ast.If) -> bool:
+    """The branch's body holds a training loop: a `for`/`while` whose body calls
+    `.backward()` (`if args.do_train: ... for step, batch in enumerate(train_dataloader):
+    ... loss.backward()`). Such a flag (do_train, do_eval, do_predict) picks a mode the
+    script exists for, not a feature left off: what the mode builds is judged, as the loop
+    in it is (torch_loops.py reads the loop whatever the `if` around it)."""
+    cached: Optional[bool] = branch.__dict__.get("_envcheck_trains")
+    if cached is None:
+        cached = any(
+            isinstance(loop, (ast.For, ast.While))
+            and any(
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "backward"
+                for call in ast.walk(loop)
+            )
+            for statement in branch.body
+            for loop in ast.walk(statement)
+        )
+        setattr(branch, "_envcheck_trains", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
 
 
 def _choice(test: ast.expr) -> bool:

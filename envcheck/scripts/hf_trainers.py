@@ -3,10 +3,14 @@
 `TrainingArguments.dataloader_num_workers` workers, 0 by default. It is recorded (kind
 "transformers.Trainer", at the `TrainingArguments(...)` call, where the setting belongs,
 or at the Trainer call when its arguments come from an HfArgumentParser parse, read at
-their class's defaults by hf_arguments.py) only when its `train_dataset` decodes images
+their class's defaults by hf_arguments.py) when its `train_dataset` decodes images
 at every access: `ds.set_transform(fn)` or `ds.with_transform(fn)` (run on each item
-read, not cached as `map` is) with an `fn` that opens, converts or augments images. Text
-tokenised up front is not recorded. Nothing here judges.
+read, not cached as `map` is) with an `fn` that opens, converts or augments images
+(`dataset.decodes` is its text). Over another dataset (text tokenised up front) it is
+recorded only where the `TrainingArguments(...)` call names `dataloader_num_workers`,
+with `dataset.decodes` None: the workers it starts count against the CPUs (EC504), while
+a loader serving ids from memory needs none (EC501 does not judge it). Nothing here
+judges.
 """
 
 from __future__ import annotations
@@ -83,7 +87,9 @@ def _loader(walker: Walker, trainer: ast.Call) -> Optional[dict[str, Any]]:
     if dataset is None or (arguments is None and parsed is None):
         return None
     transform = _image_transform(walker, dataset)
-    if transform is None:
+    if transform is None and not (
+        arguments is not None and keyword_arg(arguments, "dataloader_num_workers") is not None
+    ):
         return None
     args, opaque = {}, []
     for keyword in arguments.keywords if arguments is not None else []:

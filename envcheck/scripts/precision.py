@@ -634,7 +634,8 @@ class _Reader:
                 value = resolve(setting, scope)
                 if value.known and value.value is True:
                     self._use(f"{short}({key}=True)", gates, scope)
-                elif not value.known:
+                elif not value.known or value.source.startswith("argparse "):
+                    # `fp16=args.fp16` from a store_true option: off unless passed
                     self.gates.append((setting, scope))
         if name.startswith(EXTERNAL_CONFIG) or (
             short == "HfArgumentParser" and name.startswith("transformers.")
