@@ -964,3 +964,65 @@ def test_a_loader_of_a_lightning_stage_the_file_never_runs_is_not_judged(
     predicting = STAGES + "    trainer.predict(model, data)\n"
     results = verdicts(tmp_path, predicting)
     assert [f.location.line for f in results["EC502"].findings] == [18, 21, 24]
+
+
+# monodepth2's trainer: the val loader read a batch at a time through a long-lived
+# iterator attribute, in val(), called every N steps
+PERIODIC = """
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets
+
+
+class Trainer:
+    def __init__(self):
+        self.model = torch.nn.Conv2d(3, 8, 3).cuda()
+        self.train_loader = DataLoader(datasets.ImageFolder("t"), batch_size=8, num_workers=1)
+        self.val_loader = DataLoader(datasets.ImageFolder("v"), batch_size=8, num_workers=1)
+        self.val_iter = iter(self.val_loader)
+
+    def train(self):
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for epoch in range(20):
+            for step, (x, y) in enumerate(self.train_loader):
+                self.model(x.cuda()).mean().backward()
+                opt.step()
+                early = step % 250 == 0 and step < 2000
+                late = step % 2000 == 0
+                if early or late:
+                    self.val()
+
+    def val(self):
+        try:
+            x, y = self.val_iter.next()
+        except StopIteration:
+            self.val_iter = iter(self.val_loader)
+            x, y = self.val_iter.next()
+        with torch.no_grad():
+            print(self.model(x.cuda()).mean())
+
+
+Trainer().train()
+"""
+
+
+@pytest.mark.parametrize(
+    "change",
+    [None, "                if early or step > 5:", "                if True:", "(Base)"],
+)
+def test_a_loader_read_now_and_then_through_an_open_iterator_keeps_its_workers(
+    tmp_path: Path, change: str | None
+) -> None:
+    """The val loader (line 11) is read one batch at a time through self.val_iter, made
+    again only at StopIteration, by val(), which the training loop calls only under a
+    periodic branch: one pass spans many epochs, so EC503 leaves it. Called every step
+    (a branch that is not periodic, or none), or from a class with a base class (a
+    framework may call val() itself), it is judged."""
+    source = PERIODIC
+    if change == "(Base)":
+        source = source.replace("class Trainer:", "class Trainer(Base):")
+    elif change is not None:
+        source = source.replace("                if early or late:", change)
+    results = verdicts(tmp_path, source)
+    lines = [f.location.line for f in results["EC503"].findings]
+    assert lines == ([10] if change is None else [10, 11]), results["EC503"]

@@ -936,3 +936,81 @@ def test_a_loader_a_class_of_the_run_keeps_but_never_reads_is_not_judged(
     report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
     lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC504")
     assert lines == [7, 8]
+
+
+INFERENCE_MAIN = """\
+import argparse
+import torch
+from torch.utils.data import DataLoader
+from torchvision import datasets
+import inference
+
+def get_inference_utils(opt):
+    data = datasets.ImageFolder("test")
+    inference_loader = DataLoader(data, batch_size=8, num_workers=2)
+    return inference_loader, data.classes
+
+def main(opt):
+    model = torch.nn.Conv2d(3, 8, 3).cuda()
+    train_loader = DataLoader(datasets.ImageFolder("train"), batch_size=8, num_workers=2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        for x, y in train_loader:
+            model(x.cuda()).mean().backward()
+            optimizer.step()
+    loader, names = get_inference_utils(opt)
+    inference.inference(loader, model, names)
+
+if __name__ == "__main__":
+    main(argparse.ArgumentParser().parse_args())
+"""
+INFERENCE = """\
+import torch
+
+def inference(data_loader, model, class_names):
+    model.eval()
+    with torch.no_grad():
+        for i, (x, y) in enumerate(data_loader):
+            print(i, len(data_loader), model(x.cuda()).argmax(1))
+"""
+
+
+def test_a_loader_returned_in_a_tuple_and_read_once_by_another_module_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3D-ResNets (sweep AA): main.py's get_inference_utils() returns `inference_loader,
+    class_names`, called once after training; the loader is handed to inference.py's
+    inference(), which iterates it in one loop (and reads its len()): one pass, so its
+    workers need not persist (EC503 on the train loader only). Once inference() loops
+    over it a second time, it is judged."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "main.py").write_text(INFERENCE_MAIN)
+    (tmp_path / "inference.py").write_text(INFERENCE)
+    report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC503")
+    assert lines == [14]
+    (tmp_path / "inference.py").write_text(
+        INFERENCE + "    for x, y in data_loader:\n        pass\n"
+    )
+    report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC503")
+    assert lines == [9, 14]
+
+
+def test_a_maker_another_file_of_the_run_calls_is_not_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyTorch-YOLOv3 (sweep W): test.py's maker serves its own one-pass evaluation, but
+    train.py imports it and validates with it every epoch: how often its loader is read
+    is decided there, so the maker's one use in this file does not make it read once."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "main.py").write_text(INFERENCE_MAIN)
+    (tmp_path / "inference.py").write_text(INFERENCE)
+    (tmp_path / "evaluate.py").write_text(
+        "import argparse\nfrom main import get_inference_utils\n\n"
+        "if __name__ == '__main__':\n    opt = argparse.ArgumentParser().parse_args()\n"
+        "    for epoch in range(10):\n        loader, names = get_inference_utils(opt)\n"
+    )
+    report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC503")
+    assert lines == [9, 14]

@@ -659,12 +659,20 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     one call, in no loop, to a function of the file that reads it in one such loop
     (`validation(model, loader)` from a one-off `test()`), nor one a function of the
     file builds and returns, called once in no loop, whose result is read in one such
-    loop (`inference(get_inference_loader(), model)`), nor one read for a single batch,
+    loop (`inference(get_inference_loader(), model)`; returned in a tuple and unpacked,
+    `loader, names = get_inference_utils(opt)`, or handed once to a function of another
+    file of the run that so reads it: `inference.inference(loader, model)`; not when
+    another file of the run calls the maker too), nor one read for a single batch,
     once and in no loop (`next(iter(DataLoader(...)))`, or a local loader whose only use
     is `next(iter(loader))` or MONAI's `first(loader)`; EC501 and EC502 still judge a
     named one), nor a local loader whose only use is one `iter(loader)`, in no loop,
     read by `next()` step after step (ssd.pytorch): the iterator is never made again,
-    so the workers serve one pass; nor a loader whose dataset the training process
+    so the workers serve one pass; nor a loader an object reads one batch at a time
+    through an iterator attribute (`self.val_iter = iter(self.val_loader)`, made again
+    only at StopIteration) in a method of a class with no base that the training loop
+    calls only under a periodic branch (`if step % 2000 == 0: self.val()`, monodepth2):
+    the iterator, and its workers, stay open between reads, and one pass spans many
+    epochs; nor a loader whose dataset the training process
     changes between passes (NCF's `train_loader.dataset.ng_sample()` each epoch, a
     `dataset.set_epoch(epoch)`): persistent workers would keep their first copy of it
     and never see the change. A data module's test loader (held in, or built over, a
@@ -697,6 +705,10 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
             )
         if loader.get("read_once"):
             return Clear(f"{how}, but {loader['read_once']}: its workers serve one pass")
+        if loader.get("read_periodically"):
+            return Clear(
+                f"{how}, but {loader['read_periodically']}: its workers are rarely restarted"
+            )
         if loader.get("resampled"):
             return Clear(f"{how}, but {loader['resampled']}")
         if loader.get("one_batch"):

@@ -12,6 +12,7 @@ because each reads the same call's keywords and the file's callers of it.
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.arrays import fitted_arrays, keyword_arrays, wrapped_arrays
@@ -87,7 +88,12 @@ class DataLoaderObserver:
             _maker(walker, node, name)
 
     def finish(self, walker: Walker) -> None:
-        mark_loaders(walker.module, walker.report.loaders)
+        mark_loaders(
+            walker.module,
+            walker.report.loaders,
+            functools.partial(_function_of, walker),
+            walker.module_scope.called_elsewhere,
+        )
         if walker.class_elsewhere is not None and walker.attribute_read_elsewhere is not None:
             mark_unread_in_class(
                 walker.module,
@@ -100,6 +106,16 @@ class DataLoaderObserver:
         mark_inference_only(walker.module, walker.index(), walker.report.loaders)
         # a Hugging Face Trainer's own loader, judged by EC501 only (its kind differs)
         walker.report.loaders.extend(trainer_loaders(walker))
+
+
+def _function_of(walker: Walker, func: ast.expr) -> Optional[ast.AST]:
+    """The function a call by `func` runs when another file of the run defines it
+    (`inference.inference` with `import inference`), else None."""
+    name = walker.qualname(func)
+    if name is None or walker.function_elsewhere is None:
+        return None
+    found = walker.function_elsewhere(name)
+    return None if found is None else found.function
 
 
 def _mark_validated_once(walker: Walker, loaders: list[dict[str, Any]]) -> None:

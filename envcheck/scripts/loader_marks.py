@@ -19,18 +19,31 @@ from typing import Any, Callable, Optional
 
 from envcheck.scripts.host_passes import host_only
 from envcheck.scripts.index import module_nodes
+from envcheck.scripts.periodic_reads import mark_read_periodically
 from envcheck.scripts.resampled import mark_resampled
 
+# (a call's function) -> the function another file of the run defines by that name
+FunctionOf = Callable[[ast.expr], Optional[ast.AST]]
 
-def mark_loaders(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
-    """Every mark, in the order they build on each other."""
+
+def mark_loaders(
+    module: ast.Module,
+    loaders: list[dict[str, Any]],
+    function_of: Optional[FunctionOf] = None,
+    called_elsewhere: Optional[Callable[[str], bool]] = None,
+) -> None:
+    """Every mark, in the order they build on each other. `function_of` finds the
+    function a call runs when another file of the run defines it (`inference.inference`
+    with `import inference`), else None; `called_elsewhere` tells whether another file of
+    the run calls a function by that name."""
     _drop_fallbacks_mark_non_blocking(module, loaders)
     _mark_rebuilt(module, loaders)
     mark_resampled(module, loaders)
     _mark_one_batch(module, loaders)
     _mark_once(loaders)
-    _mark_one_local_loop(module, loaders)
-    _mark_built_once(module, loaders)
+    _mark_one_local_loop(module, loaders, function_of)
+    _mark_built_once(module, loaders, function_of, called_elsewhere)
+    mark_read_periodically(module, loaders)
     _mark_unused(module, loaders)
     _mark_stage_never_run(module, loaders)
     _mark_test_split(module, loaders)
@@ -325,7 +338,9 @@ def _span_finder(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
 LOOP_WRAPPERS = ("enumerate", "iter", "tqdm", "track", "zip")
 
 
-def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+def _mark_one_local_loop(
+    module: ast.Module, loaders: list[dict[str, Any]], function_of: Optional[FunctionOf] = None
+) -> None:
     """A loader held in a local name whose only use is one `for` loop that does not
     train, itself in no loop (`get_mean_and_std(dataset)`, a `__main__` preview): it is
     iterated once, so
@@ -364,7 +379,7 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
                 loader["read_once"] = f"its one iterator ({single}) is never made again"
                 continue
             if loop is None:
-                handed = _handed_once(module, scope, reads, node.targets[0].id)
+                handed = _handed_once(module, scope, reads, node.targets[0].id, function_of)
                 if handed is not None and not _trains(handed[1]):
                     name, loop = handed
                     loader["read_once"] = (
@@ -391,13 +406,23 @@ def _mark_one_local_loop(module: ast.Module, loaders: list[dict[str, Any]]) -> N
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _mark_built_once(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
+def _mark_built_once(
+    module: ast.Module,
+    loaders: list[dict[str, Any]],
+    function_of: Optional[FunctionOf] = None,
+    called_elsewhere: Optional[Callable[[str], bool]] = None,
+) -> None:
     """A loader a function of the module builds and returns (`def get_test_loader():
-    return DataLoader(...)`), that function called once in the file, in no loop, its
-    result read once: handed straight to a function of the module that iterates it in one
-    loop that does not train (`inference(get_test_loader(), model)`), or held in a name
-    iterated so (`loader = get_test_loader()`, one `for` over it). The loader makes one
-    pass: `read_once`, as for a loader built in place."""
+    return DataLoader(...)`, or `loader = DataLoader(...)` then `return loader,
+    dataset.class_names`, a tuple), that function called once in the file, in no loop,
+    its result read once: handed straight to a function of the module that iterates it in
+    one loop that does not train (`inference(get_test_loader(), model)`), or held in a
+    name (`loader, names = get_inference_utils(opt)`, unpacked from the returned tuple)
+    iterated so, or handed once to such a function, of this module or of another file of
+    the run (`inference.inference(loader, model)`, `function_of`). The loader makes one
+    pass: `read_once`, as for a loader built in place. A builder another file of the run
+    calls too (`called_elsewhere`: PyTorch-YOLOv3's train.py validating every epoch with
+    test.py's `_create_validation_data_loader`) may serve any number of passes there."""
     if not loaders:
         return
     defined = {n.name: n for n in module.body if isinstance(n, FUNCTIONS)}
@@ -417,38 +442,77 @@ def _mark_built_once(module: ast.Module, loaders: list[dict[str, Any]]) -> None:
         builder = defined.get(loader.get("function") or "")
         if builder is None or loader.get("read_once") or loader.get("rebuilt"):
             continue
-        if not _returns(builder, (loader["line"], loader["column"])):
+        slot = _returned_at(builder, (loader["line"], loader["column"]))
+        if slot is None:
             continue
         uses = uses_of.get(builder.name, [])
         if len(uses) != 1 or mentions.get(builder.name, 0) != 1:
             continue  # called again, or handed on as a value: any number of passes
+        if called_elsewhere is not None and called_elsewhere(builder.name):
+            continue
         used_in, nodes, call = uses[0]
         reads = scope_reads(used_in)
         if id(call) in reads.in_for_or_while or id(call) in reads.in_async_for:
             continue
-        reason = _one_pass_of_call(module, used_in, nodes, call)
+        reason = _one_pass_of_call(module, used_in, call, slot, function_of)
         if reason is not None:
             loader["read_once"] = f"it is built by {builder.name}(), called once: {reason}"
 
 
-def _returns(function: ast.AST, place: tuple[int, int]) -> bool:
-    """Whether the function returns the call at `place` itself (`return DataLoader(...)`)."""
-    return any(
-        isinstance(n, ast.Return)
-        and isinstance(n.value, ast.Call)
-        and (n.value.lineno, n.value.col_offset + 1) == place
-        for n in _own(function)
-    )
+# where a function's result holds the loader: the whole value (WHOLE), or one position
+# of the tuple it returns (`return loader, names`: 0)
+WHOLE = -1
+
+
+def _returned_at(function: ast.AST, place: tuple[int, int]) -> Optional[int]:
+    """Where the function returns the call at `place`: WHOLE for `return DataLoader(...)`
+    or `loader = DataLoader(...)` ... `return loader`; its position for `return loader,
+    names`; None when it does not return it (or the name is bound more than once)."""
+    own = _own(function)
+    held: Optional[str] = None
+    stores: dict[str, int] = {}
+    for n in own:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            stores[n.id] = stores.get(n.id, 0) + 1
+        if (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Call)
+            and (n.value.lineno, n.value.col_offset + 1) == place
+        ):
+            held = n.targets[0].id
+    for n in own:
+        if not isinstance(n, ast.Return) or n.value is None:
+            continue
+        value = n.value
+        if isinstance(value, ast.Call) and (value.lineno, value.col_offset + 1) == place:
+            return WHOLE
+        if held is None or stores.get(held) != 1:
+            continue
+        if isinstance(value, ast.Name) and value.id == held:
+            return WHOLE
+        if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+            for position, item in enumerate(value.elts):
+                if isinstance(item, ast.Name) and item.id == held:
+                    return position
+    return None
 
 
 def _one_pass_of_call(
-    module: ast.Module, scope: ast.AST, nodes: list[ast.AST], call: ast.Call
+    module: ast.Module,
+    scope: ast.AST,
+    call: ast.Call,
+    slot: int = WHOLE,
+    function_of: Optional[FunctionOf] = None,
 ) -> Optional[str]:
-    """Why the loader that `call` returns is iterated once, or None: the call is an
-    argument of a function of the module that loops over it once without training, or is
-    held in a name only looped over once, without training."""
+    """Why the loader that `call` returns (whole, or at position `slot` of the tuple it
+    returns) is iterated once, or None: the call is an argument of a function of the
+    module that loops over it once without training, or its loader is held in a name only
+    looped over once, without training, or handed once to a function (of the module, or
+    of another file of the run) that does."""
     reads = scope_reads(scope)
-    for outer in reads.callers.get(id(call), []):
+    for outer in reads.callers.get(id(call), []) if slot == WHOLE else []:
         if not isinstance(outer.func, ast.Name):
             continue
         function = next(
@@ -466,17 +530,31 @@ def _one_pass_of_call(
             return None
         return f"handed to {function.name}(), which iterates it in one loop (line {loop.lineno})"
     for statement in reads.assigns.get(id(call), []):
-        if (
-            statement.value is call
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-        ):
-            if scope is module and _read_in_functions(module, statement.targets[0].id):
+        if statement.value is not call or len(statement.targets) != 1:
+            continue
+        target = statement.targets[0]
+        if slot != WHOLE and isinstance(target, ast.Tuple):
+            items = target.elts
+            if any(isinstance(e, ast.Starred) for e in items) or slot >= len(items):
                 return None
-            loop = _only_loop(scope_reads(scope), statement.targets[0].id)
-            if loop is None or _trains(loop):
+            target = items[slot]
+        elif slot != WHOLE:
+            return None
+        if not isinstance(target, ast.Name):
+            return None
+        name = target.id
+        if scope is module and _read_in_functions(module, name):
+            return None
+        loop = _only_loop(reads, name)
+        if loop is None:
+            handed = _handed_once(module, scope, reads, name, function_of)
+            if handed is None or _trains(handed[1]):
                 return None
-            return f"iterated by one loop (line {loop.lineno})"
+            callee, loop = handed
+            return f"handed once to {callee}(), which iterates it in one loop (line {loop.lineno})"
+        if _trains(loop):
+            return None
+        return f"iterated by one loop (line {loop.lineno})"
     return None
 
 
@@ -535,9 +613,17 @@ def scope_reads(scope: ast.AST) -> ScopeReads:
 
 def _only_loop(reads: ScopeReads, name: str) -> Optional[ast.For]:
     """The one `for` over `name` (bare or wrapped: `enumerate(name)`), when `name` is read
-    nowhere else and the loop is inside no other loop."""
+    nowhere else (but for its length, `len(name)`, which starts no worker) and the loop
+    is inside no other loop."""
     loops = reads.loops.get(name, [])
-    if len(loops) != 1 or len(reads.loads.get(name, [])) != 1:
+    if len(loops) != 1:
+        return None
+    loads = [
+        n
+        for n in reads.loads.get(name, [])
+        if not any(_called(c) == "len" and len(c.args) == 1 for c in reads.callers.get(id(n), []))
+    ]
+    if len(loads) != 1:
         return None
     loop = loops[0]
     return None if id(loop) in reads.in_for_or_while else loop
@@ -615,11 +701,16 @@ def _called(call: ast.Call) -> str:
 
 
 def _handed_once(
-    module: ast.Module, scope: ast.AST, reads: ScopeReads, name: str
+    module: ast.Module,
+    scope: ast.AST,
+    reads: ScopeReads,
+    name: str,
+    function_of: Optional[FunctionOf] = None,
 ) -> Optional[tuple[str, ast.For]]:
     """`validation(model, loader)`: the loader's only use is one call, in no loop, to a
-    function of the module that iterates the matching parameter in one loop, itself in
-    no loop; that function's name and loop, else None."""
+    function of the module (or, through `function_of`, of another file of the run:
+    `inference.inference(loader, model)`) that iterates the matching parameter in one
+    loop, itself in no loop; that function's name and loop, else None."""
     loads = reads.loads.get(name, [])
     if len(loads) != 1:
         return None
@@ -630,8 +721,14 @@ def _handed_once(
     if id(call) in reads.in_for_or_while or id(call) in reads.in_async_for:
         return None
     callee = call.func.id if isinstance(call.func, ast.Name) else None
-    function = next((n for n in module.body if isinstance(n, FUNCTIONS) and n.name == callee), None)
-    if function is None or function is scope:
+    function: Optional[ast.AST] = next(
+        (n for n in module.body if isinstance(n, FUNCTIONS) and n.name == callee), None
+    )
+    if function is None and function_of is not None and not _defined_here(module, call.func):
+        function = function_of(call.func)
+    if not isinstance(function, FUNCTIONS) or function is scope:
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args):
         return None
     position = next(i for i, a in enumerate(call.args) if a is loads[0])
     parameters = [*function.args.posonlyargs, *function.args.args]
@@ -639,6 +736,21 @@ def _handed_once(
         return None
     loop = _only_loop(scope_reads(function), parameters[position].arg)
     return None if loop is None else (function.name, loop)
+
+
+def _defined_here(module: ast.Module, func: ast.expr) -> bool:
+    """Whether a call by this name runs something the module binds itself (a class, a
+    function, a name assigned at its top level): not another file's function."""
+    if not isinstance(func, ast.Name):
+        return False
+    return any(
+        (isinstance(n, (*FUNCTIONS, ast.ClassDef)) and n.name == func.id)
+        or (
+            isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == func.id for t in n.targets)
+        )
+        for n in module.body
+    )
 
 
 # calls that only show what a loop reads (`print(point.shape)`, `len(batch)`)
