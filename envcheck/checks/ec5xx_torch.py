@@ -998,8 +998,10 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     a function another module of the project defines, read in that module when it is
     audited in the run or imported beside the script: `commons.clip_grad_value_(
     net.parameters(), None)` running `.item()` per parameter, `mel(y_hat)` branching on
-    `torch.min(y) < -1.`, a slice bounded by a device tensor, or a method of a class
-    such a module defines, called on a name the file binds only to its instances
+    `torch.min(y) < -1.`, a slice bounded by a device tensor, a boolean-mask gather
+    (`output[output == target]`), also in the functions it calls in turn, a few levels
+    deep (`get_F1` -> `get_sensitivity` doing `float(torch.sum(tp))`), or a method of a
+    class such a module defines, called on a name the file binds only to its instances
     (`dice_loss = DiceLoss(n)` ... `dice_loss(out, y)` runs its `forward`, doing
     `.item()` per class; `metric_logger.update(grad_norm=norm)` converting every tensor
     it gets), reported at the step's call when the function does it on every call to a

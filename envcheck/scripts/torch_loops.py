@@ -1522,9 +1522,11 @@ class _StepLoop:
         found = foreign.first_sync(frozenset(on_device))
         if found is None:
             return None
-        line, what = found
+        shown, line, what, through = found
+        if through:  # get_F1() -> get_sensitivity(): the function making the read
+            what = f"{what} in {' -> '.join(f'{name}()' for name in through)}"
         return self._record(
-            call, "host_sync", f"{_short(call.func)}()", f"{what} at {foreign.shown}:{line}"
+            call, "host_sync", f"{_short(call.func)}()", f"{what} at {shown}:{line}"
         )
 
     def _maybe_none(self, argument: ast.expr) -> bool:
