@@ -1072,7 +1072,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     level is every step, unless the file then runs `exec(...)` at module level (nanoGPT's
     `exec(open('configurator.py').read())` overrides its defaults). An opt-in branch that is off by
     default is skipped (a parameter is read at what the file's call writes out for it,
-    beside a `**config` too: `main(use_wandb=args.wandb, **config)`), except the
+    beside a `**config` too: `main(use_wandb=args.wandb, **config)`; an int option
+    defaulting to 0 is off too, read through the trainer's attribute in the entry point
+    importing it: `if self.visdom_epoch and not cross_valid:`), except the
     mixed-precision path (autocast, a GradScaler) that
     EC507 advises turning on, and so is the `else` of a test on by default (`if not
     args.disable_dp: ... else: ...`), and a loop calling callbacks a user registers

@@ -1369,9 +1369,14 @@ class _StepLoop:
         return value.known and value.value is True
 
     def _off_by_default(self, test: ast.expr) -> bool:
-        """A condition the source settles as false in a default run: an opt-in flag."""
+        """A condition the source settles as false in a default run: an opt-in flag
+        (`if args.synchronize_step:`), an int option defaulting to 0 as well (`if
+        self.visdom_epoch and not cross_valid:`, `--visdom_epoch` default 0 in the entry
+        point's parser) or "" as well; not None, which an attribute the file sets later
+        holds at first (`self.writer = None` in `__init__`)."""
         value = resolve(test, self.walker.scope_of(self.function))
-        return value.known and value.value is False
+        found = value.value
+        return value.known and isinstance(found, (bool, int, float, str)) and not found
 
     def _per_element(self, loop: ForLoop) -> bool:
         """An inner loop over the elements of something (samples of the batch), not over
