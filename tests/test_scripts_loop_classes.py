@@ -970,3 +970,32 @@ def test_a_branch_on_an_int_option_defaulting_to_0_is_opt_in(tmp_path: Path) -> 
     # `--visdom_epoch` defaults to 0: a default run never takes its branch (16 not
     # read); `--log_every` defaults to 1, so its branch runs every step (18)
     assert sync_lines(tmp_path, INT_FLAG) == [18]
+
+
+# -- an index loop over the batch's own list of fields -------------------------------------
+
+FIELD_LIST = """
+model = nn.Linear(16, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+for step, data in enumerate(loader):
+    for i in range(len(data)):
+        data[i] = data[i].cuda()
+    label = data[0]
+    loss = nn.functional.cross_entropy(model(*data[1:]), label)
+    opt.zero_grad(); loss.backward(); opt.step()
+for step, batch in enumerate(loader):
+    for i in range(len(batch)):
+        batch[i] = batch[i].cuda()
+    loss = model(torch.stack(batch)).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_an_index_loop_over_the_batch_read_by_position_walks_its_fields(
+    tmp_path: Path,
+) -> None:
+    # `data` is read by position (`data[0]`, `data[1:]`): a list of fields, one copy per
+    # field (6 not flagged); `batch`, stacked whole, may be a list of samples (12)
+    result = script_results(tmp_path, HEAD + FIELD_LIST, "train.py")["EC510"]
+    offset = HEAD.count("\n")
+    assert [f.location.line - offset for f in result.findings] == [12]

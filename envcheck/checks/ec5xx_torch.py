@@ -538,7 +538,11 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     loader's pinned memory. A loader class of a library, out of sight (TorchDrug's
     `data.DataLoader`, whose collate packs graphs into `PackedGraph` objects) makes the
     rule unknown: DataLoader's pinning reaches only tensors and objects with a
-    `pin_memory()` method, and what its batches are is decided by that class.
+    `pin_memory()` method, and what its batches are is decided by that class. So does a
+    loader whose every loop turns a field of its batches into NumPy before the copy
+    (`points = points.data.numpy()` ... `torch.Tensor(points).cuda()`): the pinned
+    pages of that field would be discarded, and what the fields copied as made would
+    gain is not in sight.
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -590,6 +594,11 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(
                 f"{how}, but the dataset is text handed to a tokenizer ({text}): "
                 "batches of token ids, a few KB"
+            )
+        if loader.get("host_rebuilt"):
+            return (
+                f"{how}, but {loader['host_rebuilt']}: pinning would be discarded for it, "
+                "and whether the fields copied as made gain is not in sight"
             )
         in_memory = in_memory_dataset(loader)
         if in_memory and not loader.get("non_blocking_copy"):
@@ -1196,7 +1205,9 @@ def per_sample_device_copies(facts: Facts) -> Outcome:
       `pin_memory=True` instead.
 
     Inner loops over a dict's fields (`for k, v in batch.items()`) or a tuple of tensors
-    copy each field of the batch once and are not flagged.
+    copy each field of the batch once and are not flagged, nor is an index loop over the
+    batch the step loop yields, whole, when the step reads it by position (`for i in
+    range(len(data)): data[i] = data[i].cuda()`, then `label = data[0]`): a list of fields.
 
     **Best practice.** Return CPU tensors from the Dataset, let the DataLoader collate
     and pin them, and move the whole batch once per step:
