@@ -4,7 +4,9 @@ A training step calling `commons.clip_grad_value_(net.parameters(), None)`, whos
 runs `.item()` per parameter, or `mel(y_hat)` branching on `torch.min(y) < -1.`, waits
 for the GPU every step at that call, though the sync is in commons.py. The module is
 found on disk beside the script (project_context.py) and read in its own imports; only
-what it runs on every call, on device tensors the step hands it, counts. The last cases
+what it runs on every call, on device tensors the step hands it, counts; so do the
+functions it calls in turn (get_F1 -> get_sensitivity's `float(torch.sum(...))`), down to
+a depth limit, and a boolean-mask gather (`output[output == target]`). The last cases
 are in one file: a loss module called as `criterion(out, labels)` binds `labels` to its
 `forward`'s second parameter, and a test of a data element per inner-loop index is no
 one-off `if step == 0:`.
@@ -110,6 +112,78 @@ def warmup(step, total):
     return float(min(1.0, step / total))
 """
 
+# a metric made of others of its file, each reading its tensors on the host
+NESTED = """\
+import torch
+
+def recall(pred, y):
+    hit = (pred.argmax(1) == y)
+    return float(torch.sum(hit)) / (float(y.numel()) + 1e-6)
+
+def precision(pred, y, verbose=False):
+    if verbose:
+        print(pred.item())
+    return pred.mean()
+
+def f1(pred, y, threshold=0.5):
+    r = recall(pred, y)
+    return 2 * r / (r + 1.0)
+
+def quiet_f1(pred, y):
+    return 2 * precision(pred, y)
+
+def shuffled(pred, y):
+    return recall(torch.randn(4, 4), torch.zeros(4))
+"""
+
+# a loss three functions deep slicing per sample by a CUDA length tensor
+DEEP = """\
+import torch
+
+def get_mask(source, lengths):
+    mask = source.new_ones(source.shape)
+    for i in range(source.size(0)):
+        mask[i, lengths[i]:] = 0
+    return mask
+
+def masked_snr(source, estimate, lengths):
+    mask = get_mask(source, lengths)
+    return ((source - estimate) * mask).pow(2).mean()
+
+def cal_loss(source, estimate, lengths):
+    snr = masked_snr(source, estimate, lengths)
+    return 0 - snr
+
+def outer(source, estimate, lengths):
+    return cal_loss(source, estimate, lengths)
+
+def outermost(source, estimate, lengths):
+    return outer(source, estimate, lengths)
+"""
+
+# a metric imported by the helper from another module of the project
+REEXPORTED = """\
+from metrics import recall
+
+def summary(pred, y):
+    return {"recall": recall(pred, y)}
+"""
+
+MASKED = """\
+import torch
+
+def intersection(output, target, ignore=255):
+    output = output.view(-1)
+    target = target.view(-1)
+    output[target == ignore] = ignore
+    hit = output[output == target]
+    return torch.histc(hit.float(), bins=4, min=0, max=3)
+
+def filled(output, target, ignore=255):
+    output[target == ignore] = ignore
+    return output
+"""
+
 CASES = {
     "an .item() per parameter of the model's gradients": (
         {"commons.py": CLIP},
@@ -163,6 +237,54 @@ CASES = {
         {"sched.py": HOST_ONLY},
         "from sched import warmup",
         "lr = warmup(step, 100)",
+        False,
+    ),
+    "a float() in a function of its file the helper calls": (
+        {"metrics.py": NESTED},
+        "from metrics import f1",
+        "score = f1(out, y)",
+        True,
+    ),
+    "a function the helper calls syncing only under an opt-in branch": (
+        {"metrics.py": NESTED},
+        "from metrics import quiet_f1",
+        "score = quiet_f1(out, y)",
+        False,
+    ),
+    "a function the helper calls handed no device tensor": (
+        {"metrics.py": NESTED},
+        "from metrics import shuffled",
+        "score = shuffled(out, y)",
+        False,
+    ),
+    "a slice by a CUDA length three functions deep": (
+        {"pit.py": DEEP},
+        "from pit import cal_loss",
+        "l2 = cal_loss(out, out.detach(), y)",
+        True,
+    ),
+    "a slice by a CUDA length past the depth followed": (
+        {"pit.py": DEEP},
+        "from pit import outermost",
+        "l2 = outermost(out, out.detach(), y)",
+        False,
+    ),
+    "a float() in a function the helper imports from another module": (
+        {"metrics.py": NESTED, "report.py": REEXPORTED},
+        "from report import summary",
+        "s = summary(out, y)",
+        True,
+    ),
+    "a boolean-mask gather of device tensors": (
+        {"util/__init__.py": "", "util/util.py": MASKED},
+        "from util.util import intersection",
+        "inter = intersection(out.argmax(1), y)",
+        True,
+    ),
+    "a fill through a boolean mask (masked_fill, no count)": (
+        {"util/__init__.py": "", "util/util.py": MASKED},
+        "from util.util import filled",
+        "inter = filled(out.argmax(1), y)",
         False,
     ),
     "a syncing helper called under a periodic branch": (
@@ -274,3 +396,50 @@ def test_a_loss_module_s_helper_reads_the_labels_it_is_handed(
         next(i for i, text in enumerate(lines, 1) if ".cpu()" in text),
     ]
     assert sync_lines(report) == expected, report["findings"]
+
+
+EPOCH = """\
+from utils import calculate_accuracy
+
+
+def train_epoch(data_loader, model, criterion, optimizer, device):
+    model.train()
+    for i, (inputs, targets) in enumerate(data_loader):
+        targets = targets.to(device, non_blocking=True)
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        acc = calculate_accuracy(outputs, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+CALCULATE = """\
+import torch
+
+
+def calculate_accuracy(outputs, targets):
+    with torch.no_grad():
+        batch_size = targets.size(0)
+        _, pred = outputs.topk(1, 1, largest=True, sorted=True)
+        pred = pred.t()
+        correct = pred.eq(targets.view(1, -1))
+        return correct.float().sum().item() / batch_size
+"""
+
+
+def test_a_tensor_compared_with_a_device_tensor_is_on_the_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3D-ResNets' train_epoch moves only the targets (DataParallel scatters the inputs),
+    and the model is a parameter: `outputs` is not known to be on the device, but
+    `pred.eq(targets.view(1, -1))` combines `pred` with a CUDA tensor, so both are
+    there (CPU and CUDA tensors do not mix) and the `.item()` of its sum waits."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("")
+    (root / "utils.py").write_text(CALCULATE)
+    (root / "training.py").write_text(EPOCH)
+    report = audit(root / "training.py", cwd=root, monkeypatch=monkeypatch)
+    line = next(i for i, text in enumerate(EPOCH.splitlines(), 1) if "calculate_accuracy(" in text)
+    assert sync_lines(report) == [line], report["findings"]

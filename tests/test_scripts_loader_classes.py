@@ -1146,3 +1146,32 @@ def test_a_data_modules_test_loader_is_read_out_of_sight(
     sight, so EC503 does not claim a restart every epoch. Its train and validation
     loaders are re-read every epoch and stay judged."""
     assert lines(script_results(tmp_path, source, "data.py")["EC503"]) == expected
+
+
+REBUILT = """
+import numpy as np
+train_loader = DataLoader(torchvision.datasets.FakeData(), batch_size=32, num_workers=1)
+for epoch in range(10):
+    for batch_id, (points, target) in enumerate(train_loader, 0):
+        points = points.data.numpy()
+        points = points + np.random.normal(0, 0.01, points.shape)
+        points = torch.Tensor(points)
+        points, target = points.cuda(), target.cuda()
+        loss = torch.nn.functional.cross_entropy(model(points), target)
+        opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_batches_rebuilt_on_the_host_before_the_copy_leave_pinning_unknown(
+    tmp_path: Path,
+) -> None:
+    """PointNet turns each batch into NumPy for augmentation and copies a new tensor:
+    pinned pages would be discarded for the points, and what pinning would gain for the
+    labels copied as made is not in sight, so EC502 is unknown. Copied as made, the
+    same loader fails."""
+    found = results(tmp_path, REBUILT)
+    assert found["EC502"].status.value == "unknown"
+    assert "into NumPy" in found["EC502"].reason
+    kept = "\n".join(line for line in REBUILT.splitlines() if "points = points" not in line)
+    kept = kept.replace("points = torch.Tensor(points)", "points = points.float()")
+    assert lines(results(tmp_path, kept)["EC502"]) == [10]

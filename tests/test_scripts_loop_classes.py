@@ -941,3 +941,61 @@ def test_a_branch_on_a_key_of_an_out_of_sight_output_is_optional(tmp_path: Path)
     # when it chooses (8 not read); "depth" the file stores itself (10); a substring test
     # of a parameter's name is no key test (14)
     assert sync_lines(tmp_path, OPTIONAL_KEY) == [10, 14]
+
+
+# -- a branch on an int option defaulting to 0 is opt-in ----------------------------------
+
+INT_FLAG = """
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--visdom_epoch", type=int, default=0)
+parser.add_argument("--log_every", type=int, default=1)
+args = parser.parse_args()
+model = nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+vis = torch.zeros(100)
+for i, (x, y) in enumerate(loader):
+    x, y = x.cuda(), y.cuda()
+    loss = ((model(x) - y) ** 2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    if args.visdom_epoch and i > 0:
+        vis[i] = loss.item()
+    if args.log_every:
+        print(loss.item())
+"""
+
+
+def test_a_branch_on_an_int_option_defaulting_to_0_is_opt_in(tmp_path: Path) -> None:
+    # `--visdom_epoch` defaults to 0: a default run never takes its branch (16 not
+    # read); `--log_every` defaults to 1, so its branch runs every step (18)
+    assert sync_lines(tmp_path, INT_FLAG) == [18]
+
+
+# -- an index loop over the batch's own list of fields -------------------------------------
+
+FIELD_LIST = """
+model = nn.Linear(16, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+for step, data in enumerate(loader):
+    for i in range(len(data)):
+        data[i] = data[i].cuda()
+    label = data[0]
+    loss = nn.functional.cross_entropy(model(*data[1:]), label)
+    opt.zero_grad(); loss.backward(); opt.step()
+for step, batch in enumerate(loader):
+    for i in range(len(batch)):
+        batch[i] = batch[i].cuda()
+    loss = model(torch.stack(batch)).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_an_index_loop_over_the_batch_read_by_position_walks_its_fields(
+    tmp_path: Path,
+) -> None:
+    # `data` is read by position (`data[0]`, `data[1:]`): a list of fields, one copy per
+    # field (6 not flagged); `batch`, stacked whole, may be a list of samples (12)
+    result = script_results(tmp_path, HEAD + FIELD_LIST, "train.py")["EC510"]
+    offset = HEAD.count("\n")
+    assert [f.location.line - offset for f in result.findings] == [12]

@@ -1014,3 +1014,68 @@ def test_a_maker_another_file_of_the_run_calls_is_not_read_once(
     report = audit(Path("main.py"), cwd=tmp_path, monkeypatch=monkeypatch)
     lines = sorted(f["location"]["line"] for f in report["findings"] if f["id"] == "EC503")
     assert lines == [9, 14]
+
+
+VISDOM_SOLVER = """\
+import torch
+
+
+class Solver(object):
+    def __init__(self, data, model, optimizer, args):
+        self.tr_loader = data["tr_loader"]
+        self.model = model
+        self.optimizer = optimizer
+        self.visdom_epoch = args.visdom_epoch
+
+    def train(self):
+        for epoch in range(10):
+            self._run_one_epoch(epoch)
+
+    def _run_one_epoch(self, epoch, cross_valid=False):
+        vis = torch.zeros(100)
+        for i, (x, y) in enumerate(self.tr_loader):
+            x, y = x.cuda(), y.cuda()
+            loss = ((self.model(x) - y) ** 2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if self.visdom_epoch and not cross_valid:
+                vis[i] = loss.item()
+"""
+
+VISDOM_ENTRY = """\
+import argparse
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from solver import Solver
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--visdom_epoch", dest="visdom_epoch", type=int, default=0)
+
+
+def main(args):
+    ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 4))
+    data = {"tr_loader": DataLoader(ds, batch_size=8)}
+    model = torch.nn.Linear(4, 4).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    Solver(data, model, optimizer, args).train()
+
+
+if __name__ == "__main__":
+    main(parser.parse_args())
+"""
+
+
+def test_a_trainer_s_branch_on_an_entry_point_s_int_option_defaulting_to_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Conv-TasNet: `self.visdom_epoch = args.visdom_epoch`, `--visdom_epoch` an int
+    defaulting to 0 in train.py, which imports the solver: its branch is opt-in, the
+    `.item()` under it is not read as run every step."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("")
+    (root / "solver.py").write_text(VISDOM_SOLVER)
+    (root / "train.py").write_text(VISDOM_ENTRY)
+    report = audit(root / "solver.py", cwd=root, monkeypatch=monkeypatch)
+    assert [f for f in report["findings"] if f["id"] == "EC509"] == []

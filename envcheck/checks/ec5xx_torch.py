@@ -540,7 +540,11 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
     loader's pinned memory. A loader class of a library, out of sight (TorchDrug's
     `data.DataLoader`, whose collate packs graphs into `PackedGraph` objects) makes the
     rule unknown: DataLoader's pinning reaches only tensors and objects with a
-    `pin_memory()` method, and what its batches are is decided by that class.
+    `pin_memory()` method, and what its batches are is decided by that class. So does a
+    loader whose every loop turns a field of its batches into NumPy before the copy
+    (`points = points.data.numpy()` ... `torch.Tensor(points).cuda()`): the pinned
+    pages of that field would be discarded, and what the fields copied as made would
+    gain is not in sight.
 
     **Best practice.** `pin_memory=True` on loaders feeding a GPU, and
     `batch.to(device, non_blocking=True)`.
@@ -592,6 +596,11 @@ def dataloader_pin_memory_off(facts: Facts) -> Outcome:
             return Clear(
                 f"{how}, but the dataset is text handed to a tokenizer ({text}): "
                 "batches of token ids, a few KB"
+            )
+        if loader.get("host_rebuilt"):
+            return (
+                f"{how}, but {loader['host_rebuilt']}: pinning would be discarded for it, "
+                "and whether the fields copied as made gain is not in sight"
             )
         in_memory = in_memory_dataset(loader)
         if in_memory and not loader.get("non_blocking_copy"):
@@ -1029,8 +1038,10 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     a function another module of the project defines, read in that module when it is
     audited in the run or imported beside the script: `commons.clip_grad_value_(
     net.parameters(), None)` running `.item()` per parameter, `mel(y_hat)` branching on
-    `torch.min(y) < -1.`, a slice bounded by a device tensor, or a method of a class
-    such a module defines, called on a name the file binds only to its instances
+    `torch.min(y) < -1.`, a slice bounded by a device tensor, a boolean-mask gather
+    (`output[output == target]`), also in the functions it calls in turn, a few levels
+    deep (`get_F1` -> `get_sensitivity` doing `float(torch.sum(tp))`), or a method of a
+    class such a module defines, called on a name the file binds only to its instances
     (`dice_loss = DiceLoss(n)` ... `dice_loss(out, y)` runs its `forward`, doing
     `.item()` per class; `metric_logger.update(grad_norm=norm)` converting every tensor
     it gets), reported at the step's call when the function does it on every call to a
@@ -1101,7 +1112,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     level is every step, unless the file then runs `exec(...)` at module level (nanoGPT's
     `exec(open('configurator.py').read())` overrides its defaults). An opt-in branch that is off by
     default is skipped (a parameter is read at what the file's call writes out for it,
-    beside a `**config` too: `main(use_wandb=args.wandb, **config)`), except the
+    beside a `**config` too: `main(use_wandb=args.wandb, **config)`; an int option
+    defaulting to 0 is off too, read through the trainer's attribute in the entry point
+    importing it: `if self.visdom_epoch and not cross_valid:`), except the
     mixed-precision path (autocast, a GradScaler) that
     EC507 advises turning on, and so is the `else` of a test on by default (`if not
     args.disable_dp: ... else: ...`), and a loop calling callbacks a user registers
@@ -1223,7 +1236,9 @@ def per_sample_device_copies(facts: Facts) -> Outcome:
       `pin_memory=True` instead.
 
     Inner loops over a dict's fields (`for k, v in batch.items()`) or a tuple of tensors
-    copy each field of the batch once and are not flagged.
+    copy each field of the batch once and are not flagged, nor is an index loop over the
+    batch the step loop yields, whole, when the step reads it by position (`for i in
+    range(len(data)): data[i] = data[i].cuda()`, then `label = data[0]`): a list of fields.
 
     **Best practice.** Return CPU tensors from the Dataset, let the DataLoader collate
     and pin them, and move the whole batch once per step:

@@ -14,11 +14,17 @@ every call: `.item()` / `.cpu()` / `.tolist()` / `.to("cpu")` of a device tensor
 `float(t)` / `int(t)` / `bool(t)`, a branch or loop test on a tensor's value, a slice
 bounded by a device tensor (`x[i, :, start:end]` with `start = ids[i]`: each bound is an
 `.item()`), a device tensor as a size (`torch.arange(lengths.max())`, `range(t)`),
-printing a tensor, `torch.cuda.synchronize()`. Only code run on every call
-counts: the function's body, its loops and `with` / `try` blocks, not the body of a
-branch (`if clip_value is not None:`, `if verbose:`), nested functions or lambdas. A
-function handed no device tensor syncs nothing of the step's. What it cannot settle
-(its own calls of other functions) is not a sync: a finding is never a guess.
+printing a tensor, indexing with a boolean device mask (`output[output == target]`:
+the result's size is the mask's count), `torch.cuda.synchronize()`. Only code run on
+every call counts: the function's body, its loops and `with` / `try` blocks, not the body
+of a branch (`if clip_value is not None:`, `if verbose:`), nested functions or lambdas. A
+function handed no device tensor syncs nothing of the step's.
+
+Its own calls of functions of its file, or of functions it imports from another file of
+the run, are read the same way with the device tensors it hands them (get_F1 calling
+get_sensitivity(SR, GT), which does `float(torch.sum(TP))`; a loss calling a helper that
+slices by a CUDA length), down to MAX_DEPTH functions from the step's call. What it
+cannot settle (a call of code out of sight) is not a sync: a finding is never a guess.
 
 Methods too: `dice_loss = DiceLoss(n)` (`from utils import DiceLoss`) called as
 `dice_loss(out, y)` runs `DiceLoss.forward` (or `__call__`), `metric_logger =
@@ -44,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Union
 
 from envcheck.scripts.index import is_cpu, keyword_arg, module_nodes, own_nodes, qualified_name
+from envcheck.scripts.masks import boolean_expression, mask_names
 from envcheck.scripts.tensors import DeviceTensors
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -51,6 +58,10 @@ Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 # tests a device tensor passes: `isinstance(v, torch.Tensor)`, `torch.is_tensor(v)`
 TYPE_TESTS = ("isinstance", "torch.is_tensor")
 MAX_FOLLOWED = 8  # the class's own methods read inside one another
+MAX_DEPTH = 3  # functions read inside one another below the one the step calls
+# (file, line, what, through) of a host read: the file is the function's, or that of the
+# functions it calls, `through` them (their names, outermost first)
+Sync = tuple[str, int, str, tuple[str, ...]]
 
 # tensor methods that copy to the host (`.numpy()` fails on a CUDA tensor: never a sync)
 SYNC_METHODS = ("item", "cpu", "tolist")
@@ -97,7 +108,10 @@ class Foreign:
     # for a method: its class's methods by name (its bases' of the same file included),
     # which its `self.f(...)` calls run
     methods: dict[str, Function] = field(default_factory=dict)
-    _found: dict[frozenset[str], Optional[tuple[int, str]]] = field(default_factory=dict)
+    # the function a (qualified) name its file calls names: one of its file, or one it
+    # imports from another file of the run; None when out of sight
+    resolve: Optional[Callable[[str], Optional[Foreign]]] = None
+    _found: dict[tuple[frozenset[str], int], Optional[Sync]] = field(default_factory=dict)
     _scalers: Optional[frozenset[str]] = None
 
     @property
@@ -107,14 +121,18 @@ class Foreign:
             self._scalers = scaler_attributes(self.methods.values(), self.aliases)
         return self._scalers
 
-    def first_sync(self, on_device: frozenset[str]) -> Optional[tuple[int, str]]:
-        """(line in its file, what) of the first host read the function makes on every
-        call when the parameters `on_device` hold device tensors; None when none does."""
+    def first_sync(self, on_device: frozenset[str], depth: int = 0) -> Optional[Sync]:
+        """(file, line, what, through) of the first host read the function makes on
+        every call when the parameters `on_device` hold device tensors (in another
+        file when made by the functions `through` it calls, `depth` levels below the
+        step's call); None when none does."""
         if not on_device and not self.scalers:
             return None
-        if on_device not in self._found:
-            self._found[on_device] = _Reader(self, on_device).first()
-        return self._found[on_device]
+        key = (on_device, depth)
+        if key not in self._found:
+            self._found[key] = None  # a function calling itself reads nothing more
+            self._found[key] = _Reader(self, on_device, depth).first()
+        return self._found[key]
 
     def parameters(self, call: ast.Call) -> dict[int, str]:
         """Position of each positional argument of `call` -> the parameter it binds (a
@@ -212,7 +230,11 @@ def instances(
 
 
 class _Reader:
-    def __init__(self, foreign: Foreign, on_device: frozenset[str]):
+    def __init__(self, foreign: Foreign, on_device: frozenset[str], depth: int = 0):
+        self.shown = foreign.shown
+        self.resolve = foreign.resolve if depth < MAX_DEPTH else None
+        self.depth = depth
+        self.masks: dict[int, dict[str, ast.expr]] = {}  # per function read: its mask names
         self.function = foreign.function
         self.aliases = foreign.aliases
         self.methods = foreign.methods
@@ -254,11 +276,11 @@ class _Reader:
     def tensor(self, node: Optional[ast.AST]) -> bool:
         return node is not None and self.tensors.holds_in(node, self.function)
 
-    def first(self) -> Optional[tuple[int, str]]:
+    def first(self) -> Optional[Sync]:
         self.read.add(id(self.function))
         return self._block(self.function.body)
 
-    def _followed(self, root: ast.AST) -> Optional[tuple[int, str]]:
+    def _followed(self, root: ast.AST) -> Optional[Sync]:
         """The first sync of a method of the class `root` calls (`self._dice(p, t)`),
         read in its own names, each method once."""
         for node in [root, *own_nodes(root)]:
@@ -275,21 +297,21 @@ class _Reader:
                 return found
         return None
 
-    def _block(self, body: list[ast.stmt]) -> Optional[tuple[int, str]]:
+    def _block(self, body: list[ast.stmt]) -> Optional[Sync]:
         for statement in body:
             found = self._statement(statement)
             if found is not None:
                 return found
         return None
 
-    def _statement(self, statement: ast.stmt) -> Optional[tuple[int, str]]:
+    def _statement(self, statement: ast.stmt) -> Optional[Sync]:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return None
         if isinstance(statement, (ast.If, ast.While)):
             # the test runs on every call; a branch's body only when taken, as a type
             # test a device tensor passes is (`if isinstance(v, torch.Tensor):`)
             if self._tests_tensor(statement.test):
-                return statement.test.lineno, "tests a tensor's value"
+                return self.shown, statement.test.lineno, "tests a tensor's value", ()
             found = self._expression(statement.test)
             if found is None and (
                 isinstance(statement, ast.While) or self._passes_type_test(statement.test)
@@ -297,9 +319,10 @@ class _Reader:
                 found = self._block(statement.body)
             return found
         if isinstance(statement, ast.Assert) and self._tests_tensor(statement.test):
-            return statement.test.lineno, "asserts on a tensor's value"
+            return self.shown, statement.test.lineno, "asserts on a tensor's value", ()
         if isinstance(statement, ast.Assign) and self._converts_itself(statement):
-            return statement.lineno, "copies a tensor to the host (converts it in place)"
+            what = "copies a tensor to the host (converts it in place)"
+            return self.shown, statement.lineno, what, ()
         if isinstance(statement, (ast.For, ast.AsyncFor)):
             return self._expression(statement.iter) or self._block(statement.body)
         if isinstance(statement, (ast.With, ast.AsyncWith)):
@@ -356,12 +379,53 @@ class _Reader:
             return self._tests_tensor(test.values[0])  # the first operand always runs
         return isinstance(test, (ast.Compare, ast.Call)) and self.tensor(test)
 
-    def _expression(self, root: ast.AST) -> Optional[tuple[int, str]]:
+    def _expression(self, root: ast.AST) -> Optional[Sync]:
         for node in [root, *own_nodes(root)]:
             what = self._sync(node)
             if what is not None:
-                return getattr(node, "lineno", 0), what
-        return self._followed(root) if self.methods else None
+                return self.shown, getattr(node, "lineno", 0), what, ()
+        found = self._followed(root) if self.methods else None
+        return found or self._called(root)
+
+    def _called(self, root: ast.AST) -> Optional[Sync]:
+        """The first sync of a function of the run `root` calls (`get_sensitivity(SR,
+        GT)` in get_F1), read with the device tensors it is handed."""
+        if self.resolve is None:
+            return None
+        for node in [root, *own_nodes(root)]:
+            if not isinstance(node, ast.Call) or self._method(node) is not None:
+                continue
+            name = self.qualname(node.func)
+            callee = self.resolve(name) if name is not None else None
+            if callee is None or callee.function is self.function:
+                continue
+            parameters = callee.parameters(node)
+            on_device = {
+                parameters[index]
+                for index, argument in enumerate(node.args)
+                if index in parameters and self.tensor(argument)
+            }
+            for keyword in node.keywords:
+                bound = callee.keyword(keyword.arg) if keyword.arg else None
+                if bound is not None and self.tensor(keyword.value):
+                    on_device.add(bound)
+            found = callee.first_sync(frozenset(on_device), self.depth + 1)
+            if found is not None:
+                shown, line, what, through = found
+                return shown, line, what, (callee.function.name, *through)
+        return None
+
+    def _masked(self, node: ast.Subscript) -> bool:
+        """`output[output == target]`, `x[keep]` with `keep = t > 0` read (not assigned
+        through: `x[mask] = 0` fills in place) with a boolean device tensor."""
+        if not isinstance(node.ctx, ast.Load):
+            return False
+        if id(self.function) not in self.masks:
+            self.masks[id(self.function)] = mask_names(self.function)
+        values = self.masks[id(self.function)]
+        mask = node.slice
+        named = values.get(mask.id, mask) if isinstance(mask, ast.Name) else mask
+        return boolean_expression(named, values) and self.tensor(mask) and self.tensor(node.value)
 
     def _sync(self, node: ast.AST) -> Optional[str]:
         if isinstance(node, ast.Subscript):
@@ -375,6 +439,8 @@ class _Reader:
             ]
             if any(self.tensor(b) for b in bounds) and self.tensor(node.value):
                 return "slices with a device tensor as a bound (an .item() each)"
+            if self._masked(node):
+                return "indexes with a boolean mask tensor (its count is read on the host)"
             return None
         if not isinstance(node, ast.Call):
             return None

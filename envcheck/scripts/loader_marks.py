@@ -18,6 +18,7 @@ import re
 from typing import Any, Callable, Optional
 
 from envcheck.scripts.host_passes import host_only
+from envcheck.scripts.host_rebuilt import mark_host_rebuilt
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.periodic_reads import mark_read_periodically
 from envcheck.scripts.resampled import mark_resampled
@@ -47,6 +48,7 @@ def mark_loaders(
     _mark_unused(module, loaders)
     _mark_stage_never_run(module, loaders)
     _mark_test_split(module, loaders)
+    mark_host_rebuilt(module, loaders)
 
 
 def _mark_one_batch(module: ast.Module, loaders: list[dict[str, Any]]) -> None:

@@ -617,7 +617,25 @@ class RunOptions:
         if found is None:
             return None
         shown, name = found
-        return Foreign(shown, self.functions[shown][name], self.aliases[shown])
+        return Foreign(
+            shown,
+            self.functions[shown][name],
+            self.aliases[shown],
+            resolve=functools.partial(self.called_function, shown),
+        )
+
+    def called_function(self, reader: str, qualname: str) -> Optional[Foreign]:
+        """The function a call in `reader`, a file of the run read for a step's syncs,
+        names (foreign_helpers.py): a top-level function of `reader` itself, else one
+        of another file (function_elsewhere); None when out of sight."""
+        own = self.functions.get(reader, {}).get(qualname)
+        if own is None:
+            return self.function_elsewhere(reader, qualname)
+        key = (reader, f"{qualname}()")
+        if key not in self._foreign:
+            resolve = functools.partial(self.called_function, reader)
+            self._foreign[key] = Foreign(reader, own, self.aliases[reader], resolve=resolve)
+        return self._foreign[key]
 
     def _defined_elsewhere(
         self, reader: str, qualname: str, defined: Mapping[str, Container[str]]
@@ -657,7 +675,8 @@ class RunOptions:
         methods = class_methods(self.modules[shown], self.classes[shown][name])
         for method in names:
             if method in methods:
-                return Foreign(shown, methods[method], self.aliases[shown], methods)
+                resolve = functools.partial(self.called_function, shown)
+                return Foreign(shown, methods[method], self.aliases[shown], methods, resolve)
         return None
 
     def handed_method(

@@ -9,7 +9,8 @@ statements of its function): a name or `self.x` attribute holds a device tensor 
 - it is made on a device (`x.to(device)`, `x.cuda()`, `batch_to_device(batch, device)`,
   `torch.zeros(3, device=device)`) or handed to a collective (`dist.all_reduce(t)`);
 - it is computed from one of those without a conversion to a number (arithmetic, a
-  comparison, a method that keeps a tensor, a `torch.*` function, a container of them);
+  comparison, a method that keeps a tensor, a `torch.*` function, a container of them,
+  a tensor method combining another tensor with one: `pred.eq(targets)`);
 - its name says it holds losses and it is unpacked from one call together with a tensor
   (`loss, loss_items = model(x)`; not `loss, count = ...`, which may be a number);
 - it is a parameter of a helper called with a tensor (not with a name the step makes a
@@ -107,6 +108,10 @@ TENSOR_RETURNS = ("clip_grad_norm_", "clip_grad_norm")
 # np.histogram on its sequence (a CPU one: NumPy cannot read a CUDA tensor)
 RENDERS_ON_HOST = "wandb.Image"
 HOST_MEDIA = {RENDERS_ON_HOST, "wandb.Histogram"}
+# tensor methods combining the receiver with another tensor element by element (or as
+# matrices): given a device tensor, the receiver is a tensor too (CUDA and CPU tensors
+# do not mix) and the result is on the device: `pred.eq(targets.view(1, -1))`
+COMBINING = {"eq", "ne", "lt", "le", "gt", "ge", "mul", "div", "sub", "matmul", "mm", "bmm"}
 # library functions that return a tensor on the device of the tensors they are given
 # (torchvision's make_grid tiles a batch of images into one image tensor with torch ops)
 DEVICE_KEEPING = {"torchvision.utils.make_grid"}
@@ -615,6 +620,13 @@ class DeviceTensors:
             return True  # loss.detach(), losses.values()
         if name.startswith(HOST_ROOTS) or (isinstance(func, ast.Name) and func.id in BUILTINS):
             return False
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in COMBINING
+            and len(call.args) == 1
+            and self.holds(call.args[0], depth)
+        ):
+            return True  # pred.eq(y) with `y` on the device: `pred` is a tensor there too
         # model(x), criterion(out, y), F.softmax(t): a function out of sight given a
         # tensor returns one (or has read one on the host itself); not a method of some
         # object (`augment.tune(pred)` may keep a float), but an object the trainer holds

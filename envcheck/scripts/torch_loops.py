@@ -1384,9 +1384,14 @@ class _StepLoop:
         return value.known and value.value is True
 
     def _off_by_default(self, test: ast.expr) -> bool:
-        """A condition the source settles as false in a default run: an opt-in flag."""
+        """A condition the source settles as false in a default run: an opt-in flag
+        (`if args.synchronize_step:`), an int option defaulting to 0 as well (`if
+        self.visdom_epoch and not cross_valid:`, `--visdom_epoch` default 0 in the entry
+        point's parser) or "" as well; not None, which an attribute the file sets later
+        holds at first (`self.writer = None` in `__init__`)."""
         value = resolve(test, self.walker.scope_of(self.function))
-        return value.known and value.value is False
+        found = value.value
+        return value.known and isinstance(found, (bool, int, float, str)) and not found
 
     def _per_element(self, loop: ForLoop) -> bool:
         """An inner loop over the elements of something (samples of the batch), not over
@@ -1400,7 +1405,51 @@ class _StepLoop:
             and iterable.func.attr in FIELD_ITERATORS
         ):
             return False
+        if self._field_walk(iterable):
+            return False
         return self.loaders.iterated(iterable) is None
+
+    def _field_walk(self, iterable: ast.expr) -> bool:
+        """`for i in range(len(data)): data[i] = data[i].cuda()` where `data` is what the
+        step loop yields, whole, and the step reads it by position (`label = data[0]`,
+        `args = data[1:]`): a list of the batch's fields (label, token ids, masks), one
+        copy per field, not per sample."""
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "range"
+            and len(iterable.args) == 1
+        ):
+            iterable = iterable.args[0]
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "len"
+            and len(iterable.args) == 1
+        ):
+            iterable = iterable.args[0]
+        if not isinstance(iterable, ast.Name) or not isinstance(self.loop, (ast.For, ast.AsyncFor)):
+            return False
+        target, batches = self.loop.target, self.loop.iter
+        if (
+            isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
+            and isinstance(batches, ast.Call)
+            and isinstance(batches.func, ast.Name)
+            and batches.func.id == "enumerate"
+        ):
+            target = target.elts[1]  # `for step, data in enumerate(loader)`
+        if not isinstance(target, ast.Name) or target.id != iterable.id:
+            return False
+        return any(
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == iterable.id
+            and _position(node.slice)
+            for statement in self.loop.body
+            for node in ast.walk(statement)
+        )
 
     def _expression(self, root: ast.AST, inner: list[ForLoop], periodic: bool) -> None:
         if periodic:
@@ -1537,9 +1586,11 @@ class _StepLoop:
         found = foreign.first_sync(frozenset(on_device))
         if found is None:
             return None
-        line, what = found
+        shown, line, what, through = found
+        if through:  # get_F1() -> get_sensitivity(): the function making the read
+            what = f"{what} in {' -> '.join(f'{name}()' for name in through)}"
         return self._record(
-            call, "host_sync", f"{_short(call.func)}()", f"{what} at {foreign.shown}:{line}"
+            call, "host_sync", f"{_short(call.func)}()", f"{what} at {shown}:{line}"
         )
 
     def _maybe_none(self, argument: ast.expr) -> bool:
@@ -2145,6 +2196,16 @@ def _reads_on_host(body: ast.expr, name: str) -> bool:
 
 def _short(node: ast.AST, limit: int = 60) -> str:
     return clipped(node, limit)
+
+
+def _position(index: ast.expr) -> bool:
+    """`0`, `-1`, `1:`, `:2`: a constant position or slice of positions."""
+    if isinstance(index, ast.Slice):
+        parts = [p for p in (index.lower, index.upper, index.step) if p is not None]
+        return bool(parts) and all(_position(p) for p in parts)
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand
+    return isinstance(index, ast.Constant) and type(index.value) is int
 
 
 def _target_names(target: ast.expr) -> set[str]:
