@@ -661,6 +661,40 @@ def test_ec522_a_lone_dense_head_on_the_callers_model_is_not_the_model(tmp_path:
     assert script_results(tmp_path, source, "trainer.py")["EC522"].status.value == "fail"
 
 
+HEAD_TRAINER = """
+from tensorflow import keras
+
+
+class Train:
+    def __init__(self, basic_model, classes, teacher_emb_size=0):
+        self.basic_model = basic_model
+        self.classes = classes
+        inputs = basic_model.inputs[0]
+        logits = keras.layers.Dense(classes, use_bias=False)(basic_model.outputs[0])
+        output = keras.layers.Activation("softmax", dtype="float32")(logits)
+        if teacher_emb_size:
+            emb = keras.layers.Dense(teacher_emb_size, use_bias=False, dtype="float32")
+            output = [emb(basic_model.outputs[0]), output]
+        self.model = keras.models.Model(inputs, output)
+
+    def train(self, dataset, epochs):
+        self.model.compile(optimizer="adam", loss="categorical_crossentropy")
+        self.model.fit(dataset, epochs=epochs)
+"""
+
+
+def test_ec522_float32_heads_added_to_a_backbone_handed_in(tmp_path: Path) -> None:
+    """A library trainer adding two heads of unseen width (a classifier, an embedding map)
+    to the backbone it is handed, its output kept in float32 (`dtype="float32"`, written
+    for a mixed policy its caller sets): the model's compute is out of sight, no finding.
+    The same two heads without a float32 output are still judged (a small model of its
+    own)."""
+    found = script_results(tmp_path, HEAD_TRAINER, "train.py")["EC522"]
+    assert found.status.value == "pass"
+    source = HEAD_TRAINER.replace(', dtype="float32"', "")
+    assert script_results(tmp_path, source, "train.py")["EC522"].status.value == "fail"
+
+
 POINTNET_LOOP = """
 import tensorflow as tf
 from tensorflow_graphics.nn.layer import pointnet

@@ -1198,3 +1198,100 @@ def test_in_memory_pipelines_unpacked_from_a_helper_of_the_file(tmp_path: Path) 
         'tf.data.TFRecordDataset("train.tfrecord")',
     )
     assert lines(tmp_path, files, "EC512") == [15]
+
+
+# Class: tf.data imported from its internal module paths (`from tensorflow.python.data
+# import Dataset`, `tensorflow.python.data.ops.dataset_ops`) is tf.data; a bare
+# `Dataset.from_generator(...)` handed to fit is judged (Python produces every element,
+# with nothing overlapping it), while a bare in-memory source is not.
+
+INTERNAL_PATH = """
+from tensorflow.python.data import Dataset
+from tensorflow.python.data.ops import dataset_ops
+
+def train(model, train_data, val_data, types, shapes):
+    train_ds = Dataset.from_generator(lambda: train_data, types, output_shapes=shapes)
+    val_ds = dataset_ops.Dataset.from_generator(lambda: val_data, types)
+    model.fit(train_ds, validation_data=val_ds, epochs=10)
+
+def fitted(model, x, y):
+    model.fit(Dataset.from_tensor_slices((x, y)), epochs=10)
+"""
+
+
+def test_tf_data_under_internal_module_path_is_tf_data(tmp_path: Path) -> None:
+    assert lines(tmp_path, INTERNAL_PATH, "EC512") == [9, 10]
+
+
+# Class: a map function that only regroups the parsed record's fields into dicts and a
+# tuple (also through a trace-time loop `for name, tensor in record.items(): if name in
+# (...)`) is structural, not worth EC511, even when each builder of the file defines its
+# own nested function under the same name: the one the building function defines is read.
+
+REGROUPED = """
+def classifier_dataset(files):
+    ds = tf.data.TFRecordDataset(files).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+
+    def _select(record):
+        x = {"input_word_ids": record["input_ids"], "input_mask": record["input_mask"]}
+        return (x, record["label_ids"])
+
+    return ds.map(_select).batch(32).prefetch(1)
+
+def squad_dataset(files):
+    ds = tf.data.TFRecordDataset(files).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+
+    def _select(record):
+        x, y = {}, {}
+        for name, tensor in record.items():
+            if name in ("start_positions", "end_positions"):
+                y[name] = tensor
+            else:
+                x[name] = tensor
+        return (x, y)
+
+    return ds.map(_select).batch(32).prefetch(1)
+
+def decoded_dataset(files):
+    ds = tf.data.TFRecordDataset(files)
+
+    def _select(record):
+        return tf.io.decode_jpeg(record)
+
+    return ds.map(_select).batch(32).prefetch(1)
+
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(classifier_dataset(["a"]))
+model.fit(squad_dataset(["a"]))
+model.fit(decoded_dataset(["a"]))
+"""
+
+
+def test_regrouping_nested_map_function_is_structural(tmp_path: Path) -> None:
+    assert lines(tmp_path, REGROUPED, "EC511") == [34]
+
+
+# Class: a reader handed one path built as a string (`os.path.join(root, "r{:02d}.tfrecords"
+# .format(i))`, an f-string, `"%s.tfrecord" % name`) reads one file: nothing to
+# interleave (EC515). A list of such paths is still many files.
+
+ONE_JOINED_PATH = """
+import os
+
+def dataset(root, res, names):
+    fn = os.path.join(root, "ffhq-r{:02d}.tfrecords".format(res))
+    one = tf.data.TFRecordDataset(fn).map(parse, num_parallel_calls=8)
+    two = tf.data.TFRecordDataset(f"{root}/train.tfrecord").map(parse, num_parallel_calls=8)
+    three = tf.data.TFRecordDataset("%s.tfrecord" % root).map(parse, num_parallel_calls=8)
+    many = [os.path.join(root, n) for n in names]
+    four = tf.data.TFRecordDataset(many).map(parse, num_parallel_calls=8)
+    ds = one.concatenate(two).concatenate(three).concatenate(four)
+    return ds.batch(8).prefetch(1)
+
+model = keras.Sequential([keras.layers.Dense(1)])
+model.fit(dataset("d", 64, ["a", "b"]))
+"""
+
+
+def test_reader_over_one_joined_path_reads_one_file(tmp_path: Path) -> None:
+    assert lines(tmp_path, ONE_JOINED_PATH, "EC515") == [13]

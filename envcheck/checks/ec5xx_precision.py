@@ -739,8 +739,10 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     head) is unknown: the policy leaves the restored float32 graph as it is
     (tensorflow/hub#466). A file whose only Keras layer is one `Dense` head of a width
     the source does not show (a linear probe's `Dense(num_classes)`, a DQN's dueling
-    `Dense(nb_action + 1)` on the model it is handed) trains the caller's model, out of
-    sight: it is not judged. A policy the source sets to a value it does not show makes
+    `Dense(nb_action + 1)` on the model it is handed; or two such heads beside an output
+    kept in float32, `dtype="float32"`, as a library trainer adds to the backbone it is
+    handed for a policy its caller sets) trains the caller's model, out of sight: it is
+    not judged. A policy the source sets to a value it does not show makes
     the rule unknown for that file; `keras.backend.set_floatx("float64")` is named in
     the finding, and `set_floatx("float16")` already runs on the tensor cores. Files of
     one run linked by an import

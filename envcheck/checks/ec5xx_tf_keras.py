@@ -353,7 +353,8 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     file read; also when a function of the file returns them in a tuple, `train_ds,
     test_ds = mnist_datasets()`) pass as well: assembling such a batch is a copy of a few
     KB to MB, with nothing to decode for a prefetch to overlap (as EC501 treats
-    in-memory tensors).
+    in-memory tensors). A source with no operations is judged only when Python produces
+    its elements (`Dataset.from_generator(gen)` handed to `fit` as it is).
     A Dataset method called as a statement of its own (`ds.prefetch(n)`, its result
     thrown away) leaves `ds` as it was: the finding points at the discarded prefetch.
     `tf.data.Dataset.zip((a, b))` of pipelines the source builds is the pipeline
@@ -401,6 +402,7 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
             pipeline.get("operations")
             or pipeline.get("discarded")
             or pipeline.get("merges_pipelines")
+            or pipeline.get("source") == "from_generator"  # Python produces every element
         ) or _not_training(pipeline):
             return []
         built = pipeline.get("built_by")
@@ -673,7 +675,9 @@ def tf_data_files_without_interleave(facts: Facts) -> Outcome:
     after another, so a remote or slow disk's latency is paid in series. (`list_files`
     followed by a parallel `map` that reads one image per element is fine and is not
     flagged, nor is a reader over one file: a constant path, a list of one, or a variable
-    named for one file, `TFRecordDataset(input_file)`, `TFRecordDataset(tfrecord_name)`.)
+    named for one file, `TFRecordDataset(input_file)`, `TFRecordDataset(tfrecord_name)`,
+    or one path built as a string, `os.path.join(root, "r{:02d}.tfrecords".format(i))`,
+    an f-string.)
 
     **Best practice.** Read shards in parallel: `interleave(tf.data.TFRecordDataset,
     cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE)` or

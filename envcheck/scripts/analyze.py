@@ -795,10 +795,21 @@ VERSIONED = (
     "tensorflow._api.v2",
     "lingvo.compat",  # Lingvo's public TensorFlow re-export, `import lingvo.compat as tf`
 )
+# `from tensorflow.python.data import Dataset`: tf.data under its internal module paths
+# (the package, and the modules defining the dataset classes) is the public tf.data
+INTERNAL_TF_DATA = (
+    "tensorflow.python.data.ops.dataset_ops",
+    "tensorflow.python.data.ops.readers",
+    "tensorflow.python.data",
+)
 
 
 def _versionless(name: str) -> str:
     for prefix in VERSIONED:
         if name == prefix or name.startswith(prefix + "."):
-            return "tensorflow" + name[len(prefix) :]
+            name = "tensorflow" + name[len(prefix) :]
+            break
+    for prefix in INTERNAL_TF_DATA:
+        if name == prefix or name.startswith(prefix + "."):
+            return "tensorflow.data" + name[len(prefix) :]
     return name

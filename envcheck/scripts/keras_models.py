@@ -97,6 +97,11 @@ def observe_model(walker: Walker, node: ast.Call, name: Optional[str]) -> bool:
         dtype = keyword_arg(node, "dtype")
         if dtype is not None and policy_name(dtype, walker) in MIXED_POLICIES:
             walker.facts["mixed_precision"] = True  # a per-layer policy
+        elif dtype is not None and (
+            (isinstance(dtype, ast.Attribute) and dtype.attr == "float32")
+            or policy_name(dtype, walker) == "float32"
+        ):
+            walker.facts["keras_float32_layer"] = True  # an output kept in float32
         if name.endswith(FLOATX_SETTERS) and node.args:
             _floatx(walker, node.args[0])
     if _application_by_name(walker, node):
@@ -127,7 +132,8 @@ def finish_model(walker: Walker) -> None:
     widths = walker.facts.pop("keras_dense_widths", [])
     kernels = walker.facts.pop("keras_kernels", [])
     body = walker.facts.get("keras_body") or walker.facts.get("keras_hub")
-    if lone_head(widths, walker.facts.get("keras_sized", ())) and not body:
+    pinned = walker.facts.pop("keras_float32_layer", False)
+    if lone_head(widths, walker.facts.get("keras_sized", ()), pinned) and not body:
         walker.facts["keras_layers"] = False  # a head on the caller's model: not the model
     toy = walker.facts.get("keras_toy", True) and keras_toy(widths, kernels)
     walker.facts["keras_toy"] = toy
@@ -139,13 +145,18 @@ def finish_model(walker: Walker) -> None:
     walker.facts["project_keras_model"] = project_model(walker)
 
 
-def lone_head(widths: list[Optional[int]], sized: Any) -> bool:
+def lone_head(widths: list[Optional[int]], sized: Any, pinned: bool = False) -> bool:
     """The file's only Keras compute layer is one `Dense` of a width the source does not
     show (keras-cv's `linear_probe`: `Dense(num_classes)`; a DQN agent's dueling head
     `Dense(nb_action + 1)(model.layers[-2].output)`): an output head on a model the caller
     builds and hands in (not a TF-Hub body of the file's own). The model's compute is that
-    body, out of sight, as it is for a file that only trains a model handed to it."""
-    return widths == [None] and set(sized) == {"Dense"}
+    body, out of sight, as it is for a file that only trains a model handed to it.
+    `pinned`: a layer of the file is kept in float32 (`dtype="float32"`, the output of a
+    model meant for a mixed policy): two such heads of unseen width (a classifier and
+    an embedding map added by a library trainer) are heads too."""
+    if set(sized) != {"Dense"} or any(w is not None for w in widths):
+        return False
+    return len(widths) == 1 or (pinned and len(widths) == 2)
 
 
 def _layer_width(walker: Walker, node: ast.Call, layer: str) -> Optional[int]:

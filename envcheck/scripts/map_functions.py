@@ -65,6 +65,9 @@ def _targets(
     if isinstance(func, ast.Name) and func.id in files.functions:
         function = files.functions[func.id]
         return [MapTarget(function, _parameters(function.args))]
+    local = _local_function(scope, func)
+    if local is not None:
+        return [MapTarget(local, _parameters(local.args))]
     if isinstance(func, ast.Name) and scope is not None and depth > 0:
         return _bound(walker, files, func.id, scope, partials, depth)
     if isinstance(func, ast.Attribute):
@@ -72,6 +75,33 @@ def _targets(
         if method is not None:
             return [MapTarget(method, _parameters(method.args) - {"self", "cls"})]
     return None
+
+
+def _local_function(scope: Optional[Scope], func: Optional[ast.expr]) -> Optional[Function]:
+    """`def parse(record): ...` then `ds.map(parse)` in one function, the name defined by
+    several functions of the file (each builder its own nested `_select_data_from_record`):
+    the one this function defines (once, not inside a nested function or class)."""
+    root = scope.counter_root if scope is not None else None
+    if not isinstance(func, ast.Name) or not isinstance(
+        root, (ast.FunctionDef, ast.AsyncFunctionDef)
+    ):
+        return None
+    found: list[Function] = []
+    todo: list[ast.stmt] = list(root.body)
+    while todo:
+        statement = todo.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if statement.name == func.id:
+                found.append(statement)
+            continue
+        if isinstance(statement, ast.ClassDef):
+            continue
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                todo.append(child)
+            elif isinstance(child, ast.ExceptHandler):
+                todo.extend(child.body)
+    return found[0] if len(found) == 1 else None
 
 
 def _bound(

@@ -130,6 +130,8 @@ BATCHED_SOURCES = {
     "timeseries_dataset_from_array",
 }
 FILE_READERS = {"TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"}
+# Calls joining a path into one string (one file for a reader, which expands no pattern).
+PATH_JOINS = {"os.path.join", "posixpath.join", "ntpath.join"}
 # tf.data transformations: a variable assigned from a call out of sight (a loader in
 # another module) and then extended only with these, one of them distinctive, is a
 # pipeline whose source is out of sight.
@@ -773,6 +775,29 @@ class _Pipelines:
             return self.live[given.id]
         return None
 
+    def _one_string(self, files: ast.expr) -> bool:
+        """A path built as one string: `os.path.join(root, "r{:02d}.tfrecords".format(i))`,
+        an f-string, `"%s.tfrecord" % name`, `root + "/train.tfrecord"`. The reader is
+        handed one file (it expands no pattern); a list of them would be a list."""
+        if isinstance(files, ast.JoinedStr):
+            return True
+        if isinstance(files, ast.BinOp) and isinstance(files.op, (ast.Mod, ast.Add)):
+            sides = [files.left] if isinstance(files.op, ast.Mod) else [files.left, files.right]
+            return any(
+                isinstance(side, ast.Constant) and isinstance(side.value, str) for side in sides
+            )
+        if not isinstance(files, ast.Call):
+            return False
+        if self.walker.qualname(files.func) in PATH_JOINS:
+            return True
+        func = files.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == "format"
+            and isinstance(func.value, ast.Constant)
+            and isinstance(func.value.value, str)
+        )
+
     def _new(self, node: ast.Call, name: str) -> dict[str, Any]:
         record = {
             "node": node,
@@ -807,7 +832,7 @@ class _Pipelines:
         if isinstance(files, ast.Name):
             assigned = self.scope.lookup(files.id)
             files = assigned if assigned is not None and not _wraps(assigned, files) else files
-        if isinstance(files, ast.Constant):
+        if isinstance(files, ast.Constant) or self._one_string(files):
             return None
         if isinstance(files, (ast.List, ast.Tuple)) and len(files.elts) <= 1:
             return None
