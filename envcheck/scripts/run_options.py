@@ -309,6 +309,25 @@ class RunOptions:
         text = self.texts.get(reader, "")
         if module is None or "load" not in text:
             return []
+        # a load needs a loader named in the reader or in a file of the run it is linked
+        # to (most files say "DataLoader" and load no config: walking each of their
+        # functions for loads took a tenth of the corpus audit)
+        loading = [
+            shown
+            for shown, other_text in self.texts.items()
+            if config_files.names_a_loader(other_text)
+            and (shown == reader or self.linked(reader, shown))
+        ]
+        if not loading:
+            return []
+        # the names of the functions that load the file their parameter names: only a
+        # call of one of them can be an indirect load
+        loader_names = {
+            name.rsplit(".", 1)[-1]
+            for shown in loading
+            for name, function in self.functions.get(shown, {}).items()
+            if config_files.loaded_path(function) is not None
+        }
         aliases = self.aliases.get(reader, {})
         scope = self.module_scope(reader)
         found: list[config_files.Load] = []
@@ -317,18 +336,27 @@ class RunOptions:
             n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         ]
         for place in places:
-            inner = scope if isinstance(place, ast.Module) else scope.inside(place)
-            direct = config_files.loaded_path(place)
+            direct = config_files.loaded_path(place) if reader in loading else None
             if direct is not None:
+                inner = scope if isinstance(place, ast.Module) else scope.inside(place)
                 function = place if not isinstance(place, ast.Module) else None
                 load = self._load(reader, direct[0], inner, function)
                 if load is not None:
                     found.append(load)
+            if not loader_names:
+                continue
             for node in config_files.own_nodes(place):
                 if not isinstance(node, ast.Call) or not node.args:
                     continue
-                if not isinstance(node.func, (ast.Name, ast.Attribute)):
+                if isinstance(node.func, ast.Name):
+                    called = node.func.id
+                elif isinstance(node.func, ast.Attribute):
+                    called = node.func.attr
+                else:
                     continue
+                if called not in loader_names:
+                    continue
+                inner = scope if isinstance(place, ast.Module) else scope.inside(place)
                 loader = self._loader(reader, _qualified(node.func, aliases))
                 if loader is None:
                     continue
