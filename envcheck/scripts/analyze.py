@@ -138,6 +138,7 @@ def analyze_file(
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
+            walker.traits_elsewhere = functools.partial(run.model_traits, shown)
             walker.class_elsewhere = functools.partial(run.class_definition, shown)
             walker.attribute_read_elsewhere = functools.partial(run.reads_attribute, shown)
             walker.method_elsewhere = functools.partial(run.method_elsewhere, shown)
@@ -213,6 +214,9 @@ class Walker(ast.NodeVisitor):
         self.function_elsewhere: Optional[Callable[[str], Optional[Foreign]]] = None
         # `models.LogisticRegression` -> whether that class is one nn.Linear layer there
         self.linear_elsewhere: Optional[Callable[[str], bool]] = None
+        # `models.crnn.CRNN` -> what that class builds beyond its kind there
+        # ("recurrent", "graph": class_kinds.layer_traits)
+        self.traits_elsewhere: Optional[Callable[[str], frozenset[str]]] = None
         # `trainer.trainer_synapse` -> (the file, its facts) when another file of the run
         # defines it and trains there: the training loop of the run this file starts
         self.started_elsewhere: Optional[Callable[[str], Optional[tuple[str, dict[str, Any]]]]] = (

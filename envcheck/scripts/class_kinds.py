@@ -76,6 +76,7 @@ def definition_kind(
     tables = _table_picks(module, found)
     heads = _handed_heads(found, handed)
     modules = _project_modules(module)
+    values = _local_values(found) - set(definitions) - set(tables)
     for node in ast.walk(found):
         if not isinstance(node, ast.Call):
             continue
@@ -90,6 +91,10 @@ def definition_kind(
             # `self.encoder = base_encoder(num_classes=dim)`: a model the caller hands in
             # (SimSiam's backbone, a torchvision ResNet picked by name), out of sight
             unseen = True
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id in values:
+            # `for conv_func in self.convs: x = conv_func(x)`: a layer the class holds,
+            # built where it is named; its name says nothing of its kind
             continue
         if isinstance(node.func, ast.Name) and node.func.id in tables:
             picked = _picked_kind(module, tables[node.func.id], name, elsewhere, depth)
@@ -188,6 +193,85 @@ def _picked_kind(
     ResNet factories), else None: which entry the caller picks is not in sight."""
     kinds = {definition_kind(module, n, elsewhere, depth + 1) if n != own else None for n in names}
     return kinds.pop() if len(kinds) == 1 else None
+
+
+# Layers that make a model matmul-bound beside convolutions (a CRNN's BiLSTMs over its
+# conv features): more than a head. Attention beside convolutions of another file is
+# left to the convolutions: such a model (SASRec's attention over kernel-1 Conv1d
+# feed-forwards) is often a narrow transformer whose widths that file does not show.
+SEQUENCE_LAYERS = {"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"}
+# Sparse aggregations over a graph's edges (`h.index_add_(0, dst, msg)`, `torch.spmm`).
+AGGREGATIONS = {"scatter_add", "scatter_add_", "index_add", "index_add_", "spmm"}
+# A parameter holding the indices of a graph's neighbours or edges (`nbr_fea_idx`,
+# `edge_index`): features gathered by it are messages passed along the edges.
+EDGE_INDEX = re.compile(r"(^|_)(idx|index|indices|edges?)(_|$)|neighbo|nbr")
+
+
+def layer_traits(module: ast.Module, name: str, depth: int = 0) -> set[str]:
+    """What the class `name` defined at the top level of `module` builds beyond its kind,
+    following the classes of the module it builds: "recurrent" for recurrent layers (a
+    CRNN's conv stack feeding `BidirectionalLSTM`s: those layers, not the
+    convolutions, bound it), "graph" for message passing (features gathered by a
+    parameter of neighbour or edge indices, `atom_in_fea[nbr_fea_idx, :]`, or summed
+    over the edges, `torch.spmm`): a graph network of nn.Linear, whatever "Conv" in its
+    layers' names says."""
+    definitions = {
+        node.name: node
+        for node in module.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    found = definitions.get(name)
+    if found is None or depth > MAX_DEPTH or _data_class(found):
+        return set()
+    traits: set[str] = set()
+    handed = _parameters(found)
+    for node in ast.walk(found):
+        if isinstance(node, ast.Subscript) and _gathered(node, handed):
+            traits.add("graph")
+        if not isinstance(node, ast.Call):
+            continue
+        short = ast.unparse(node.func).rsplit(".", 1)[-1]
+        if short in SEQUENCE_LAYERS:
+            traits.add("recurrent")
+        elif short in AGGREGATIONS:
+            traits.add("graph")
+        elif isinstance(node.func, ast.Name) and short in definitions and short != name:
+            traits |= layer_traits(module, short, depth + 1)
+    return traits
+
+
+def _gathered(node: ast.Subscript, handed: set[str]) -> bool:
+    """`x[nbr_idx]`, `x[edge_index, :]`: features handed in, indexed by neighbour or edge
+    indices handed in."""
+    index = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) else node.slice
+    return (
+        isinstance(node.value, ast.Name)
+        and node.value.id in handed
+        and isinstance(index, ast.Name)
+        and index.id in handed
+        and bool(EDGE_INDEX.search(index.id))
+    )
+
+
+def _local_values(definition: ast.AST) -> set[str]:
+    """The names a definition binds to values: loop and comprehension targets (`for
+    conv_func in self.convs`), and names assigned a call's result or an item or attribute
+    of something (`layer = self.layers[i]`). A name assigned another name (`block =
+    BasicBlock`) may be a class by reference: not a value."""
+    names: set[str] = set()
+    for node in ast.walk(definition):
+        targets: list[ast.expr] = []
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets = [node.target]
+        elif isinstance(node, ast.Assign) and isinstance(
+            node.value, (ast.Call, ast.Subscript, ast.Attribute)
+        ):
+            targets = list(node.targets)
+        for target in targets:
+            for leaf in ast.walk(target):
+                if isinstance(leaf, ast.Name):
+                    names.add(leaf.id)
+    return names
 
 
 def _imported_from(module: ast.Module, root: str) -> set[str]:

@@ -667,6 +667,9 @@ class _Reader:
         layer = self._subclassed_layer(node)  # `super().__init__(n_in, n_out)`
         if self._convolutional(node, layer or name, scope):
             self.conv = True
+            if "recurrent" in self._traits_elsewhere(layer or name):
+                # a CRNN of another file: its recurrent layers are more than a head
+                self.matmul.append(_callee(node) or ast.unparse(node.func))
         if self._library_model(node, name, scope) is not None:
             self.small_widths = None  # a named architecture: no toy, whatever its head
             self.library_model = True
@@ -1118,7 +1121,9 @@ class _Reader:
             or self._kind_elsewhere(name) == "matmul"
         ):
             self.matmul.append(_callee(node) or picked_name(node, scope) or ast.unparse(node.func))
-            if GRAPH_MODEL.search(_callee(node) or ""):  # `GCN(...)`, `GIN(...)`: a graph network
+            if GRAPH_MODEL.search(_callee(node) or "") or "graph" in self._traits_elsewhere(name):
+                # `GCN(...)`, `GIN(...)`, a class of another file passing messages: a graph
+                # network
                 self.graph.append(self.matmul[-1])
             self.linear_weights = None
             if self._linear_elsewhere(name):
@@ -1132,6 +1137,12 @@ class _Reader:
         (a logistic regression trained on features)."""
         linear = self.walker.linear_elsewhere
         return linear is not None and "." in name and linear(name)
+
+    def _traits_elsewhere(self, name: str) -> frozenset[str]:
+        """What a model class of another file of the run builds beyond its kind there
+        (class_kinds.layer_traits); empty when no such file is in the run."""
+        traits = self.walker.traits_elsewhere
+        return traits(name) if traits is not None and "." in name else frozenset()
 
     def _kind_elsewhere(self, name: str) -> Optional[str]:
         """The kind of a model class or factory of another file of the run, by its layers

@@ -46,7 +46,7 @@ from typing import Any, Optional, TypeVar
 from envcheck.scripts import config_files
 from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.class_kinds import MAX_DEPTH as MAX_KIND_DEPTH
-from envcheck.scripts.class_kinds import definition_kind, linear_model
+from envcheck.scripts.class_kinds import definition_kind, layer_traits, linear_model
 from envcheck.scripts.configs import (
     attribute_path,
     config_defaults,
@@ -494,6 +494,20 @@ class RunOptions:
             return False
         module, original = self.from_imports[exporter][name]
         return self.linear_model(exporter, f"{module}.{original}", depth + 1)
+
+    def model_traits(self, reader: str, qualname: str, depth: int = 0) -> frozenset[str]:
+        """What the model class `qualname` (imported by `reader`) builds beyond its kind
+        in the file of the run that defines it (class_kinds.layer_traits: "recurrent",
+        "graph"), following re-exports as model_kind does."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.definitions)
+        if shown is not None:
+            return frozenset(layer_traits(self.modules[shown], name))
+        exporter = self._defining_file(reader, qualname, self.from_imports)
+        if exporter is None or depth >= MAX_KIND_DEPTH:
+            return frozenset()
+        module, original = self.from_imports[exporter][name]
+        return self.model_traits(exporter, f"{module}.{original}", depth + 1)
 
     def _imported_kind(self, shown: str, name: str, depth: int) -> Optional[str]:
         """The kind of a name the run's file `shown` imports (`from .backbone import
