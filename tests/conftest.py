@@ -170,3 +170,30 @@ def run_results(tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
     )
     found = evaluate(builtin_registry(), Facts(snapshot))
     return {r.id: r for r in found if r.id.startswith("EC5")}
+
+
+A100_NODE = FIXTURES / "gpu" / "datacenter-8x-a100-foreign-process.json"
+
+
+def project_checks(
+    tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch, script: str = "train.py"
+) -> dict[str, tuple[str, str]]:
+    """`envcheck scripts SCRIPT` run inside a project of `files` (a `setup.py` marks its
+    root, folders made as needed), as a user in the repository, against an 8 x A100,
+    2-CPU node: rule id -> (status, reason)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from envcheck.cli import app
+
+    (tmp_path / "setup.py").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(A100_NODE), script]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    return {c["id"]: (c["status"], c.get("reason") or "") for c in report["checks"]}

@@ -10,18 +10,14 @@ FastChat's `get_conv_template("vicuna")` builds a chat conversation, no convolut
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import project_checks
 
-from envcheck.cli import app
 from envcheck.scripts.class_kinds import definition_kind
 from envcheck.scripts.model_names import architecture
-
-TARGET = Path(__file__).parent / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
 RESNETS = """\
 import torch.nn as nn
@@ -140,15 +136,8 @@ if __name__ == "__main__":
 
 def audit(tmp_path: Path, train: str, models: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """`envcheck scripts train.py` in a project whose models.py is read as context."""
-    (tmp_path / "setup.py").write_text("")
-    (tmp_path / "models.py").write_text(models)
-    (tmp_path / "train.py").write_text(train)
-    monkeypatch.chdir(tmp_path)
-    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(TARGET), "train.py"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
-    return {c["id"]: c["status"] for c in report["checks"]}
+    checks = project_checks(tmp_path, {"models.py": models, "train.py": train}, monkeypatch)
+    return {rule: status for rule, (status, _) in checks.items()}
 
 
 def test_a_narrow_shallow_transformer_from_option_defaults_is_small(

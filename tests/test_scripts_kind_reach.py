@@ -11,32 +11,12 @@ ResNet is a head too, as `nn.Linear` itself is.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import project_checks
 
-from envcheck.cli import app
-
-TARGET = Path(__file__).parent / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
-
-
-def audit(
-    tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch, script: str = "train.py"
-) -> dict[str, Any]:
-    """`envcheck scripts <script>` in a project of `files`: id -> (status, reason)."""
-    (tmp_path / "setup.py").write_text("")
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    monkeypatch.chdir(tmp_path)
-    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(TARGET), script]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
-    return {c["id"]: (c["status"], c.get("reason") or "") for c in report["checks"]}
+audit = project_checks  # `envcheck scripts` in a project of files
 
 
 RESNET3D = """\

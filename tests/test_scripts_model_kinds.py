@@ -11,17 +11,13 @@ run in every step of the training loop is part of it and still counts.
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import project_checks
 
-from envcheck.cli import app
 from envcheck.scripts.class_kinds import linear_model
-
-TARGET = Path(__file__).parent / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
 PROBE = """\
 import torch
@@ -74,15 +70,8 @@ MLP = LINEAR.replace(
 
 def audit(tmp_path: Path, train: str, models: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     """`envcheck scripts train.py` in a project whose models.py is read as context."""
-    (tmp_path / "setup.py").write_text("")
-    (tmp_path / "models.py").write_text(models)
-    (tmp_path / "train.py").write_text(train)
-    monkeypatch.chdir(tmp_path)
-    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(TARGET), "train.py"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
-    return {c["id"]: c["status"] for c in report["checks"]}
+    checks = project_checks(tmp_path, {"models.py": models, "train.py": train}, monkeypatch)
+    return {rule: status for rule, (status, _) in checks.items()}
 
 
 def test_a_frozen_encoder_computing_features_is_not_the_trained_model(
