@@ -237,3 +237,17 @@ def test_without_pyyaml_yaml_files_are_unknown(
         assert config_files.read_config(str(tmp_path / "b.yaml")) is None
     finally:
         config_files._read.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "name", ["a" * 5000 + ".yaml", "loop.yaml", "config/\x01odd.yaml", "config/\udcff.yaml"]
+)
+def test_a_config_path_the_system_refuses_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A default naming a file whose name is too long, a link to itself, or odd bytes:
+    no file is read and the file is still audited (`audit` asserts no analyser error)."""
+    root = repo(tmp_path, YAML.format(workers=16), default=f"default={name!r}, ")
+    (root / "loop.yaml").symlink_to("loop.yaml")
+    report = audit(root, monkeypatch)
+    assert status(report, "EC504")[0] == "unknown"

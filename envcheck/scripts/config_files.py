@@ -167,16 +167,19 @@ def config_path(
     different files, or it lies outside them."""
     if not relative or "\x00" in relative or Path(relative).is_absolute():
         return None
-    folder = Path(reader).resolve().parent
-    places = [folder]
-    root = project_root(folder)
-    if root is not None and root not in places:
-        places.append(root)
-    found: set[Path] = set()
-    for place in places:
-        candidate = (place / relative).resolve()
-        if candidate.is_file() and candidate.is_relative_to(place):
-            found.add(candidate)
+    try:
+        folder = Path(reader).resolve().parent
+        places = [folder]
+        root = project_root(folder)
+        if root is not None and root not in places:
+            places.append(root)
+        found: set[Path] = set()
+        for place in places:
+            candidate = (place / relative).resolve()
+            if candidate.is_file() and candidate.is_relative_to(place):
+                found.add(candidate)
+    except (OSError, RuntimeError, ValueError):  # a name too long, a link loop: no file
+        return None
     if len(found) != 1:
         return None
     return str(found.pop())
