@@ -599,3 +599,25 @@ def test_a_rule_failing_on_one_loader_still_judges_the_others(
     monkeypatch.setattr(ec5xx_torch, "workers_on_target", fragile)
     found = script_results(tmp_path, WORKER_VALUES, "train.py")["EC504"]
     assert sorted(f.location.line for f in found.findings) == [9, 10]
+
+
+# -- loaders stored by many classes ------------------------------------------------------
+
+
+def test_many_classes_storing_loaders_read_the_file_once_for_periodic_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """N classes each storing `self.loader = DataLoader(...)`: whether a loader is read
+    now and then through an iterator (periodic_reads.py) reads the file's parents and
+    names once, not once per loader (N² nodes: 20 s at N=800)."""
+    from envcheck.scripts import periodic_reads
+
+    wide = "".join(
+        f"class K{i}:\n    def __init__(self):\n"
+        f"        self.loader = DataLoader(ds, num_workers=2)\n"
+        for i in range(50)
+    )
+    walks = counted(monkeypatch, periodic_reads, "module_nodes")
+    report = audit(tmp_path, HEAD + wide + "loader = DataLoader(ds)\n" + LOOP)
+    assert len(report.loaders) == 51
+    assert walks[0] <= 5  # a few whole-file reads, whatever the number of loaders

@@ -30,10 +30,37 @@ def mark_read_periodically(module: ast.Module, loaders: list[dict[str, Any]]) ->
     if not loaders:
         return
     stored = _stored_attributes(module)
+    tree: Optional[_Tree] = None  # read once per file, only when a loader is stored
     for loader in loaders:
         attribute = stored.get((loader["line"], loader["column"]))
-        reason = _periodic_reads(module, attribute) if attribute else None
+        if attribute and tree is None:
+            tree = _Tree(module)
+        reason = _periodic_reads(tree, attribute) if attribute and tree else None
         loader["read_periodically"] = reason
+
+
+class _Tree:
+    """A file's parents, owning functions and nodes by the name they carry, read once:
+    each stored loader asks (a file of N classes each storing a loader had walked the
+    file N times)."""
+
+    def __init__(self, module: ast.Module):
+        self.parents: dict[int, ast.AST] = {}
+        self.owners: dict[int, ast.AST] = {}  # id(node) -> the function it is in
+        self.named: dict[str, list[ast.AST]] = {}  # attribute or name -> its nodes
+        for function in module_nodes(module):
+            if isinstance(function, FUNCTIONS):
+                for node in ast.walk(function):
+                    self.owners[id(node)] = function  # inner functions overwrite later
+        for node in module_nodes(module):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+            if isinstance(node, ast.Attribute):
+                self.named.setdefault(node.attr, []).append(node)
+            elif isinstance(node, ast.Name):
+                self.named.setdefault(node.id, []).append(node)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                self.named.setdefault(node.value, []).append(node)
 
 
 def _stored_attributes(module: ast.Module) -> dict[tuple[int, int], str]:
@@ -54,19 +81,11 @@ def _own_attribute(node: ast.AST) -> Optional[str]:
     return None
 
 
-def _periodic_reads(module: ast.Module, loader: str) -> Optional[str]:
-    parents: dict[int, ast.AST] = {}
-    owners: dict[int, ast.AST] = {}  # id(node) -> the function it is in
-    for function in module_nodes(module):
-        if isinstance(function, FUNCTIONS):
-            for node in ast.walk(function):
-                owners[id(node)] = function  # inner functions overwrite outer ones later
-    for node in module_nodes(module):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
+def _periodic_reads(tree: _Tree, loader: str) -> Optional[str]:
+    parents, owners = tree.parents, tree.owners
     iterators: set[str] = set()
-    for node in module_nodes(module):
-        if not (isinstance(node, ast.Attribute) and node.attr == loader):
+    for node in tree.named.get(loader, []):
+        if not isinstance(node, ast.Attribute):
             continue
         if not isinstance(node.ctx, ast.Load):
             continue
@@ -90,12 +109,8 @@ def _periodic_reads(module: ast.Module, loader: str) -> Optional[str]:
         return None
     iterator = iterators.pop()
     readers: set[str] = set()
-    for node in module_nodes(module):
-        if not (
-            isinstance(node, ast.Attribute)
-            and node.attr == iterator
-            and isinstance(node.ctx, ast.Load)
-        ):
+    for node in tree.named.get(iterator, []):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
             continue
         if not _next_of(node, parents):
             return None
@@ -107,24 +122,24 @@ def _periodic_reads(module: ast.Module, loader: str) -> Optional[str]:
         return None
     places: list[int] = []
     for reader in sorted(readers):
+        named = tree.named.get(reader, [])
         calls = [
-            n
-            for n in module_nodes(module)
-            if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr == reader
-            and _own_attribute(n.func) is not None
+            call
+            for n in named
+            if isinstance(n, ast.Attribute)
+            and _own_attribute(n) is not None
+            and isinstance(call := parents.get(id(n)), ast.Call)
+            and call.func is n
         ]
         mentions = [
             n
-            for n in module_nodes(module)
-            if (isinstance(n, ast.Attribute) and n.attr == reader)
-            or (isinstance(n, ast.Name) and n.id == reader)
+            for n in named
+            if isinstance(n, (ast.Attribute, ast.Name))
             or (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Name)
-                and n.func.id in ("getattr", "hasattr", "setattr")
-                and any(isinstance(a, ast.Constant) and a.value == reader for a in n.args)
+                isinstance(call := parents.get(id(n)), ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in ("getattr", "hasattr", "setattr")
+                and any(a is n for a in call.args)
             )
         ]
         if not calls or len(mentions) != len(calls):
