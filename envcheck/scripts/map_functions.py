@@ -86,13 +86,22 @@ def _local_function(scope: Optional[Scope], func: Optional[ast.expr]) -> Optiona
         root, (ast.FunctionDef, ast.AsyncFunctionDef)
     ):
         return None
-    found: list[Function] = []
+    found = _local_definitions(root).get(func.id, [])
+    return found[0] if len(found) == 1 else None
+
+
+def _local_definitions(root: Function) -> dict[str, list[Function]]:
+    """The functions `root` defines itself, by name, read once per function (a builder
+    of N `ds = ds.map(f)` had walked its body N times); kept on the node."""
+    cached: Optional[dict[str, list[Function]]] = root.__dict__.get("_envcheck_local_defs")
+    if cached is not None:
+        return cached
+    found: dict[str, list[Function]] = {}
     todo: list[ast.stmt] = list(root.body)
     while todo:
         statement = todo.pop()
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if statement.name == func.id:
-                found.append(statement)
+            found.setdefault(statement.name, []).append(statement)
             continue
         if isinstance(statement, ast.ClassDef):
             continue
@@ -101,7 +110,8 @@ def _local_function(scope: Optional[Scope], func: Optional[ast.expr]) -> Optiona
                 todo.append(child)
             elif isinstance(child, ast.ExceptHandler):
                 todo.extend(child.body)
-    return found[0] if len(found) == 1 else None
+    setattr(root, "_envcheck_local_defs", found)  # noqa: B010 - AST nodes have no slot
+    return found
 
 
 def _bound(
