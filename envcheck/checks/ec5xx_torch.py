@@ -642,7 +642,13 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     loaders.append(DataLoader(...))`, one per validation set) is built once, and judged.
     Nor is a loader whose sampler never runs out (an `InfiniteSampler`, `RandomSampler(...,
     num_samples=int(1e10))`, or a sampler class of the file or of a file of the run whose
-    `__iter__` yields in a `while True:` it never leaves): one pass that never ends. A
+    `__iter__` yields in a `while True:` it never leaves): one pass that never ends. Nor
+    is one whose batch sampler re-reads its inner sampler until a set count of batches
+    (maskrcnn-benchmark's `IterationBasedBatchSampler`: `for batch in self.batch_sampler`
+    inside a `while` loop of its `__iter__`): one pass over the loader spans the
+    training; built by a maker function only when handed a count (`if num_iters is not
+    None:`), the call decides it (a parameter left at its `None` default: a plain
+    sampler, judged), and a test the source does not settle makes the rule unknown. A
     worker count the source does not settle makes the rule unknown unless
     `persistent_workers=True` is given; one written over the CPU count
     (`multiprocessing.cpu_count() // 2`, `max(os.cpu_count() - 1, 1)`) is evaluated on the
@@ -707,6 +713,8 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
             return f"{workers_how}; {how}"
         if loader.get("endless"):
             return Clear(f"{how}, but {loader['endless']}: the workers are never restarted")
+        if loader.get("iteration_sampler"):
+            return Clear(f"{how}, but {loader['iteration_sampler']}")
         if loader.get("rebuilt"):
             return Clear(
                 f"{how}, but {loader['rebuilt']}: a new DataLoader each time, whose workers "
@@ -722,6 +730,11 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
             return Clear(f"{how}, but {loader['resampled']}")
         if loader.get("one_batch"):
             return Clear(f"{how}, but the loader only reads {loader['one_batch']}, once")
+        if loader.get("iteration_sampler_if"):
+            return (
+                f"{how}, but {loader['iteration_sampler_if']}: whether the workers "
+                "restart is not settled"
+            )
         module = data_module(file_facts)
         if module and loader.get("test_split"):
             return (

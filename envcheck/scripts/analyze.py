@@ -140,6 +140,7 @@ def analyze_file(
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.traits_elsewhere = functools.partial(run.model_traits, shown)
             walker.class_elsewhere = functools.partial(run.class_definition, shown)
+            walker.classes_of_file = run.classes_of_file
             walker.attribute_read_elsewhere = functools.partial(run.reads_attribute, shown)
             walker.method_elsewhere = functools.partial(run.method_elsewhere, shown)
             walker.handed_method_elsewhere = functools.partial(run.handed_method, shown)
@@ -227,6 +228,9 @@ class Walker(ast.NodeVisitor):
         self.class_elsewhere: Optional[
             Callable[[str], Optional[tuple[ast.ClassDef, dict[str, str]]]]
         ] = None
+        # a file of the run (shown path) -> its top-level classes by name: the sampler
+        # class a loader maker of that file builds (iteration_samplers.py)
+        self.classes_of_file: Optional[Callable[[str], dict[str, ast.ClassDef]]] = None
         # `test_loader` -> whether any file of the run reads an attribute of that name
         self.attribute_read_elsewhere: Optional[Callable[[str], bool]] = None
         # (`utils.MetricLogger`, ("update",)) -> the first of those methods of that class

@@ -31,6 +31,7 @@ from envcheck.scripts.foreign_datasets import returned_elsewhere
 from envcheck.scripts.hf_trainers import trainer_loaders
 from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
 from envcheck.scripts.inference_loaders import mark_inference_only
+from envcheck.scripts.iteration_samplers import iteration_sampler
 from envcheck.scripts.lightning_runner import validated_once
 from envcheck.scripts.loader_marks import mark_loaders, mark_unread_in_class
 from envcheck.scripts.parameters import MAX_CALLS, with_handed_values
@@ -170,6 +171,7 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
         values.setdefault(positional[index], resolve(arg, walker.scope()))
     with_handed_values(walker, node, values, LOADER_ARGS)
     function = walker.functions[-1] if walker.functions else None
+    iteration = iteration_sampler(walker, node)
     walker.report.loaders.append(
         {
             "kind": "torch.DataLoader",
@@ -184,6 +186,8 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "args": {k: values[k].to_json() for k in LOADER_ARGS if k in values},
             "dataset": _dataset(walker, node),
             "endless": _endless(walker, node),
+            "iteration_sampler": iteration[0],
+            "iteration_sampler_if": iteration[1],
             "raw_items": _raw_items(node),
             "opaque_kwargs": opaque,
             "caller_kwargs": forwarded,

@@ -553,19 +553,33 @@ class RunOptions:
         )
 
     def class_definition(
-        self, reader: str, qualname: str
+        self, reader: str, qualname: str, depth: int = 0
     ) -> Optional[tuple[ast.ClassDef, dict[str, str]]]:
         """The class `qualname` (`arguments.MyTrainingArguments`, imported by `reader`)
         as the one linked file of the run that defines it writes it, with that file's
-        import aliases to read its bases; None when no such file is in the run."""
+        import aliases to read its bases, following re-exports as model_kind does
+        (`samplers/__init__.py` importing it from `.iteration_based_batch_sampler`);
+        None when no such file is in the run."""
         shown = self._defining_file(reader, qualname, self.definitions)
         if shown is None:
-            return None
+            exporter = self._defining_file(reader, qualname, self.from_imports)
+            if exporter is None or depth >= MAX_KIND_DEPTH:
+                return None
+            module, original = self.from_imports[exporter][qualname.rpartition(".")[2]]
+            return self.class_definition(exporter, f"{module}.{original}", depth + 1)
         name = qualname.rpartition(".")[2]
         for node in self.modules[shown].body:
             if isinstance(node, ast.ClassDef) and node.name == name:
                 return node, self.aliases[shown]
         return None
+
+    def classes_of_file(self, shown: str) -> dict[str, ast.ClassDef]:
+        """The top-level classes of the run's file `shown`, by name (a maker function
+        of that file builds its batch sampler from one: iteration_samplers.py)."""
+        module = self.modules.get(shown)
+        if module is None:
+            return {}
+        return {node.name: node for node in module.body if isinstance(node, ast.ClassDef)}
 
     def reads_attribute(self, reader: str, attribute: str) -> bool:
         """Whether any file of the run reads an attribute of that name (`x.test_loader`
