@@ -339,12 +339,19 @@ def _is_hparams(node: ast.AST) -> bool:
 
 
 def _defines(walker: Walker, method: str) -> bool:
-    """A class of the file defines `method` itself."""
-    return any(
-        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == method
-        for cls in walker.index().class_nodes
-        for s in cls.body
-    )
+    """A class of the file defines `method` itself (the methods of the file's classes
+    listed once per file, not once per `__init__` read: N classes took N²)."""
+    module = walker.module
+    names: Optional[set[str]] = module.__dict__.get("_envcheck_class_methods")
+    if names is None:
+        names = {
+            s.name
+            for cls in walker.index().class_nodes
+            for s in cls.body
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        setattr(module, "_envcheck_class_methods", names)  # noqa: B010 - AST nodes have no slot
+    return method in names
 
 
 def _lightning(walker: Walker, cls: ast.ClassDef, depth: int) -> bool:

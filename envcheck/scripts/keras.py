@@ -343,18 +343,28 @@ def _dataset_input(walker: Walker, node: Optional[ast.expr]) -> bool:
     the worker settings for a dataset."""
     if isinstance(node, ast.Name):
         owner: ast.AST = walker.functions[-1] if walker.functions else walker.module
-        values = [
-            a.value
-            for a in ast.walk(owner)
-            if isinstance(a, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == node.id for t in a.targets)
-        ]
+        values = _assigned_values(owner).get(node.id, [])
         return any(_dataset_input(walker, v) for v in values if not isinstance(v, ast.Name))
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in DATASET_METHODS
     )
+
+
+def _assigned_values(owner: ast.AST) -> dict[str, list[ast.expr]]:
+    """The values assigned to each plain name anywhere in `owner` (`x = ...`, `x = y =
+    ...`), in `ast.walk` order; listed once per function or module, not once per `fit`
+    (N fits in one file walked it N times)."""
+    cached: Optional[dict[str, list[ast.expr]]] = owner.__dict__.get("_envcheck_keras_assigned")
+    if cached is None:
+        cached = {}
+        for a in ast.walk(owner):
+            if isinstance(a, ast.Assign):
+                for name in dict.fromkeys(t.id for t in a.targets if isinstance(t, ast.Name)):
+                    cached.setdefault(name, []).append(a.value)
+        setattr(owner, "_envcheck_keras_assigned", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
 
 
 def _callee_name(node: Optional[ast.expr]) -> Optional[str]:

@@ -96,21 +96,38 @@ def _attribute_calls(
 def assigned_calls(function: Function, name: str) -> list[ast.Call]:
     """Every value assigned to `name` in the function (`x = f(...)`, `x, n = f(...)`); an
     empty list when one is not a call."""
-    values: list[ast.Call] = []
+    values = _assigned_calls_by_name(function).get(name, [])
+    return list(values) if values is not None else []
+
+
+def _assigned_calls_by_name(function: Function) -> dict[str, Optional[list[ast.Call]]]:
+    """`assigned_calls` for every name of the function (None: one value is not a call),
+    listed once per function or module: N loaders on one line read the module N times."""
+    cached: Optional[dict[str, Optional[list[ast.Call]]]] = function.__dict__.get(
+        "_envcheck_assigned_calls"
+    )
+    if cached is not None:
+        return cached
+    cached = {}
     for statement in own_nodes(function):
         if not isinstance(statement, ast.Assign):
             continue
         names = [
-            t
+            t.id
             for target in statement.targets
             for t in ([target] if isinstance(target, ast.Name) else getattr(target, "elts", []))
+            if isinstance(t, ast.Name)
         ]
-        if not any(isinstance(t, ast.Name) and t.id == name for t in names):
-            continue
-        if not isinstance(statement.value, ast.Call):
-            return []
-        values.append(statement.value)
-    return values
+        for name in dict.fromkeys(names):
+            calls = cached.setdefault(name, [])
+            if calls is None:
+                continue  # an earlier value is not a call
+            if isinstance(statement.value, ast.Call):
+                calls.append(statement.value)
+            else:
+                cached[name] = None
+    setattr(function, "_envcheck_assigned_calls", cached)  # noqa: B010 - AST nodes have no slot
+    return cached
 
 
 def _is_function(call: ast.Call) -> bool:
