@@ -1575,7 +1575,7 @@ class _StepLoop:
             parameters[index]
             for index, argument in enumerate(call.args)
             if index in parameters
-            and (self._tensor(argument) or _parameters_of(argument))
+            and (self._tensor(argument) or self._parameters_of(argument))
             and not self._maybe_none(argument)
         }
         for keyword in call.keywords:
@@ -1591,6 +1591,17 @@ class _StepLoop:
             what = f"{what} in {' -> '.join(f'{name}()' for name in through)}"
         return self._record(
             call, "host_sync", f"{_short(call.func)}()", f"{what} at {shown}:{line}"
+        )
+
+    def _parameters_of(self, argument: ast.expr) -> bool:
+        """`net.parameters()`, or apex's `amp.master_params(optimizer)` (the fp32 master
+        copies of the weights amp keeps on the device): parameters whose gradients live
+        on the device."""
+        if _parameters_of(argument):
+            return True
+        return (
+            isinstance(argument, ast.Call)
+            and (self.walker.qualname(argument.func) or "") == "apex.amp.master_params"
         )
 
     def _maybe_none(self, argument: ast.expr) -> bool:
