@@ -191,6 +191,12 @@ CASES = {
         "commons.clip_grad_value_(model.parameters(), None)",
         True,
     ),
+    "an .item() per master parameter apex's amp keeps (its fp16 path)": (
+        {"commons.py": CLIP},
+        "import commons\nfrom apex import amp",
+        "commons.clip_grad_value_(amp.master_params(opt), None)",
+        True,
+    ),
     "a branch on a tensor's minimum": (
         {"audio.py": MEL},
         "from audio import mel",

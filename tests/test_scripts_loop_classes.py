@@ -999,3 +999,94 @@ def test_an_index_loop_over_the_batch_read_by_position_walks_its_fields(
     result = script_results(tmp_path, HEAD + FIELD_LIST, "train.py")["EC510"]
     offset = HEAD.count("\n")
     assert [f.location.line - offset for f in result.findings] == [12]
+
+
+# -- an optimizer step a few helpers below the loop, the backward in a micro-batch loop -----
+
+SPREAD_STEP = """
+class TrainLoop:
+    def __init__(self, model, data, microbatch=16, use_fp16=False):
+        self.model, self.data, self.microbatch = model.cuda(), data, microbatch
+        self.use_fp16 = use_fp16
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.step = 0
+
+    def run_loop(self):
+        while self.step < 100000:
+            batch = next(self.data)
+            self.run_step(batch)
+            if self.step % 100 == 0:
+                print(self.step)
+            self.step += 1
+
+    def run_step(self, batch):
+        self.forward_backward(batch)
+        if self.use_fp16:
+            self.optimize_fp16()
+        else:
+            self.optimize_normal()
+
+    def forward_backward(self, batch):
+        self.opt.zero_grad()
+        for i in range(0, batch.shape[0], self.microbatch):
+            micro = batch[i : i + self.microbatch].to("cuda")
+            loss = self.model(micro).mean()
+            loss.backward()
+
+    def optimize_fp16(self):
+        if any(not torch.isfinite(p.grad).all() for p in self.model.parameters()):
+            return
+        self.optimize_normal()
+
+    def optimize_normal(self):
+        self._log_grad_norm()
+        self.opt.step()
+
+    def _log_grad_norm(self):
+        sqsum = 0.0
+        for p in self.model.parameters():
+            sqsum += (p.grad ** 2).sum().item()
+        return sqsum
+"""
+
+
+def test_a_step_spread_over_helpers_is_read_to_its_optimizer_step(tmp_path: Path) -> None:
+    # improved-diffusion: `while` -> run_step -> forward_backward (a micro-batch loop
+    # running backward) and optimize_normal -> opt.step(): each pass is one optimizer
+    # step, so _log_grad_norm's .item() per parameter runs every step, and so does the
+    # finiteness test of the (hand-rolled, off by default) fp16 path EC507 advises; the
+    # micro-batches are copied whole, not sample by sample
+    results = script_results(tmp_path, HEAD + SPREAD_STEP, "train.py")
+    offset = HEAD.count("\n")
+    lines = sorted(f.location.line - offset for f in results["EC509"].findings)
+    assert lines == [32, 43]
+    assert not results["EC510"].findings
+
+
+EPOCH_OVER_MINIBATCH_STEPS = """
+model = nn.Linear(1024, 10).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+def train_minibatch(x, i):
+    if i % 4 == 0:
+        optimizer.step()
+        optimizer.zero_grad()
+    loss = model(x).mean()
+    loss.backward()
+    return loss
+
+def train(epoch, batches):
+    for i in range(1000):
+        loss = train_minibatch(next(batches), i)
+    optimizer.step()
+    return loss
+
+for epoch in range(10):
+    print(train(epoch, batches).item())
+"""
+
+
+def test_an_epoch_loop_over_a_loop_stepping_in_a_helper_is_no_step(tmp_path: Path) -> None:
+    # the inner loop updates the weights itself (in train_minibatch): the loop around
+    # train() is an epoch loop, its print once an epoch, however train() ends
+    assert sync_lines(tmp_path, EPOCH_OVER_MINIBATCH_STEPS) == []

@@ -1090,7 +1090,12 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     nested gradient-accumulation loop that runs the backward pass (nanoGPT's and llm.c's
     `for step in range(N): for micro_step in range(k): ... loss.backward()` then
     `optimizer.step()`) is the step loop: its `torch.cuda.synchronize()` and
-    `loss_accum.item()` run every optimizer step, and the micro loop is read with it.
+    `loss_accum.item()` run every optimizer step, and the micro loop is read with it;
+    so is a loop whose helpers do both (improved-diffusion's `while ...:
+    self.run_step(batch)`, `run_step` calling `forward_backward`, a micro-batch loop
+    running backward, then `optimize_normal`, whose `_log_grad_norm` runs `.item()` per
+    parameter before `opt.step()`), a few calls deep, unless the nested loop updates the
+    weights itself or through its helpers (an epoch loop).
     Loggers that turn a tensor into a number sync too:
     TensorBoard's `writer.add_scalar("loss", loss, step)`, `wandb.log({"loss": loss})`,
     `mlflow.log_metric`, Lightning Fabric's `fabric.log_dict({...})` / `fabric.log(name,
@@ -1128,7 +1133,8 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     beside a `**config` too: `main(use_wandb=args.wandb, **config)`; an int option
     defaulting to 0 is off too, read through the trainer's attribute in the entry point
     importing it: `if self.visdom_epoch and not cross_valid:`), except the
-    mixed-precision path (autocast, a GradScaler) that
+    mixed-precision path (autocast, a GradScaler, or a branch on a flag naming it:
+    `if self.use_fp16:` before a hand-rolled loss-scaling step) that
     EC507 advises turning on, and so is the `else` of a test on by default (`if not
     args.disable_dp: ... else: ...`), and a loop calling callbacks a user registers
     (`for callback in self.step_callbacks: callback(self, float(loss))`) that the file

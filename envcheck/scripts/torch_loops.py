@@ -292,6 +292,10 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
                 loader = _steps_itself(loop, helpers, loaders)
                 if loader is None:
                     continue
+                if _spread(loop, helpers):
+                    # its optimizer step a few helpers down (`run_step` -> `optimize` ->
+                    # `_log_grad_norm`): read them as deep as they were found
+                    helpers = _helpers(body, callees, files, function, ACCUMULATING_DEPTH)
                 elsewhere = _loader_elsewhere(loop, assignments)
                 if elsewhere:  # its DataLoader settings are out of sight
                     found = walker.facts.setdefault("loaders_elsewhere", [])
@@ -510,17 +514,22 @@ def _one_per_place(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _helpers(
-    body: list[ast.AST], callees: Callees, files: FileIndex, holder: Optional[Function] = None
+    body: list[ast.AST],
+    callees: Callees,
+    files: FileIndex,
+    holder: Optional[Function] = None,
+    depth: int = 2,
 ) -> list[Function]:
     """Functions of the file a step runs: called from the loop body (`step(model, batch)`,
     `self.training_step(batch)`, `metric.add(loss)` on an instance of a class of the
     file) or handed to a call (`optimizer.step(closure)`), followed two calls deep. Not
     `holder` (the function holding the step loop) nor a function calling it: that one is
     the epoch loop around the step loop (`train()` calling `self.train_epoch(data)` then
-    `self.valid_epoch(data)`), so what it and its other callees do runs once an epoch."""
+    `self.valid_epoch(data)`), so what it and its other callees do runs once an epoch.
+    `depth` calls deep for a step spread over helpers (`_through_helpers`)."""
     found: list[Function] = []
     todo = list(body)
-    for _ in range(2):
+    for _ in range(depth):
         more: list[ast.AST] = []
         for node in todo:
             functions: list[Optional[Function]] = []
@@ -575,6 +584,14 @@ def _steps_itself(loop: Loop, helpers: list[Function], loaders: _Loaders) -> Opt
     return f"while {_short(loop.test)}"
 
 
+def _spread(loop: Loop, helpers: list[Function]) -> bool:
+    """A step loop whose optimizer step is not in its own body nor in the helpers it
+    calls directly, but deeper (`_through_helpers`)."""
+    own = [n for statement in loop.body for n in _outside_loops(statement)]
+    near = own + [n for h in _direct_helpers(own, helpers) for n in _outside_own_loops(h)]
+    return not any(_optimizer_step(n) for n in near)
+
+
 def _direct_helpers(own: list[ast.AST], helpers: list[Function]) -> list[Function]:
     """The helpers called by name (`train_step(...)`, `self.train_step(...)`) in `own`."""
     called = {c.func.id for c in own if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
@@ -592,11 +609,14 @@ def _accumulates_inside(own: list[ast.AST], helpers: list[Function], loaders: _L
     nested loop updates the weights itself (the outer loop is then an epoch loop) or
     iterates a DataLoader (a pass over the data with one update at its end: that loop is
     the step loop)."""
+    own = _through_helpers(own, helpers)
     if not any(_optimizer_step(n) for n in own):
         return False
     nested = [n for n in own if isinstance(n, LOOPS)]
     for inner in nested:
         nodes = list(own_nodes(inner))
+        # the helpers it calls too (`train_minibatch(...)` stepping the optimizer)
+        nodes += [n for h in _direct_helpers(nodes, helpers) for n in own_nodes(h)]
         if any(_optimizer_step(n) for n in nodes):
             return False
         if isinstance(inner, (ast.For, ast.AsyncFor)) and loaders.iterated(inner.iter):
@@ -612,6 +632,29 @@ def _accumulates_inside(own: list[ast.AST], helpers: list[Function], loaders: _L
         for inner in nested
     )
 
+
+def _through_helpers(own: list[ast.AST], helpers: list[Function]) -> list[ast.AST]:
+    """`own` with the nodes, outside their loops, of the helpers it calls by name, and
+    of those they call in turn: improved-diffusion's `while ...: self.run_step(batch)`,
+    whose `run_step` calls `forward_backward` (a micro-batch loop running backward) then
+    `optimize_normal` (the optimizer step), is one optimizer step per pass, as if the
+    helpers' statements were written in the loop."""
+    found = list(own)
+    todo = own
+    done: set[int] = set()
+    for _ in range(ACCUMULATING_DEPTH):
+        more: list[ast.AST] = []
+        for helper in _direct_helpers(todo, helpers):
+            if id(helper) not in done:
+                done.add(id(helper))
+                more += _outside_own_loops(helper)
+        found += more
+        todo = more
+    return found
+
+
+# how many calls deep a loop's helpers are read as its own statements (_through_helpers)
+ACCUMULATING_DEPTH = 3
 
 # A field holding a boolean mask (PyG's `train_mask`, `val_mask`; `mask`)
 MASK_FIELD = re.compile(r"(^|_)mask$")
@@ -688,6 +731,19 @@ def _mixed_precision(body: list[ast.stmt]) -> bool:
             if name.rsplit(".", 1)[-1] in AMP_CALLS or name.endswith("scaler.scale"):
                 return True
     return False
+
+
+# the words of a flag choosing mixed precision (`self.use_fp16`, `hps.train.fp16_run`)
+PRECISION_WORDS = frozenset({"fp16", "bf16", "amp", "half"})
+
+
+def _precision_flag(test: ast.expr) -> bool:
+    """`if self.use_fp16:`, `if args.amp:`: a flag naming mixed precision, whose branch
+    is the path EC507 advises (a hand-rolled one: master weights, loss scaling) however
+    it is written."""
+    name = _last(test) if isinstance(test, (ast.Name, ast.Attribute)) else ""
+    words = set(name.lower().split("_"))
+    return bool(words & PRECISION_WORDS) or {"mixed", "precision"} <= words
 
 
 def _scalers(walker: Walker) -> set[str]:
@@ -1058,7 +1114,8 @@ class _StepLoop:
                 # choose by default
                 self._block(statement.orelse, inner, periodic)
                 return
-            if self._off_by_default(statement.test) and not _mixed_precision(statement.body):
+            mixed = _mixed_precision(statement.body) or _precision_flag(statement.test)
+            if self._off_by_default(statement.test) and not mixed:
                 # `if args.synchronize_step:`; the AMP path EC507 recommends is read
                 self._block(statement.orelse, inner, periodic)
                 return
@@ -1405,7 +1462,7 @@ class _StepLoop:
             and iterable.func.attr in FIELD_ITERATORS
         ):
             return False
-        if self._field_walk(iterable):
+        if self._field_walk(iterable) or _chunk_walk(loop):
             return False
         return self.loaders.iterated(iterable) is None
 
@@ -1575,7 +1632,7 @@ class _StepLoop:
             parameters[index]
             for index, argument in enumerate(call.args)
             if index in parameters
-            and (self._tensor(argument) or _parameters_of(argument))
+            and (self._tensor(argument) or self._parameters_of(argument))
             and not self._maybe_none(argument)
         }
         for keyword in call.keywords:
@@ -1591,6 +1648,17 @@ class _StepLoop:
             what = f"{what} in {' -> '.join(f'{name}()' for name in through)}"
         return self._record(
             call, "host_sync", f"{_short(call.func)}()", f"{what} at {shown}:{line}"
+        )
+
+    def _parameters_of(self, argument: ast.expr) -> bool:
+        """`net.parameters()`, or apex's `amp.master_params(optimizer)` (the fp32 master
+        copies of the weights amp keeps on the device): parameters whose gradients live
+        on the device."""
+        if _parameters_of(argument):
+            return True
+        return (
+            isinstance(argument, ast.Call)
+            and (self.walker.qualname(argument.func) or "") == "apex.amp.master_params"
         )
 
     def _maybe_none(self, argument: ast.expr) -> bool:
@@ -2079,6 +2147,33 @@ def _user_callbacks(loop: ForLoop, module: ast.Module) -> bool:
             if any(k.arg == name and filled(k.value) for k in node.keywords):
                 return False
     return True
+
+
+def _chunk_walk(loop: ForLoop) -> bool:
+    """`for i in range(0, batch.shape[0], self.microbatch):` slicing `batch[i : i +
+    self.microbatch]`: a walk over micro-batches, each copied whole, not over samples."""
+    iterable = loop.iter
+    if not (
+        isinstance(iterable, ast.Call)
+        and isinstance(iterable.func, ast.Name)
+        and iterable.func.id == "range"
+        and len(iterable.args) == 3
+        and isinstance(loop.target, ast.Name)
+    ):
+        return False
+    width = text(iterable.args[2])
+    index = loop.target.id
+    return any(
+        isinstance(node, ast.Slice)
+        and isinstance(node.lower, ast.Name)
+        and node.lower.id == index
+        and isinstance(node.upper, ast.BinOp)
+        and isinstance(node.upper.op, ast.Add)
+        and text(node.upper.left) == index
+        and text(node.upper.right) == width
+        for statement in loop.body
+        for node in ast.walk(statement)
+    )
 
 
 def _evaluation_test(test: ast.expr) -> bool:
