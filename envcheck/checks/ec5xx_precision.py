@@ -144,7 +144,10 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     Input shapes that change every step (variable image sizes, NLP sequences) would re-run
     the tuning each time; leave it off there: a file that batches images by aspect ratio
     (torchvision's `GroupedBatchSampler` over `create_aspect_ratio_groups`,
-    `AspectRatioBasedSampler`) passes. A model built out of sight whose kind
+    `AspectRatioBasedSampler`) passes, as does one whose loader pads each batch to its
+    longest sample (a collate function or class of the project, or a DataLoader subclass
+    installing one, padding to `max(x.size(0) for x in batch)` or with `pad_sequence`:
+    utterances and sentences of every length). A model built out of sight whose kind
     nothing names is unknown. Graph layers (PyG's `GCNConv`, DGL's `dgl.nn.SAGEConv`)
     are Linear transforms over a sparse aggregation, no cuDNN convolution, whatever their
     names say; a model's kind is read from its constructors and classes (`DGCNN`,
@@ -189,8 +192,7 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     clean = "no convolutional GPU training without cuDNN autotuning"
     if varying:
         clean += "; input sizes change between batches in " + ", ".join(
-            f"{f.get('path')} ({f.get('varying_input')}: images batched by aspect ratio)"
-            for f in varying
+            f"{f.get('path')} ({f.get('varying_input')})" for f in varying
         )
     return _judged(hits, unknown, f"{len(hits)} file(s)", clean)
 
@@ -232,7 +234,7 @@ GRAPH_NETWORK = (
 RL_ROLLOUTS = (
     "a reinforcement-learning agent whose training loop steps its environment ({at}) "
     "before each update: the step waits for the simulator on the CPU, and agents' networks "
-    "are small (a few convolutions or 64-unit layers), so how much of the run autocast "
+    "are small (a few convolutions or 64-unit layers), so how much of the run {what} "
     "would speed up is not known"
 )
 ACCELERATE_FIX = "Accelerator(mixed_precision='bf16')   # or 'fp16' before Ampere"
@@ -343,9 +345,10 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     ...)`, two 64-unit layers by default) the
     rule is unknown: RL policies are often too small to gain; so it is for an agent whose
     training loop steps its environment before each update (PPO's `envs.step(action)`
-    rollouts, then the update), whatever network is in sight: the run waits on the
-    simulator, and the agent's network is a small part of each step; and for one whose
-    network in sight is an MLP or RNN with its widths left to the caller (GAIL's
+    rollouts, then the update; TD3's `env.step(action)`, then `policy.train(replay_buffer,
+    batch_size)` of its agent class in another file), whatever network is in sight: the
+    run waits on the simulator, and the agent's network is a small part of each step;
+    and for one whose network in sight is an MLP or RNN with its widths left to the caller (GAIL's
     `Discriminator(input_dim, hidden_dim)`, built by the training script). A model out of sight
     that the file feeds graphs (it imports PyG, DGL or TorchDrug, or calls `self.model(
     graphs, ...)`) is unknown too: message passing is bound by gathers and scatters over
@@ -406,7 +409,7 @@ def no_mixed_precision(facts: Facts) -> Outcome:
             )
         elif not isinstance(gate, dict) and f.get("env_rollouts"):
             at = f.get("env_rollouts")
-            unknown.append(f"{f.get('path')}: {RL_ROLLOUTS.format(at=at)}")
+            unknown.append(f"{f.get('path')}: {RL_ROLLOUTS.format(at=at, what='autocast')}")
         elif not isinstance(gate, dict):
             how = FLOAT32 + (MODEL_UNSEEN if _out_of_sight(f) else "")
             hits.append(_file_hit(f, cap=cap, how=how, fix=AUTOCAST_FIX))
@@ -538,7 +541,8 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     most 128, as an RL agent's with its input width taken from the environment, or as
     passed to the file's own model class: `Net(7, 16, 2)`, or a transformer of the
     project given a width of at most 128 and at most 6 layers; an RL agent's MLP whose widths
-    its caller passes is unknown, as for EC507; a graph network of message-passing
+    its caller passes is unknown, as for EC507, and so is an agent whose training loop
+    steps its environment before each update; a graph network of message-passing
     layers is unknown too, whatever its width: its gathers and scatters over the edges,
     not its matmuls, bound it);
     a convolutional backbone feeding recurrent or transformer layers is judged by those.
@@ -583,6 +587,10 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             continue  # a small MLP/RNN: TF32 buys nothing
         if f.get("caller_widths"):
             unknown.append(f"{f.get('path')}: {RL_CALLER_WIDTHS}")
+            continue
+        if f.get("env_rollouts"):
+            at = f.get("env_rollouts")
+            unknown.append(f"{f.get('path')}: {RL_ROLLOUTS.format(at=at, what='TF32')}")
             continue
         if f.get("graph_network"):
             layers = ", ".join(f["graph_network"])

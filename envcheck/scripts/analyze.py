@@ -134,6 +134,7 @@ def analyze_file(
             walker.module_scope.configs = functools.partial(run.config, shown)
             walker.held_elsewhere = functools.partial(run.held_in_memory, shown)
             walker.maker_elsewhere = functools.partial(run.maker, shown)
+            walker.padded_elsewhere = functools.partial(run.padded_batches, shown)
             walker.workers_elsewhere = functools.partial(run.worker_parameter, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
@@ -204,6 +205,9 @@ class Walker(ast.NodeVisitor):
         # `qualname` -> (the file, the DataLoader keywords it sets) of a loader maker another
         # file of the run defines, building its DataLoaders from the caller's **kwargs
         self.maker_elsewhere: Optional[Callable[[str], Optional[tuple[str, frozenset[str]]]]] = None
+        # `data_utils.TextMelCollate` -> where that collate (or a loader class installing
+        # one) another file of the run defines pads each batch to its longest sample
+        self.padded_elsewhere: Optional[Callable[[str], Optional[str]]] = None
         # `qualname` -> (the file, position, name) of the parameter a loader maker another
         # file of the run defines hands its DataLoaders as num_workers
         self.workers_elsewhere: Optional[Callable[[str], Optional[tuple[str, int, str]]]] = None

@@ -5,7 +5,8 @@
 - `autocast`: True when mixed precision is on in a default run: `torch.autocast` or a
   GradScaler used (called, or referenced: `functools.partial(torch.autocast, ...)`,
   `ctx = torch.autocast`), Accelerate `mixed_precision="fp16"`, Lightning
-  `precision="16-mixed"`, `TrainingArguments(fp16=True)`, `model.half()`, apex
+  `precision="16-mixed"`, `TrainingArguments(fp16=True)`, `model.half()` (or a project
+  model's own cast, `model.convert_to_fp16()`, for hand-rolled mixed precision), apex
   `amp.initialize`, a precision setting handed to the project's own classes
   (`MixedPrecisionTrainer(use_fp16=True)`) or precision helpers
   (`get_autocast(args.precision)`), a model built or loaded in half precision
@@ -119,6 +120,7 @@ from envcheck.scripts.model_names import (
     sized_by_width,
     value_names,
 )
+from envcheck.scripts.padded_batches import padding_collates
 from envcheck.scripts.parameters import handed_value, parameter_default
 from envcheck.scripts.registries import picked_name
 from envcheck.scripts.training_calls import outside_step
@@ -139,6 +141,10 @@ AMP_NAMES = {
 # NVIDIA apex AMP (before torch.autocast): `model, opt = amp.initialize(model, opt, ...)`
 APEX_AMP = {"apex.amp.initialize", "apex.amp.scale_loss"}
 HALF_METHODS = ("half", "bfloat16")
+# A project model's own method casting it to half precision, as `.half()` does
+# (improved-diffusion's `model.convert_to_fp16()`, beside master parameters in float32
+# and a hand-rolled loss scale): mixed precision by hand.
+HALF_CONVERSION = re.compile(r"^(convert_)?to_(fp16|bf16|half|float16|bfloat16)$")
 # Precision settings handed to a project's own trainer or model class.
 PROJECT_KEYWORDS = ("precision", "fp16", "bf16", "use_fp16", "use_bf16", "amp", "use_amp")
 # `self.use_fp16 = use_fp16 in __init__`: a constructor parameter, set by the caller (its
@@ -322,22 +328,58 @@ def _replay_agent(walker: Walker) -> bool:
 ENVIRONMENT = re.compile(r"^(\w+_)?(env|envs)$")
 
 
+# The update method of an agent whose class is in another file (`policy.train(
+# replay_buffer, batch_size)`, `agent.update(rollouts)`, `agent.learn()`): its backward
+# pass is out of sight, called from the loop that steps the environment. The receiver is
+# named for an agent (a progress bar's `pbar.update(1)` is none).
+AGENT_UPDATES = ("train", "update", "learn", "train_step", "optimize_model", "update_parameters")
+AGENT = re.compile(r"(?i)^(\w+_)?(agent|policy|learner|algo|model|td3|ddpg|sac|ppo|dqn)s?$")
+
+
+def _agent_update(walker: Walker, func: ast.Attribute, node: ast.Call) -> bool:
+    """`policy.train(replay_buffer, args.batch_size)`: an agent's update, defined in
+    another file (not a method or function of this one), given what to learn from
+    (`model.train()`/`model.train(True)` only switches a module's mode)."""
+    receiver = _last_name(func.value)
+    if (
+        func.attr not in AGENT_UPDATES
+        or receiver in (None, "self", "super")
+        or not AGENT.match(receiver or "")
+    ):
+        return False
+    if func.attr == "train" and (
+        not node.args or all(isinstance(a, ast.Constant) for a in node.args)
+    ):
+        return False
+    index = walker.index()
+    return func.attr not in index.functions and not any(
+        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == func.attr
+        for cls in index.class_nodes
+        for item in cls.body
+    )
+
+
 def _environment_rollouts(walker: Walker) -> Optional[str]:
     """The call that steps an environment inside the loop that also runs the backward pass
     (cleanrl's PPO: `envs.step(action.cpu().numpy())` for each rollout step, then the
-    update), or None: each update waits for the simulator on the CPU, and the network's
-    arithmetic is a small part of the step."""
+    update), or calls an agent's update defined in another file (TD3's `policy.train(
+    replay_buffer, batch_size)` after each `env.step(action)`), or None: each update waits
+    for the simulator on the CPU, and the network's arithmetic is a small part of the
+    step."""
     if not any(".step(" in line for line in walker.lines):
         return None  # a look at the text first
     for loop in module_nodes(walker.module):
         if not isinstance(loop, (ast.For, ast.While)):
             continue
-        methods = [
-            (n.func, n.lineno)
+        calls = [
+            n
             for n in ast.walk(loop)
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         ]
-        if not any(func.attr == "backward" for func, _ in methods):
+        methods = [(n.func, n.lineno) for n in calls if isinstance(n.func, ast.Attribute)]
+        if not any(func.attr == "backward" for func, _ in methods) and not any(
+            isinstance(n.func, ast.Attribute) and _agent_update(walker, n.func, n) for n in calls
+        ):
             continue
         for func, line in methods:
             receiver = _last_name(func.value)
@@ -431,18 +473,37 @@ def _makes_embeddings(callee: str) -> bool:
 ASPECT_RATIO_BATCHES = re.compile(r"AspectRatio|aspect_ratio|GroupedBatchSampler")
 
 
-def _aspect_ratio_batches(walker: Walker) -> Optional[str]:
-    """The call that batches images by aspect ratio (`AspectRatioBasedSampler(dataset,
-    ...)`), so that cuDNN autotuning would re-run for each new shape; None if none."""
-    if not any(ASPECT_RATIO_BATCHES.search(line) for line in walker.lines):
+def _varying_batches(walker: Walker) -> Optional[str]:
+    """What changes the input's shape between batches, so that cuDNN autotuning would
+    re-run for each new shape: a sampler batching images by aspect ratio
+    (`AspectRatioBasedSampler(dataset, ...)`), or a collate function or class of the
+    project, defined in this file or another of the run, padding each batch to its longest
+    sample (`collate_fn = TextMelCollate(1)`, `AudioDataLoader(...)` installing one:
+    padded_batches.py); None if none."""
+    aspect = any(ASPECT_RATIO_BATCHES.search(line) for line in walker.lines)
+    loads = any("collate" in line or "DataLoader" in line for line in walker.lines)
+    own = padding_collates(walker.module, "\n".join(walker.lines)) if loads else {}
+    elsewhere = walker.padded_elsewhere if loads else None
+    if not (aspect or own or elsewhere):
         return None  # a look at the text first: the walk is for files that name one
     for node in module_nodes(walker.module):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else None
-            name = func.id if isinstance(func, ast.Name) else name
-            if name and ASPECT_RATIO_BATCHES.search(name):
-                return f"{name}(...) at line {node.lineno}"
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else None
+        name = func.id if isinstance(func, ast.Name) else name
+        if aspect and name and ASPECT_RATIO_BATCHES.search(name):
+            return f"{name}(...) at line {node.lineno}: images batched by aspect ratio"
+        collates = [node.func, *[k.value for k in node.keywords if k.arg == "collate_fn"]]
+        for collate in collates:
+            why = own.get(collate.id) if isinstance(collate, ast.Name) else None
+            qualname = walker.qualname(collate) if elsewhere is not None and not why else None
+            why = elsewhere(qualname) if elsewhere is not None and qualname else why
+            if why:
+                return (
+                    f"{ast.unparse(collate)} at line {node.lineno} pads each batch to its "
+                    f"longest sample: {why}"
+                )
     return None
 
 
@@ -659,6 +720,13 @@ class _Reader:
         self._runner(node, name, gates, scope)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in HALF_METHODS and not node.args:
+            self._use(f".{func.attr}()", gates, scope)
+        if (
+            isinstance(func, ast.Attribute)
+            and HALF_CONVERSION.match(func.attr)
+            and not name.startswith(LIBRARIES)
+            and not node.args
+        ):
             self._use(f".{func.attr}()", gates, scope)
         if self._model_to_half(node, scope):
             self._use(ast.unparse(node), gates, scope)
@@ -1497,7 +1565,7 @@ class _Reader:
             if self.graph and not (others or self.conv or self.library_model)
             else None
         )
-        found["varying_input"] = _aspect_ratio_batches(self.walker)
+        found["varying_input"] = _varying_batches(self.walker)
         found["quantized_model"] = self.quantized
         found["graph_batches"] = None if self.matmul or self.conv else _graph_batches(self.walker)
         found["feature_embeddings"] = (

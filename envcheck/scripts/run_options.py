@@ -58,6 +58,7 @@ from envcheck.scripts.foreign_helpers import Foreign, Function, class_methods
 from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
+from envcheck.scripts.padded_batches import padding_collates
 from envcheck.scripts.tf_values import counter_property
 from envcheck.scripts.values import Scope, Value, resolve
 
@@ -143,6 +144,9 @@ class RunOptions:
         self.constants: dict[str, dict[str, ast.Constant]] = {}  # file -> its constants
         self.in_memory: dict[str, dict[str, str]] = {}  # file -> Dataset class -> why held
         self.makers: dict[str, dict[str, frozenset[str]]] = {}  # file -> maker -> set by it
+        # file -> collate function/class (or loader class) -> where it pads each batch to
+        # its longest sample (padded_batches.py)
+        self.padded: dict[str, dict[str, str]] = {}
         # file -> maker -> (position, name) of the parameter its DataLoaders' workers are
         self.worker_params: dict[str, dict[str, tuple[int, str]]] = {}
         # imports resolved on disk (project_context.py): (importer, imported) file pairs
@@ -191,6 +195,7 @@ class RunOptions:
         self.constants[shown] = module_constants(module)
         self.in_memory[shown] = _in_memory_datasets(module)
         self.makers[shown] = forwarding_makers(module)
+        self.padded[shown] = padding_collates(module, text)
         # cheap text test first: a file that never names num_workers hands it to none
         self.worker_params[shown] = worker_parameters(module) if "num_workers" in text else {}
         self.from_imports[shown] = from_imports(module)
@@ -636,6 +641,15 @@ class RunOptions:
         name = qualname.rpartition(".")[2]
         shown = self._defining_file(reader, qualname, self.in_memory)
         return f"{self.in_memory[shown][name]} (in {shown})" if shown is not None else None
+
+    def padded_batches(self, reader: str, qualname: str) -> Optional[str]:
+        """Where the collate function or class `qualname` (`data_utils.TextMelCollate`,
+        or a DataLoader subclass installing one, imported by `reader`) pads each batch to
+        its longest sample, when one file of the run linked to `reader` defines it so
+        (padded_batches.py); else None."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.padded)
+        return f"{self.padded[shown][name]} in {shown}" if shown is not None else None
 
     def maker(self, reader: str, qualname: str) -> Optional[tuple[str, frozenset[str]]]:
         """(the file, the DataLoader keywords it sets itself) for the loader maker
