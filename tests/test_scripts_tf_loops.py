@@ -727,3 +727,78 @@ def test_a_step_property_of_a_project_class_reading_the_optimizer_counter(
         )
     )
     assert lines(findings(tmp_path, STEP_PROPERTY_TRAIN)["EC509"]) == [11]
+
+
+DISTRIBUTED_METHOD = """
+import tensorflow as tf
+
+
+class Trainer:
+    def __init__(self):
+        self.g_optimizer = tf.keras.optimizers.Adam()
+        self.model = tf.keras.Sequential([tf.keras.layers.Conv2D(64, 3)])
+
+    def d_train_step(self, inputs):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(self.model(inputs[0]))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.g_optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        return loss
+
+    def train(self, dist_datasets, strategy):
+        def dist_d_train_step(inputs):
+            per_replica = strategy.run(fn=self.d_train_step, args=(inputs,))
+            REPEATED
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+        dist_d_train_step = tf.function(dist_d_train_step)
+        for real_images in dist_datasets:
+            step = self.g_optimizer.iterations.numpy()
+            d_loss = dist_d_train_step((real_images,))
+            if step % 100 == 0:
+                print(step)
+"""
+
+
+def test_a_method_handed_to_strategy_run_by_keyword_steps_the_loop(tmp_path: Path) -> None:
+    """stylegan2-tf-2.x: the loop calls a compiled wrapper that hands the step method to
+    `strategy.run(fn=self.d_train_step, ...)`; the optimizer's counter read with
+    `.numpy()` in the eager loop waits for the step, every step."""
+    results = findings(tmp_path, DISTRIBUTED_METHOD.replace("            REPEATED\n", ""))
+    assert lines(results["EC509"]) == [24]
+
+
+def test_a_wrapper_running_several_steps_per_call_reads_once_per_execution(
+    tmp_path: Path,
+) -> None:
+    """retinanet-tensorflow2.x: the wrapper runs the step again in `tf.range(n - 1)`
+    (steps_per_execution): the loop's host read is once per n steps."""
+    source = DISTRIBUTED_METHOD.replace(
+        "REPEATED",
+        "for _ in tf.range(7):\n"
+        "                per_replica = strategy.run(fn=self.d_train_step, args=(inputs,))",
+    )
+    assert findings(tmp_path, source)["EC509"].status.value == "pass"
+
+
+def test_a_do_train_flag_around_the_only_loop_is_the_scripts_mode(tmp_path: Path) -> None:
+    """BERT-NER-TF: `if args.do_train:` (store_true) holds the training loop, with no
+    `else`: the mode the script exists for, read as the PyTorch loops are."""
+    results = findings(
+        tmp_path,
+        """
+        import argparse
+        import tensorflow as tf
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--do_train", action="store_true")
+        args = parser.parse_args()
+        model = tf.keras.Sequential([tf.keras.layers.Conv2D(8, 3)])
+        if args.do_train:
+            for x, y in train_ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                opt.apply_gradients(zip(tape.gradient(loss, model.variables), model.variables))
+                print(loss.numpy())
+        """,
+    )
+    assert lines(results["EC509"]) == [13]

@@ -160,6 +160,8 @@ class TfLoopObserver:
                 reader.counter_reads = _counter_reads(walker, body, functions)
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
             for iteration, runs in iterations:
+                if iteration.name in compiled:
+                    continue  # `dist_step = tf.function(dist_step)`: its steps run as a graph
                 stepped += [s for s in runs if s not in stepped]
                 reader = _Step(walker, loop, iteration, seen)
                 reader.caller = iteration
@@ -224,7 +226,10 @@ def _iterations(
 ) -> list[tuple[Function, list[Function]]]:
     """Functions the loop calls that run a training step once, outside any loop of their
     own (`def train(self): a, d = self.train_step(...); ...`), with the steps they run:
-    called once per pass of the loop, each is one iteration of the training."""
+    called once per pass of the loop, each is one iteration of the training. One that
+    runs the step again in a loop of its own (`strategy.run(step, ...)`, then `for _ in
+    tf.range(n - 1): strategy.run(step, ...)`: steps_per_execution) is not: the loop
+    calling it reads the host once per n steps."""
     names = {s.name for s in steps}
     found: list[tuple[Function, list[Function]]] = []
     for function in functions:
@@ -233,6 +238,9 @@ def _iterations(
         own = [n for s in function.body for n in _outside_loops(s)]
         calls = [n for n in own if isinstance(n, ast.Call)]
         runs = ({_callee(n) for n in calls} | {_replicated(n) for n in calls}) & names
+        looped = [n for n in own_nodes(function) if isinstance(n, ast.Call) and n not in calls]
+        if runs & ({_callee(n) for n in looped} | {_replicated(n) for n in looped}):
+            continue  # it runs the step again in a loop of its own: several steps per call
         if runs:
             found.append((function, [s for s in steps if s.name in runs]))
     return found
@@ -240,15 +248,20 @@ def _iterations(
 
 def _replicated(call: ast.Call) -> Optional[str]:
     """The step function a distribution strategy runs on each replica:
-    `strategy.run(train_step, args=(x, y))` (`experimental_run_v2` in TF 2.0/2.1)."""
+    `strategy.run(train_step, args=(x, y))` (`experimental_run_v2` in TF 2.0/2.1), also
+    by keyword and as a method (`strategy.run(fn=self.d_train_step, args=(x,))`)."""
     func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in REPLICA_RUNS):
+        return None
+    handed = call.args[0] if call.args else keyword_arg(call, "fn")
+    if isinstance(handed, ast.Name):
+        return handed.id
     if (
-        isinstance(func, ast.Attribute)
-        and func.attr in REPLICA_RUNS
-        and call.args
-        and isinstance(call.args[0], ast.Name)
+        isinstance(handed, ast.Attribute)
+        and isinstance(handed.value, ast.Name)
+        and handed.value.id == "self"
     ):
-        return call.args[0].id
+        return handed.attr
     return None
 
 
@@ -266,7 +279,9 @@ def _outside_loops(node: ast.AST) -> list[ast.AST]:
 
 def _off_by_default(walker: Walker, loop: Loop, parents: dict[int, ast.AST]) -> bool:
     """The loop sits in a branch a default run does not take (a flag's default settles
-    the test the other way)."""
+    the test the other way). A bare flag with no `else` around the loop (`if
+    args.do_train:`, off by default) picks the mode the script exists for, not a feature
+    left off, as for the PyTorch loops (default_run): the loop is read."""
     node: ast.AST = loop
     function: Optional[ast.AST] = None
     branches: list[tuple[ast.If, bool]] = []
@@ -279,6 +294,8 @@ def _off_by_default(walker: Walker, loop: Loop, parents: dict[int, ast.AST]) -> 
         node = parent
     scope = walker.scope_of(function)
     for branch, in_body in branches:
+        if in_body and not branch.orelse and isinstance(branch.test, (ast.Name, ast.Attribute)):
+            continue  # `if args.do_train:` around the only training loop: the script's mode
         taken = resolve(branch.test, scope)
         if taken.known and bool(taken.value) != in_body:
             return True
