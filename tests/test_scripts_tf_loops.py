@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import project_checks
 from test_scripts_torch import audit
 
 from envcheck.scripts.analyze import analyze_file
@@ -802,3 +803,67 @@ def test_a_do_train_flag_around_the_only_loop_is_the_scripts_mode(tmp_path: Path
         """,
     )
     assert lines(results["EC509"]) == [13]
+
+
+OVERRIDDEN_MODEL = """
+import tensorflow as tf
+
+
+class Decoder(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.conv = tf.keras.layers.Conv1D(256, 3)
+
+    def call(self, x):
+        return self.conv(x)
+
+    DECORATOR
+    def train_on_batch(self, x, y=None):
+        if self.dist:
+            predictions = self._dist_step(x, y)
+        else:
+            predictions = self.__train_step(x, y)
+        loss = tf.reduce_mean(self.loss_value)
+        return [loss.numpy()]
+
+    def _dist_step(self, x, y):
+        return self._distribution_strategy.run(self.__train_step, args=(x, y))
+
+    def __train_step(self, x, y):
+        with tf.GradientTape() as tape:
+            predictions = self.call(x)
+            self.loss_value = self.loss(y, predictions)
+        gradients = tape.gradient(self.loss_value, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        return predictions
+"""
+
+OVERRIDDEN_SCRIPT = """
+import tensorflow as tf
+from model import Decoder
+
+mt = Decoder()
+mt.compile(optimizer="adam", loss="mse")
+for e in range(10):
+    for b in range(100):
+        x, y = next_batch()
+        result = mt.train_on_batch(x, y)
+        if b % 100 == 0:
+            tf.summary.scalar("loss", result[0], step=b)
+"""
+
+
+@pytest.mark.parametrize(
+    ("decorator", "status"), [("", "fail"), ("@tf.function", "pass")], ids=["eager", "compiled"]
+)
+def test_a_project_models_eager_train_on_batch_override_reads_the_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decorator: str, status: str
+) -> None:
+    """MusicTransformer-tensorflow2.0: the loop calls `mt.train_on_batch(x, y)`, whose
+    override in model.py runs an eager GradientTape step and returns `loss.numpy()`: a
+    host read every step, at the loop's call; compiled, it is a graph (no `.numpy()`)."""
+    model = OVERRIDDEN_MODEL.replace("    DECORATOR\n", f"    {decorator}\n" if decorator else "")
+    checks = project_checks(
+        tmp_path, {"model.py": model, "train.py": OVERRIDDEN_SCRIPT}, monkeypatch
+    )
+    assert checks["EC509"][0] == status

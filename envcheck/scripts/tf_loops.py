@@ -104,10 +104,11 @@ class TfLoopObserver:
 
     def finish(self, walker: Walker) -> None:
         walker.facts["tf_custom_loop"] = None
-        if not uses_tensorflow(walker) or not any(
-            "apply_gradients" in line or _calls_step_method(line) for line in walker.lines
+        if not uses_tensorflow(walker) or not (
+            walker.method_elsewhere is not None
+            or any("apply_gradients" in line or _calls_step_method(line) for line in walker.lines)
         ):
-            return
+            return  # no step in sight (nor a project model's, in another file of the run)
         functions = walker.index().function_nodes
         steps = [f for f in functions if _applies_gradients(list(own_nodes(f)))]
         first = _first_apply(walker.module)
@@ -149,6 +150,15 @@ class TfLoopObserver:
             named |= {iteration.name for iteration, _ in iterations}
             named |= _steps_out_of_sight(body, {f.name for f in files.function_nodes})
             returning = [*steps, *(iteration for iteration, _ in iterations)]
+            foreign = _foreign_steps(walker, body)
+            if foreign and not named and loop not in stepped and not iterations:
+                # `mt.train_on_batch(x, y)` of a project model whose override (another
+                # file) is an eager step reading the loss on the host: the loop steps it
+                reader = _Step(walker, loop, loop, seen)
+                owner = owners.get(id(loop))
+                reader.caller = owner if isinstance(owner, FUNCTIONS) else None
+                reader.tensors, reader.results, reader.foreign = set(), True, foreign
+                walker.report.torch_calls.extend(_one_per_line(reader.read()))
             if named and loop not in stepped:
                 # `loss = train_step(x, y)`, then `print(f"{loss}")` in the eager loop: what
                 # the step returns, compiled or eager, is an EagerTensor read on the host here
@@ -158,6 +168,7 @@ class TfLoopObserver:
                 reader.tensors = _graph_results(body, named - host_results(returning, named))
                 reader.results = True
                 reader.counter_reads = _counter_reads(walker, body, functions)
+                reader.foreign = foreign
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
             for iteration, runs in iterations:
                 if iteration.name in compiled:
@@ -391,6 +402,9 @@ class _Step:
         self.results = False  # set by the caller: `tensors` are what a step returned
         # `model.step` properties reading the device step counter (set by the caller)
         self.counter_reads: set[str] = set()
+        # id(call) -> why: calls of a project model's eager step in another file that
+        # reads a tensor on the host (`mt.train_on_batch(x, y)`; set by the caller)
+        self.foreign: dict[int, str] = {}
         self.variables = device_variables(walker, self.counters)
         self.device = device_names(walker, nodes, self.variables, set())
 
@@ -646,6 +660,8 @@ class _Step:
         """(what, why) when `node` reads an eager tensor on the host."""
         if isinstance(node, ast.Call):
             func = node.func
+            if id(node) in self.foreign:
+                return f"{_short(func)}()", self.foreign[id(node)]
             lambda_name = self.helpers.host_read(node) if self.helpers is not None else None
             if lambda_name is not None and self._tensor(node.args[0]):
                 return _short(node), f"copies an eager tensor to the host ({lambda_name})"
@@ -732,6 +748,104 @@ class _Step:
         if isinstance(node, ast.Tuple):
             return any(self._tensor(e) for e in node.elts)
         return False
+
+
+def _foreign_steps(walker: Walker, body: list[ast.AST]) -> dict[int, str]:
+    """The calls in a loop's body of a method of a project class another file of the run
+    defines (`mt.train_on_batch(x, y)` with `mt = MusicTransformerDecoder(...)` from
+    model.py) that is an eager training step there reading a tensor on the host on every
+    call (`return [loss.numpy()] + metrics`): id(call) -> why (`_eager_step_read`)."""
+    find = walker.method_elsewhere
+    if find is None:
+        return {}
+    found: dict[int, str] = {}
+    for node in body:
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            continue
+        cls = walker.instances().get(node.func.value.id)
+        foreign = find(cls, (node.func.attr,)) if cls is not None else None
+        read = _eager_step_read(foreign.function, foreign.methods) if foreign else None
+        if foreign is not None and read is not None:
+            line, what = read
+            found[id(node)] = (
+                "runs an eager training step that copies an eager tensor to the host"
+                f" ({what} at {foreign.shown}:{line})"
+            )
+    return found
+
+
+def _eager_step_read(method: Function, methods: dict[str, Function]) -> Optional[tuple[int, str]]:
+    """(line, `x.numpy()`) of the first `.numpy()` `method` makes on every call (not in
+    the body of a branch), when it trains eagerly: it, or a method of its class it calls
+    (`self.__train_step(...)`, also handed to `strategy.run`), applies gradients, and
+    nothing compiles it (`@tf.function`, `tf.function(self.method)`)."""
+    if any(
+        _last(d.func if isinstance(d, ast.Call) else d) == "function" for d in method.decorator_list
+    ):
+        return None
+    for other in methods.values():
+        for node in own_nodes(other):
+            if (
+                isinstance(node, ast.Call)
+                and _last(node.func) == "function"
+                and any(_last(a) == method.name for a in node.args if isinstance(a, ast.Attribute))
+            ):
+                return None  # `self.train_on_batch = tf.function(self.train_on_batch)`
+    nodes = list(own_nodes(method))
+    called = {
+        name
+        for n in nodes
+        if isinstance(n, ast.Call)
+        for name in (_self_method(n.func), *(_self_method(a) for a in n.args))
+        if name in methods
+    }
+    if not _applies_gradients(nodes) and not any(
+        _applies_gradients(list(own_nodes(methods[name]))) for name in called
+    ):
+        return None
+    for node in _every_call(method.body):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "numpy"
+            and not node.args
+        ):
+            return node.lineno, f"{_short(node.func.value, 30)}.numpy()"
+    return None
+
+
+def _self_method(node: ast.AST) -> Optional[str]:
+    """`f` of `self.f`."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
+
+
+def _every_call(body: list[ast.stmt]) -> list[ast.AST]:
+    """The nodes of `body` run on every call: not inside a branch's body (its test is),
+    nested functions, classes or lambdas."""
+    found: list[ast.AST] = []
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            found += [statement.test, *own_nodes(statement.test)]
+            continue
+        found.append(statement)
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                found += _every_call([child])
+            elif not isinstance(child, ast.Lambda):
+                found += [child, *own_nodes(child)]
+    return found
 
 
 def _computed_names(nodes: list[ast.AST]) -> set[str]:
