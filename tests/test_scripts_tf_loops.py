@@ -867,3 +867,32 @@ def test_a_project_models_eager_train_on_batch_override_reads_the_loss(
         tmp_path, {"model.py": model, "train.py": OVERRIDDEN_SCRIPT}, monkeypatch
     )
     assert checks["EC509"][0] == status
+
+
+def test_an_eager_step_method_another_file_calls_reads_the_loss_every_call(
+    tmp_path: Path,
+) -> None:
+    """ravens' Attention.train(): GradientTape + apply_gradients, no tf.function, never
+    called in its file (the agent calls it every iteration) and returning
+    `np.float32(loss)`; Keras' own train_step (compiled by fit) is not one."""
+    source = """
+        import numpy as np
+        import tensorflow as tf
+
+        class Attention:
+            def __init__(self):
+                self.model = tf.keras.Sequential([tf.keras.layers.Conv2D(64, 3)])
+                self.optim = tf.keras.optimizers.Adam()
+
+            def train(self, in_img, label, backprop=True):
+                with tf.GradientTape() as tape:
+                    output = self.model(in_img)
+                    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(label, output))
+                if backprop:
+                    grad = tape.gradient(loss, self.model.trainable_variables)
+                    self.optim.apply_gradients(zip(grad, self.model.trainable_variables))
+                return np.float32(loss)
+        """
+    assert lines(findings(tmp_path, source)["EC509"]) == [17]
+    keras_step = source.replace("def train(", "def train_step(")
+    assert findings(tmp_path, keras_step)["EC509"].status.value == "pass"

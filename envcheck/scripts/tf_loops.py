@@ -40,7 +40,14 @@ is a host read, and so, in an eager step, is a branch comparing a device tensor 
 global_steps < warmup_steps:` on a `tf.Variable`, or on `loss = tf.reduce_mean(...)`). A
 function of the file that runs the step once outside any loop of its own and that a loop
 calls (`while ...: model.train()`), or hands it to a distribution strategy once
-(`strategy.run(train_step, args=...)`), is read as that loop's body. Not reported: what the
+(`strategy.run(train_step, args=...)`, or `strategy.run(fn=self.step, ...)`), is read as that
+loop's body; one that runs the step again in a loop of its own (steps_per_execution) is
+not. An eager step method the file never calls (another file's loop runs it, once per
+iteration: ravens' `Attention.train()` returning `np.float32(loss)`) is read as a step,
+and a loop calling a method of a project class of another file of the run that is such a
+step there (an overridden `mt.train_on_batch(x, y)` returning `loss.numpy()`) syncs at that
+call. A bare flag with no `else` around the only loop (`if args.do_train:`) is the
+script's mode, not an opt-in left off. Not reported: what the
 step must hand the host (`env.step(action)`, shared with the PyTorch loops), formatting
 what an eager step already returned as NumPy (`return loss.numpy()`), and an unused read
 in a loop timing each step (a benchmark's barrier). Nothing here judges.
@@ -83,6 +90,8 @@ CONVERSIONS = ("float", "int", "bool")
 # A step method out of sight that a loop calls once per batch: Keras's `Model.train_step`
 # and the custom-loop convention (`losses = trainer.train_step(dataset_iter)`)
 STEP_METHODS = ("train_step",)
+# Model methods Keras itself runs in fit, compiled unless run_eagerly: not eager steps
+KERAS_RUN = ("train_step", "test_step", "predict_step", "call")
 # methods of a tf.distribute strategy that run the function handed to them on each replica
 REPLICA_RUNS = ("run", "experimental_run_v2")
 # Clocks a loop reads to time each step (`timestamps.append(time())`)
@@ -191,6 +200,25 @@ class TfLoopObserver:
                 caller = step if not isinstance(step, LOOPS) else owners.get(id(loop))
                 reader.caller = caller if isinstance(caller, FUNCTIONS) else None
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
+        # an eager step method the file never calls, applying gradients outside any loop
+        # of its own (`def train(self, img, p): ... apply_gradients ... return
+        # np.float32(loss)`): its caller, another file, runs it once per iteration
+        referenced = {
+            node.attr if isinstance(node, ast.Attribute) else node.id
+            for node in nodes
+            if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load)
+        }
+        for step in steps:
+            if (
+                step.name in referenced
+                or step.name in compiled
+                or step.name in KERAS_RUN
+                or not _applies_gradients([n for s in step.body for n in _outside_loops(s)])
+            ):
+                continue
+            reader = _Step(walker, step, step, seen)  # its own reads: helpers not followed
+            reader.compiled, reader.caller = compiled, step
+            walker.report.torch_calls.extend(_one_per_line(reader.read()))
 
 
 def _calls_step_method(line: str) -> bool:
@@ -378,7 +406,13 @@ def _last(node: ast.expr) -> str:
 class _Step:
     """The statements of one eager training step, read for per-step host syncs."""
 
-    def __init__(self, walker: Walker, loop: Loop, step: Union[Function, Loop], seen: set[Any]):
+    def __init__(
+        self,
+        walker: Walker,
+        loop: Union[Loop, Function],
+        step: Union[Function, Loop],
+        seen: set[Any],
+    ):
         self.walker = walker
         self.loop = loop
         self.step = step
@@ -596,7 +630,9 @@ class _Step:
             "what": what,
             "loader": _short(self.loop.iter)
             if isinstance(self.loop, (ast.For, ast.AsyncFor))
-            else f"while {_short(self.loop.test)}",
+            else f"while {_short(self.loop.test)}"
+            if isinstance(self.loop, ast.While)
+            else f"the batches each call of {self.loop.name}() gets",
             "loop_line": self.loop.lineno,
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
         }
