@@ -114,7 +114,7 @@ class TfLoopObserver:
     def finish(self, walker: Walker) -> None:
         walker.facts["tf_custom_loop"] = None
         if not uses_tensorflow(walker) or not (
-            walker.method_elsewhere is not None
+            (walker.method_elsewhere is not None and bool(walker.instances()))
             or any("apply_gradients" in line or _calls_step_method(line) for line in walker.lines)
         ):
             return  # no step in sight (nor a project model's, in another file of the run)
