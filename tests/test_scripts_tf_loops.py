@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import project_checks
 from test_scripts_torch import audit
 
 from envcheck.scripts.analyze import analyze_file
@@ -727,3 +728,171 @@ def test_a_step_property_of_a_project_class_reading_the_optimizer_counter(
         )
     )
     assert lines(findings(tmp_path, STEP_PROPERTY_TRAIN)["EC509"]) == [11]
+
+
+DISTRIBUTED_METHOD = """
+import tensorflow as tf
+
+
+class Trainer:
+    def __init__(self):
+        self.g_optimizer = tf.keras.optimizers.Adam()
+        self.model = tf.keras.Sequential([tf.keras.layers.Conv2D(64, 3)])
+
+    def d_train_step(self, inputs):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(self.model(inputs[0]))
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        self.g_optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        return loss
+
+    def train(self, dist_datasets, strategy):
+        def dist_d_train_step(inputs):
+            per_replica = strategy.run(fn=self.d_train_step, args=(inputs,))
+            REPEATED
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+        dist_d_train_step = tf.function(dist_d_train_step)
+        for real_images in dist_datasets:
+            step = self.g_optimizer.iterations.numpy()
+            d_loss = dist_d_train_step((real_images,))
+            if step % 100 == 0:
+                print(step)
+"""
+
+
+def test_a_method_handed_to_strategy_run_by_keyword_steps_the_loop(tmp_path: Path) -> None:
+    """stylegan2-tf-2.x: the loop calls a compiled wrapper that hands the step method to
+    `strategy.run(fn=self.d_train_step, ...)`; the optimizer's counter read with
+    `.numpy()` in the eager loop waits for the step, every step."""
+    results = findings(tmp_path, DISTRIBUTED_METHOD.replace("            REPEATED\n", ""))
+    assert lines(results["EC509"]) == [24]
+
+
+def test_a_wrapper_running_several_steps_per_call_reads_once_per_execution(
+    tmp_path: Path,
+) -> None:
+    """retinanet-tensorflow2.x: the wrapper runs the step again in `tf.range(n - 1)`
+    (steps_per_execution): the loop's host read is once per n steps."""
+    source = DISTRIBUTED_METHOD.replace(
+        "REPEATED",
+        "for _ in tf.range(7):\n"
+        "                per_replica = strategy.run(fn=self.d_train_step, args=(inputs,))",
+    )
+    assert findings(tmp_path, source)["EC509"].status.value == "pass"
+
+
+def test_a_do_train_flag_around_the_only_loop_is_the_scripts_mode(tmp_path: Path) -> None:
+    """BERT-NER-TF: `if args.do_train:` (store_true) holds the training loop, with no
+    `else`: the mode the script exists for, read as the PyTorch loops are."""
+    results = findings(
+        tmp_path,
+        """
+        import argparse
+        import tensorflow as tf
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--do_train", action="store_true")
+        args = parser.parse_args()
+        model = tf.keras.Sequential([tf.keras.layers.Conv2D(8, 3)])
+        if args.do_train:
+            for x, y in train_ds:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x))
+                opt.apply_gradients(zip(tape.gradient(loss, model.variables), model.variables))
+                print(loss.numpy())
+        """,
+    )
+    assert lines(results["EC509"]) == [13]
+
+
+OVERRIDDEN_MODEL = """
+import tensorflow as tf
+
+
+class Decoder(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.conv = tf.keras.layers.Conv1D(256, 3)
+
+    def call(self, x):
+        return self.conv(x)
+
+    DECORATOR
+    def train_on_batch(self, x, y=None):
+        if self.dist:
+            predictions = self._dist_step(x, y)
+        else:
+            predictions = self.__train_step(x, y)
+        loss = tf.reduce_mean(self.loss_value)
+        return [loss.numpy()]
+
+    def _dist_step(self, x, y):
+        return self._distribution_strategy.run(self.__train_step, args=(x, y))
+
+    def __train_step(self, x, y):
+        with tf.GradientTape() as tape:
+            predictions = self.call(x)
+            self.loss_value = self.loss(y, predictions)
+        gradients = tape.gradient(self.loss_value, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        return predictions
+"""
+
+OVERRIDDEN_SCRIPT = """
+import tensorflow as tf
+from model import Decoder
+
+mt = Decoder()
+mt.compile(optimizer="adam", loss="mse")
+for e in range(10):
+    for b in range(100):
+        x, y = next_batch()
+        result = mt.train_on_batch(x, y)
+        if b % 100 == 0:
+            tf.summary.scalar("loss", result[0], step=b)
+"""
+
+
+@pytest.mark.parametrize(
+    ("decorator", "status"), [("", "fail"), ("@tf.function", "pass")], ids=["eager", "compiled"]
+)
+def test_a_project_models_eager_train_on_batch_override_reads_the_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decorator: str, status: str
+) -> None:
+    """MusicTransformer-tensorflow2.0: the loop calls `mt.train_on_batch(x, y)`, whose
+    override in model.py runs an eager GradientTape step and returns `loss.numpy()`: a
+    host read every step, at the loop's call; compiled, it is a graph (no `.numpy()`)."""
+    model = OVERRIDDEN_MODEL.replace("    DECORATOR\n", f"    {decorator}\n" if decorator else "")
+    checks = project_checks(
+        tmp_path, {"model.py": model, "train.py": OVERRIDDEN_SCRIPT}, monkeypatch
+    )
+    assert checks["EC509"][0] == status
+
+
+def test_an_eager_step_method_another_file_calls_reads_the_loss_every_call(
+    tmp_path: Path,
+) -> None:
+    """ravens' Attention.train(): GradientTape + apply_gradients, no tf.function, never
+    called in its file (the agent calls it every iteration) and returning
+    `np.float32(loss)`; Keras' own train_step (compiled by fit) is not one."""
+    source = """
+        import numpy as np
+        import tensorflow as tf
+
+        class Attention:
+            def __init__(self):
+                self.model = tf.keras.Sequential([tf.keras.layers.Conv2D(64, 3)])
+                self.optim = tf.keras.optimizers.Adam()
+
+            def train(self, in_img, label, backprop=True):
+                with tf.GradientTape() as tape:
+                    output = self.model(in_img)
+                    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(label, output))
+                if backprop:
+                    grad = tape.gradient(loss, self.model.trainable_variables)
+                    self.optim.apply_gradients(zip(grad, self.model.trainable_variables))
+                return np.float32(loss)
+        """
+    assert lines(findings(tmp_path, source)["EC509"]) == [17]
+    keras_step = source.replace("def train(", "def train_step(")
+    assert findings(tmp_path, keras_step)["EC509"].status.value == "pass"

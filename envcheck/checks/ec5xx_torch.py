@@ -1177,7 +1177,12 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     None). NumPy on an EagerTensor (`np.mean(loss)`, `np.isnan(loss)`) copies it as
     `.numpy()` does. A function of the file that runs the step once outside any loop of
     its own (`def train(self): a, d = self.train_step(...)`), called by a loop each
-    pass, is that loop's body: its reads and what it returns count. In an eager step, a
+    pass, is that loop's body: its reads and what it returns count (also when it hands the
+    step to `strategy.run(fn=self.step, ...)`; not when it runs the step again in a loop
+    of its own, several steps per call). An eager step method its file never calls (an
+    agent in another file runs it every iteration) is a step, and a loop calling a
+    project model's method that is such a step in another file of the run (an overridden
+    `mt.train_on_batch(x, y)` returning `loss.numpy()`) syncs at that call. In an eager step, a
     branch comparing a device tensor (`if global_steps < warmup_steps:` on a
     `tf.Variable` the step advances, not an int32 counter kept in host memory; `if loss
     > 5:` after `loss = tf.reduce_mean(...)`) reads it every step. Not syncs to avoid:

@@ -40,7 +40,14 @@ is a host read, and so, in an eager step, is a branch comparing a device tensor 
 global_steps < warmup_steps:` on a `tf.Variable`, or on `loss = tf.reduce_mean(...)`). A
 function of the file that runs the step once outside any loop of its own and that a loop
 calls (`while ...: model.train()`), or hands it to a distribution strategy once
-(`strategy.run(train_step, args=...)`), is read as that loop's body. Not reported: what the
+(`strategy.run(train_step, args=...)`, or `strategy.run(fn=self.step, ...)`), is read as that
+loop's body; one that runs the step again in a loop of its own (steps_per_execution) is
+not. An eager step method the file never calls (another file's loop runs it, once per
+iteration: ravens' `Attention.train()` returning `np.float32(loss)`) is read as a step,
+and a loop calling a method of a project class of another file of the run that is such a
+step there (an overridden `mt.train_on_batch(x, y)` returning `loss.numpy()`) syncs at that
+call. A bare flag with no `else` around the only loop (`if args.do_train:`) is the
+script's mode, not an opt-in left off. Not reported: what the
 step must hand the host (`env.step(action)`, shared with the PyTorch loops), formatting
 what an eager step already returned as NumPy (`return loss.numpy()`), and an unused read
 in a loop timing each step (a benchmark's barrier). Nothing here judges.
@@ -83,6 +90,8 @@ CONVERSIONS = ("float", "int", "bool")
 # A step method out of sight that a loop calls once per batch: Keras's `Model.train_step`
 # and the custom-loop convention (`losses = trainer.train_step(dataset_iter)`)
 STEP_METHODS = ("train_step",)
+# Model methods Keras itself runs in fit, compiled unless run_eagerly: not eager steps
+KERAS_RUN = ("train_step", "test_step", "predict_step", "call")
 # methods of a tf.distribute strategy that run the function handed to them on each replica
 REPLICA_RUNS = ("run", "experimental_run_v2")
 # Clocks a loop reads to time each step (`timestamps.append(time())`)
@@ -104,10 +113,11 @@ class TfLoopObserver:
 
     def finish(self, walker: Walker) -> None:
         walker.facts["tf_custom_loop"] = None
-        if not uses_tensorflow(walker) or not any(
-            "apply_gradients" in line or _calls_step_method(line) for line in walker.lines
+        if not uses_tensorflow(walker) or not (
+            (walker.method_elsewhere is not None and bool(walker.instances()))
+            or any("apply_gradients" in line or _calls_step_method(line) for line in walker.lines)
         ):
-            return
+            return  # no step in sight (nor a project model's, in another file of the run)
         functions = walker.index().function_nodes
         steps = [f for f in functions if _applies_gradients(list(own_nodes(f)))]
         first = _first_apply(walker.module)
@@ -149,6 +159,15 @@ class TfLoopObserver:
             named |= {iteration.name for iteration, _ in iterations}
             named |= _steps_out_of_sight(body, {f.name for f in files.function_nodes})
             returning = [*steps, *(iteration for iteration, _ in iterations)]
+            foreign = _foreign_steps(walker, body)
+            if foreign and not named and loop not in stepped and not iterations:
+                # `mt.train_on_batch(x, y)` of a project model whose override (another
+                # file) is an eager step reading the loss on the host: the loop steps it
+                reader = _Step(walker, loop, loop, seen)
+                owner = owners.get(id(loop))
+                reader.caller = owner if isinstance(owner, FUNCTIONS) else None
+                reader.tensors, reader.results, reader.foreign = set(), True, foreign
+                walker.report.torch_calls.extend(_one_per_line(reader.read()))
             if named and loop not in stepped:
                 # `loss = train_step(x, y)`, then `print(f"{loss}")` in the eager loop: what
                 # the step returns, compiled or eager, is an EagerTensor read on the host here
@@ -158,8 +177,11 @@ class TfLoopObserver:
                 reader.tensors = _graph_results(body, named - host_results(returning, named))
                 reader.results = True
                 reader.counter_reads = _counter_reads(walker, body, functions)
+                reader.foreign = foreign
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
             for iteration, runs in iterations:
+                if iteration.name in compiled:
+                    continue  # `dist_step = tf.function(dist_step)`: its steps run as a graph
                 stepped += [s for s in runs if s not in stepped]
                 reader = _Step(walker, loop, iteration, seen)
                 reader.caller = iteration
@@ -178,6 +200,25 @@ class TfLoopObserver:
                 caller = step if not isinstance(step, LOOPS) else owners.get(id(loop))
                 reader.caller = caller if isinstance(caller, FUNCTIONS) else None
                 walker.report.torch_calls.extend(_one_per_line(reader.read()))
+        # an eager step method the file never calls, applying gradients outside any loop
+        # of its own (`def train(self, img, p): ... apply_gradients ... return
+        # np.float32(loss)`): its caller, another file, runs it once per iteration
+        referenced = {
+            node.attr if isinstance(node, ast.Attribute) else node.id
+            for node in nodes
+            if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load)
+        }
+        for step in steps:
+            if (
+                step.name in referenced
+                or step.name in compiled
+                or step.name in KERAS_RUN
+                or not _applies_gradients([n for s in step.body for n in _outside_loops(s)])
+            ):
+                continue
+            reader = _Step(walker, step, step, seen)  # its own reads: helpers not followed
+            reader.compiled, reader.caller = compiled, step
+            walker.report.torch_calls.extend(_one_per_line(reader.read()))
 
 
 def _calls_step_method(line: str) -> bool:
@@ -224,7 +265,10 @@ def _iterations(
 ) -> list[tuple[Function, list[Function]]]:
     """Functions the loop calls that run a training step once, outside any loop of their
     own (`def train(self): a, d = self.train_step(...); ...`), with the steps they run:
-    called once per pass of the loop, each is one iteration of the training."""
+    called once per pass of the loop, each is one iteration of the training. One that
+    runs the step again in a loop of its own (`strategy.run(step, ...)`, then `for _ in
+    tf.range(n - 1): strategy.run(step, ...)`: steps_per_execution) is not: the loop
+    calling it reads the host once per n steps."""
     names = {s.name for s in steps}
     found: list[tuple[Function, list[Function]]] = []
     for function in functions:
@@ -233,6 +277,9 @@ def _iterations(
         own = [n for s in function.body for n in _outside_loops(s)]
         calls = [n for n in own if isinstance(n, ast.Call)]
         runs = ({_callee(n) for n in calls} | {_replicated(n) for n in calls}) & names
+        looped = [n for n in own_nodes(function) if isinstance(n, ast.Call) and n not in calls]
+        if runs & ({_callee(n) for n in looped} | {_replicated(n) for n in looped}):
+            continue  # it runs the step again in a loop of its own: several steps per call
         if runs:
             found.append((function, [s for s in steps if s.name in runs]))
     return found
@@ -240,15 +287,20 @@ def _iterations(
 
 def _replicated(call: ast.Call) -> Optional[str]:
     """The step function a distribution strategy runs on each replica:
-    `strategy.run(train_step, args=(x, y))` (`experimental_run_v2` in TF 2.0/2.1)."""
+    `strategy.run(train_step, args=(x, y))` (`experimental_run_v2` in TF 2.0/2.1), also
+    by keyword and as a method (`strategy.run(fn=self.d_train_step, args=(x,))`)."""
     func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in REPLICA_RUNS):
+        return None
+    handed = call.args[0] if call.args else keyword_arg(call, "fn")
+    if isinstance(handed, ast.Name):
+        return handed.id
     if (
-        isinstance(func, ast.Attribute)
-        and func.attr in REPLICA_RUNS
-        and call.args
-        and isinstance(call.args[0], ast.Name)
+        isinstance(handed, ast.Attribute)
+        and isinstance(handed.value, ast.Name)
+        and handed.value.id == "self"
     ):
-        return call.args[0].id
+        return handed.attr
     return None
 
 
@@ -266,7 +318,9 @@ def _outside_loops(node: ast.AST) -> list[ast.AST]:
 
 def _off_by_default(walker: Walker, loop: Loop, parents: dict[int, ast.AST]) -> bool:
     """The loop sits in a branch a default run does not take (a flag's default settles
-    the test the other way)."""
+    the test the other way). A bare flag with no `else` around the loop (`if
+    args.do_train:`, off by default) picks the mode the script exists for, not a feature
+    left off, as for the PyTorch loops (default_run): the loop is read."""
     node: ast.AST = loop
     function: Optional[ast.AST] = None
     branches: list[tuple[ast.If, bool]] = []
@@ -279,6 +333,8 @@ def _off_by_default(walker: Walker, loop: Loop, parents: dict[int, ast.AST]) -> 
         node = parent
     scope = walker.scope_of(function)
     for branch, in_body in branches:
+        if in_body and not branch.orelse and isinstance(branch.test, (ast.Name, ast.Attribute)):
+            continue  # `if args.do_train:` around the only training loop: the script's mode
         taken = resolve(branch.test, scope)
         if taken.known and bool(taken.value) != in_body:
             return True
@@ -350,7 +406,13 @@ def _last(node: ast.expr) -> str:
 class _Step:
     """The statements of one eager training step, read for per-step host syncs."""
 
-    def __init__(self, walker: Walker, loop: Loop, step: Union[Function, Loop], seen: set[Any]):
+    def __init__(
+        self,
+        walker: Walker,
+        loop: Union[Loop, Function],
+        step: Union[Function, Loop],
+        seen: set[Any],
+    ):
         self.walker = walker
         self.loop = loop
         self.step = step
@@ -374,6 +436,9 @@ class _Step:
         self.results = False  # set by the caller: `tensors` are what a step returned
         # `model.step` properties reading the device step counter (set by the caller)
         self.counter_reads: set[str] = set()
+        # id(call) -> why: calls of a project model's eager step in another file that
+        # reads a tensor on the host (`mt.train_on_batch(x, y)`; set by the caller)
+        self.foreign: dict[int, str] = {}
         self.variables = device_variables(walker, self.counters)
         self.device = device_names(walker, nodes, self.variables, set())
 
@@ -565,7 +630,9 @@ class _Step:
             "what": what,
             "loader": _short(self.loop.iter)
             if isinstance(self.loop, (ast.For, ast.AsyncFor))
-            else f"while {_short(self.loop.test)}",
+            else f"while {_short(self.loop.test)}"
+            if isinstance(self.loop, ast.While)
+            else f"the batches each call of {self.loop.name}() gets",
             "loop_line": self.loop.lineno,
             "loop_code": code_at(self.walker.lines, self.loop.lineno),
         }
@@ -629,6 +696,8 @@ class _Step:
         """(what, why) when `node` reads an eager tensor on the host."""
         if isinstance(node, ast.Call):
             func = node.func
+            if id(node) in self.foreign:
+                return f"{_short(func)}()", self.foreign[id(node)]
             lambda_name = self.helpers.host_read(node) if self.helpers is not None else None
             if lambda_name is not None and self._tensor(node.args[0]):
                 return _short(node), f"copies an eager tensor to the host ({lambda_name})"
@@ -715,6 +784,104 @@ class _Step:
         if isinstance(node, ast.Tuple):
             return any(self._tensor(e) for e in node.elts)
         return False
+
+
+def _foreign_steps(walker: Walker, body: list[ast.AST]) -> dict[int, str]:
+    """The calls in a loop's body of a method of a project class another file of the run
+    defines (`mt.train_on_batch(x, y)` with `mt = MusicTransformerDecoder(...)` from
+    model.py) that is an eager training step there reading a tensor on the host on every
+    call (`return [loss.numpy()] + metrics`): id(call) -> why (`_eager_step_read`)."""
+    find = walker.method_elsewhere
+    if find is None:
+        return {}
+    found: dict[int, str] = {}
+    for node in body:
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            continue
+        cls = walker.instances().get(node.func.value.id)
+        foreign = find(cls, (node.func.attr,)) if cls is not None else None
+        read = _eager_step_read(foreign.function, foreign.methods) if foreign else None
+        if foreign is not None and read is not None:
+            line, what = read
+            found[id(node)] = (
+                "runs an eager training step that copies an eager tensor to the host"
+                f" ({what} at {foreign.shown}:{line})"
+            )
+    return found
+
+
+def _eager_step_read(method: Function, methods: dict[str, Function]) -> Optional[tuple[int, str]]:
+    """(line, `x.numpy()`) of the first `.numpy()` `method` makes on every call (not in
+    the body of a branch), when it trains eagerly: it, or a method of its class it calls
+    (`self.__train_step(...)`, also handed to `strategy.run`), applies gradients, and
+    nothing compiles it (`@tf.function`, `tf.function(self.method)`)."""
+    if any(
+        _last(d.func if isinstance(d, ast.Call) else d) == "function" for d in method.decorator_list
+    ):
+        return None
+    for other in methods.values():
+        for node in own_nodes(other):
+            if (
+                isinstance(node, ast.Call)
+                and _last(node.func) == "function"
+                and any(_last(a) == method.name for a in node.args if isinstance(a, ast.Attribute))
+            ):
+                return None  # `self.train_on_batch = tf.function(self.train_on_batch)`
+    nodes = list(own_nodes(method))
+    called = {
+        name
+        for n in nodes
+        if isinstance(n, ast.Call)
+        for name in (_self_method(n.func), *(_self_method(a) for a in n.args))
+        if name in methods
+    }
+    if not _applies_gradients(nodes) and not any(
+        _applies_gradients(list(own_nodes(methods[name]))) for name in called
+    ):
+        return None
+    for node in _every_call(method.body):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "numpy"
+            and not node.args
+        ):
+            return node.lineno, f"{_short(node.func.value, 30)}.numpy()"
+    return None
+
+
+def _self_method(node: ast.AST) -> Optional[str]:
+    """`f` of `self.f`."""
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None
+
+
+def _every_call(body: list[ast.stmt]) -> list[ast.AST]:
+    """The nodes of `body` run on every call: not inside a branch's body (its test is),
+    nested functions, classes or lambdas."""
+    found: list[ast.AST] = []
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.If):
+            found += [statement.test, *own_nodes(statement.test)]
+            continue
+        found.append(statement)
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, ast.stmt):
+                found += _every_call([child])
+            elif not isinstance(child, ast.Lambda):
+                found += [child, *own_nodes(child)]
+    return found
 
 
 def _computed_names(nodes: list[ast.AST]) -> set[str]:
