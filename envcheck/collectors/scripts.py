@@ -94,7 +94,7 @@ def _run_options(
     """The options every file of the run defines (run_options.py), with the project
     modules the named files import read as context (project_context.py); the files as
     parsed for it, so that each is parsed once; and the context files read. None when
-    a single file imports nothing of its project."""
+    a single file imports nothing of its project and composes no Hydra config."""
     run = RunOptions()
     run.project_root = project_root
     parsed: dict[str, Parsed] = {}
@@ -112,7 +112,9 @@ def _run_options(
             except RecursionError:  # analyze_file reports the file; the others still share
                 continue
     context = _context(run, named, [path for path, _, _ in entries], late)
-    if len(entries) < 2 and not context:
+    # a Hydra entry point's composed config is the run's own (config_files.hydra_load)
+    composed = any("@hydra.main" in text for text in run.texts.values())
+    if len(entries) < 2 and not context and not composed:
         return None, parsed, []
     return run, parsed, context
 

@@ -28,6 +28,17 @@ Safety: a file larger than MAX_BYTES, one that fails to parse, a YAML file with 
 MAX_ALIASES aliases (a "billion laughs" bomb expands them), a document that is not a
 mapping, or a lookup visiting more than MAX_NODES nodes gives unknown, never an error.
 PyYAML is imported only when a YAML file is read; without it YAML files are unknown.
+
+A config chosen at run time is judged from the configs the project ships for that entry
+point. For Hydra (`@hydra.main(config_path='cfgs', config_name='config')` on a function of
+the script, hydra_load) the primary file is `cfgs/config.yaml`, read as a DictConfig (by
+attribute). Its `defaults:` list composes group files (`task@_global_: quadruped_walk`)
+that the command line can swap for any other file of the group, so every YAML file under
+the config folder (at most MAX_CANDIDATES, more: unknown) is a candidate that may set
+the same key: when every candidate that sets it agrees, the value is used and the files
+are named; when they disagree, unknown, naming them. A value that OmegaConf computes (an
+interpolation `${...}`) or leaves to the command line (`???`) is unknown. A config folder
+outside the project's root is never read; a literal default path stays as above.
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ import ast
 import configparser
 import functools
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -45,6 +57,7 @@ from typing import Any, Optional
 MAX_BYTES = 256 * 1024
 MAX_ALIASES = 64
 MAX_NODES = 20_000
+MAX_CANDIDATES = 32  # config files read as the candidates of one run-time choice
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".ini": "ini", ".cfg": "ini"}
 # loaders reading an open file: qualified name -> format
 LOADERS = {
@@ -71,18 +84,18 @@ class Load:
     data: Mapping[str, Any]
     wrapped: bool
     flattened: bool
+    # the other files a run-time choice may compose over this one (Hydra's config
+    # groups): (shown, data), or None when there were more than MAX_CANDIDATES
+    others: Optional[tuple[tuple[str, Mapping[str, Any]], ...]] = ()
+    interpolated: bool = False  # OmegaConf: `${...}` and `???` are not plain values
 
     def lookup(self, path: tuple[str, ...]) -> Optional[tuple[Any, str]]:
         """(value, where) for `path` in the file, None when the file does not set it;
-        Unknown when it is set more than once (flattened) or the file is too large."""
-        node: Any = self.data
-        for key in path:
-            if not isinstance(node, Mapping) or key not in node:
-                node = None
-                break
-            node = node[key]
-        else:
-            return node, f"{'.'.join(path)} in {self.shown}"
+        Unknown when it is set more than once (flattened), the file is too large, or the
+        candidates composed over it disagree or are too many."""
+        direct = _nested(self.data, path)
+        if direct is not None:
+            return self._composed(direct[0], path)
         if not self.flattened or len(path) != 1:
             return None
         found = list(_find(self.data, path[0]))
@@ -92,6 +105,51 @@ class Load:
             raise Unknown(f"{path[0]} is set {len(found)} times in {self.shown}")
         section, value = found[0]
         return value, f"{section}.{path[0]} in {self.shown} (sections flattened by the loader)"
+
+    def _composed(self, value: Any, path: tuple[str, ...]) -> tuple[Any, str]:
+        key = ".".join(path)
+        if self.others is None:
+            raise Unknown(
+                f"{key} = {value!r} in {self.shown}, which composes more than "
+                f"{MAX_CANDIDATES} config files"
+            )
+        places = [(self.shown, value)]
+        for shown, data in self.others:
+            hit = _nested(data, path)
+            if hit is not None:
+                places.append((shown, hit[0]))
+        named = ", ".join(f"{key} = {v!r} in {shown}" for shown, v in places)
+        if len({repr(v) for _, v in places}) > 1:
+            raise Unknown(f"the config files this run composes disagree: {named}")
+        if self.interpolated and any(_computed(v) for _, v in places):
+            raise Unknown(f"{named}: computed by OmegaConf or left to the command line")
+        if len(places) > 1:
+            return value, f"{named} (every config file setting it agrees)"
+        if self.others:
+            return value, (
+                f"{key} in {self.shown} (none of the {len(self.others)} other config "
+                "files it may compose sets it)"
+            )
+        return value, f"{key} in {self.shown}"
+
+
+def _nested(data: Mapping[str, Any], path: tuple[str, ...]) -> Optional[tuple[Any]]:
+    """(value,) at `path` in `data`, None when it is not set there."""
+    node: Any = data
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return (node,)
+
+
+def _computed(value: Any) -> bool:
+    """An OmegaConf value that is not the file's own: an interpolation or `???`."""
+    if isinstance(value, str):
+        return "${" in value or value.strip() == "???"
+    if isinstance(value, (list, tuple)):
+        return any(_computed(v) for v in value)
+    return False
 
 
 def _find(data: Mapping[str, Any], key: str) -> Iterator[tuple[str, Any]]:
@@ -151,6 +209,76 @@ def _read(path: str, mtime: int, size: int) -> Optional[Mapping[str, Any]]:
     except Exception:  # any failure to read is unknown (RecursionError included)
         return None
     return data if isinstance(data, dict) else None
+
+
+def hydra_load(
+    reader: str, call: ast.Call, project_root: Callable[[Path], Optional[Path]]
+) -> Optional[Load]:
+    """The primary config of `@hydra.main(config_path=..., config_name=...)` (`call`)
+    decorating a function of `reader`, with the YAML files of its config folder as the
+    candidates its `defaults:` list may compose; None when either name is not a literal,
+    the file is missing or unreadable, or it lies outside the project's root (the
+    script's folder without one)."""
+    named: dict[str, Any] = {}
+    for position, argument in zip(("config_path", "config_name"), call.args, strict=False):
+        named[position] = argument
+    named.update({k.arg: k.value for k in call.keywords if k.arg})
+    values = [named.get(name) for name in ("config_path", "config_name")]
+    if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
+        return None
+    folder_name, name = (v.value for v in values)  # type: ignore[union-attr]
+    if not name or "\x00" in folder_name + name or Path(folder_name).is_absolute():
+        return None
+    if Path(name).suffix.lower() not in (".yaml", ".yml"):
+        name += ".yaml"
+    try:
+        script_folder = Path(reader).resolve().parent
+        root = project_root(script_folder) or script_folder
+        folder = (script_folder / folder_name).resolve()
+        primary = (folder / name).resolve()
+        if not (folder.is_relative_to(root) and primary.is_relative_to(folder)):
+            return None
+        if not primary.is_file():
+            return None
+        data = read_config(str(primary))
+        if data is None:
+            return None
+        others: Optional[tuple[tuple[str, Mapping[str, Any]], ...]] = ()
+        if isinstance(data.get("defaults"), list):
+            others = _candidates(folder, primary, root, folder_name)
+    except (OSError, RuntimeError, ValueError):  # a name too long, a link loop: no file
+        return None
+    shown = str(Path(folder_name) / name)
+    return Load(shown, data, True, False, others, True)
+
+
+def _candidates(
+    folder: Path, primary: Path, root: Path, shown: str
+) -> Optional[tuple[tuple[str, Mapping[str, Any]], ...]]:
+    """(shown, data) of the YAML files under `folder` other than `primary`, in name
+    order; None when there are more than MAX_CANDIDATES, or one cannot be read or lies
+    outside the project (a key it might set is unknown). Links to folders are not
+    followed, and the walk stops at the cap."""
+    paths: list[Path] = []
+    for place, folders, files in os.walk(folder):
+        folders.sort()
+        for name in sorted(files):
+            if Path(name).suffix.lower() not in (".yaml", ".yml"):
+                continue
+            path = Path(place) / name
+            if path == primary:
+                continue
+            paths.append(path)
+            if len(paths) > MAX_CANDIDATES:
+                return None
+    found: list[tuple[str, Mapping[str, Any]]] = []
+    for path in paths:
+        resolved = path.resolve()
+        data = read_config(str(resolved)) if resolved.is_relative_to(root) else None
+        if data is None:
+            return None
+        found.append((str(Path(shown) / path.relative_to(folder)), data))
+    return tuple(found)
 
 
 def names_a_loader(text: str) -> bool:

@@ -312,8 +312,34 @@ class RunOptions:
     def _config_loads(self, reader: str) -> list[config_files.Load]:
         module = self.modules.get(reader)
         text = self.texts.get(reader, "")
-        if module is None or "load" not in text:
+        if module is None:
             return []
+        composed = self._hydra_loads(reader, module) if "hydra" in text else []
+        if "load" not in text:
+            return composed
+        return composed + self._file_loads(reader, module, text)
+
+    def _hydra_loads(self, reader: str, module: ast.Module) -> list[config_files.Load]:
+        """The primary configs of `@hydra.main(...)` on the functions of `reader`."""
+        aliases = self.aliases.get(reader, {})
+        found: list[config_files.Load] = []
+        for node in ast.walk(module):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for decorator in node.decorator_list:
+                if not (
+                    isinstance(decorator, ast.Call)
+                    and _qualified(decorator.func, aliases) == "hydra.main"
+                ):
+                    continue
+                load = config_files.hydra_load(reader, decorator, self.project_root)
+                if load is not None:
+                    found.append(load)
+        return found
+
+    def _file_loads(self, reader: str, module: ast.Module, text: str) -> list[config_files.Load]:
+        """The config files `reader` loads with yaml/json (loaded_path), directly or
+        through a loader function of the run."""
         # a load needs a loader named in the reader or in a file of the run it is linked
         # to (most files say "DataLoader" and load no config: walking each of their
         # functions for loads took a tenth of the corpus audit)
