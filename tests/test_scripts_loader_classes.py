@@ -273,6 +273,47 @@ def test_a_loader_of_an_inference_method_nothing_calls_is_not_judged(tmp_path: P
     assert lines(called["EC501"]) == [9, 35]
 
 
+PIPELINE = """
+import torch
+from torch.utils.data import DataLoader
+from transformers import Trainer
+
+
+class Pipeline:
+    def fit(self, dataset, args):
+        trainer = Trainer(model=self.model, args=args, train_dataset=dataset)
+        trainer.train()
+
+    @torch.no_grad()
+    def predict(self, inputs):
+        loader = DataLoader(inputs, batch_size=None)
+        found = []
+        for batch in loader:
+            found.append(self.model(batch.cuda()))
+        return found
+
+    def predict_quantiles(self, inputs):
+        return self.predict(inputs)
+
+    def predict_df(self, frame):
+        return self.predict_quantiles(frame.values)
+"""
+
+
+def test_an_inference_method_called_only_by_other_inference_methods_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    """Chronos2Pipeline: `fit()` trains through a Hugging Face `Trainer`, and `predict()`
+    builds a loader it reads under `torch.no_grad()`, called by `predict_quantiles()`, itself
+    called only by `predict_df()`: none of them runs in the training the file does, so the
+    loader is not judged. Once `fit()` calls `predict_df()` it is."""
+    found = script_results(tmp_path, PIPELINE, "pipeline.py")
+    assert lines(found["EC501"]) == []
+    fitted = PIPELINE.replace("trainer.train()", "trainer.train()\n        self.predict_df(data)")
+    called = script_results(tmp_path / "called", fitted, "pipeline.py")
+    assert lines(called["EC501"]) == [15]
+
+
 THIN_SUBCLASS = """
 import torch
 from monai.data import DataLoader, Dataset

@@ -136,6 +136,7 @@ def analyze_file(
             walker.maker_elsewhere = functools.partial(run.maker, shown)
             walker.padded_elsewhere = functools.partial(run.padded_batches, shown)
             walker.workers_elsewhere = functools.partial(run.worker_parameter, shown)
+            walker.threads_elsewhere = functools.partial(run.thread_class, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
@@ -211,6 +212,9 @@ class Walker(ast.NodeVisitor):
         # `qualname` -> (the file, position, name) of the parameter a loader maker another
         # file of the run defines hands its DataLoaders as num_workers
         self.workers_elsewhere: Optional[Callable[[str], Optional[tuple[str, int, str]]]] = None
+        # `kospeech.trainer.SupervisedTrainer` -> whether that class, defined in another file
+        # of the run, starts no DataLoader workers from its num_workers (thread_workers.py)
+        self.threads_elsewhere: Optional[Callable[[str], bool]] = None
         # `models.net.UNet` -> "conv"/"matmul": the kind of a model class (or factory)
         # another file of the run defines, by its layers there (class_kinds.py)
         self.kind_elsewhere: Optional[Callable[[str], Optional[str]]] = None

@@ -357,6 +357,8 @@ def _maker(walker: Walker, node: ast.Call, name: str) -> None:
         return  # a library's own meaning, or a function of the file (its loader is seen)
     if _builds_loader_itself(walker, short):
         return  # a class of the file wrapping a DataLoader: that loader is read in sight
+    if walker.threads_elsewhere is not None and walker.threads_elsewhere(name):
+        return  # a class of the run whose count starts threads, not DataLoader workers
     if short.endswith("Dataset"):
         return  # MONAI's CacheDataset(num_workers=4): threads that fill its cache once
     if short in KEYWORD_HOLDERS or short in keyword_classes(walker.module):

@@ -40,22 +40,22 @@ def mark_inference_only(
     """Set `inference_only` (why, or None) on every loader (see the module docstring)."""
     for loader in loaders:
         loader["inference_only"] = None
-    if not loaders or not _steps(list(module_nodes(module))):
+    if not loaders or not _trains(list(module_nodes(module))):
         return
     owners = function_owners(module, index.function_nodes)
     calls = {
         (n.lineno, n.col_offset + 1): n for n in module_nodes(module) if isinstance(n, ast.Call)
     }
-    read = _names_read(module)
     methods = {
         id(f) for c in module_nodes(module) if isinstance(c, ast.ClassDef) for f in c.body
     }  # once per file: looked up per loader, N loaders took N² work
+    run = _run_functions(module, index, methods)
     for loader in loaders:
         call = calls.get((loader["line"], loader["column"]))
         function = owners.get(id(call)) if call is not None else None
         if call is None or not isinstance(function, FUNCTIONS) or function.name.startswith("__"):
             continue
-        if _reached(function, id(function) in methods, read) or _steps(list(own_nodes(function))):
+        if id(function) in run or _trains(list(own_nodes(function))):
             continue  # reached from the file's code, or a training function itself
         name = _held_in(function, call)
         if name is None:
@@ -69,32 +69,119 @@ def mark_inference_only(
                 else f"the loops at lines {', '.join(map(str, lines))}"
             )
             loader["inference_only"] = (
-                f"it is built in {function.name}(), which nothing in this file calls, and "
+                f"it is built in {function.name}(), which nothing this file runs calls, and "
                 f"read only for inference ({where}, without a training step): no part of "
                 "the training this file runs"
             )
 
 
-def _names_read(module: ast.Module) -> tuple[set[str], set[str]]:
-    """The names the module loads, and the attributes it reads or calls (a method is
-    reached through an attribute, `model.evaluate(...)`; a bare name inside it, `ite =
-    ...`, is a local, not the method)."""
+def _run_functions(module: ast.Module, index: FileIndex, methods: set[int]) -> set[int]:
+    """id() of the functions the file runs: those its module-level code reads by name (a
+    method through an attribute, `model.evaluate(...)`; any other function as a name or
+    an attribute), dunders, decorated functions (a framework may call them), those that
+    train (a step, `trainer.train()`), those that read their own name (recursion, or
+    TorchDrug's `Engine.evaluate` calling `model.evaluate(pred, target)`: a name other
+    objects of the project share and call, as before), and those the functions so
+    reached read, transitively. A function read only by functions the file never runs
+    is not run: Chronos2Pipeline.predict(), called by predict_quantiles(), itself called
+    only by predict_df() and predict_fev(), offered to the caller and never called by
+    fit()."""
+    by_name: dict[str, list[ast.AST]] = {}
+    for function in index.function_nodes:
+        by_name.setdefault(function.name, []).append(function)
+    reads = {id(f): _names_read(f) for f in index.function_nodes}
+    run: set[int] = set()
+    queue: list[ast.AST] = []
+    names_seen: set[str] = set()
+    attributes_seen: set[str] = set()
+
+    def reach(function: ast.AST) -> None:
+        if id(function) not in run:
+            run.add(id(function))
+            queue.append(function)
+
+    def absorb(read: tuple[set[str], set[str]]) -> None:
+        names, attributes = read
+        for name in names - names_seen:
+            names_seen.add(name)
+            for function in by_name.get(name, []):
+                if id(function) not in methods:
+                    reach(function)
+        for attribute in attributes - attributes_seen:
+            attributes_seen.add(attribute)
+            for function in by_name.get(attribute, []):
+                reach(function)
+
+    for function in index.function_nodes:
+        name = getattr(function, "name", "")
+        names, attributes = reads[id(function)]
+        itself = name in attributes or (id(function) not in methods and name in names)
+        framework = name.startswith("__") or _framework_decorated(function)
+        if itself or framework or _trains(list(own_nodes(function))):
+            reach(function)
+    absorb(_names_read(module))
+    while queue:
+        absorb(reads[id(queue.pop())])
+    return run
+
+
+# decorators that leave the function to be called by name
+PLAIN_DECORATORS = ("staticmethod", "classmethod", "property", "no_grad", "inference_mode")
+
+
+def _framework_decorated(function: ast.AST) -> bool:
+    decorators = getattr(function, "decorator_list", [])
+    return any(
+        ast.unparse(d.func if isinstance(d, ast.Call) else d).rsplit(".", 1)[-1]
+        not in PLAIN_DECORATORS
+        for d in decorators
+    )
+
+
+def _names_read(scope: ast.AST) -> tuple[set[str], set[str]]:
+    """The names `scope` (the module, or a function) loads, and the attributes it reads
+    or calls, not counting the bodies of the functions defined in it (their decorators
+    and defaults are read where they are defined)."""
     names: set[str] = set()
     attributes: set[str] = set()
-    for node in module_nodes(module):
+    stack: list[ast.AST] = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            stack.extend(node.decorator_list)
+            stack.extend(node.args.defaults)
+            stack.extend(d for d in node.args.kw_defaults if d is not None)
+            continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             names.add(node.id)
         elif isinstance(node, ast.Attribute):
             attributes.add(node.attr)
+        stack.extend(ast.iter_child_nodes(node))
     return names, attributes
 
 
-def _reached(function: ast.AST, method: bool, read: tuple[set[str], set[str]]) -> bool:
-    """Whether the file reads `function` by its name: as an attribute for a method, as
-    a name or an attribute (`module.f`) for any other function."""
-    name = getattr(function, "name", "")
-    names, attributes = read
-    return name in attributes or (not method and name in names)
+def _trains(nodes: list[ast.AST]) -> bool:
+    """A step among the nodes (_steps), or `trainer.train()` on a name bound to a
+    `...Trainer(...)` there (a Hugging Face Trainer's loop, run from a library's fit())."""
+    if _steps(nodes):
+        return True
+    trainers = {
+        t.id
+        for n in nodes
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and ast.unparse(n.value.func).rsplit(".", 1)[-1].endswith("Trainer")
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "train"
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id in trainers
+        for n in nodes
+    )
 
 
 def _steps(nodes: list[ast.AST]) -> bool:

@@ -60,6 +60,7 @@ from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
 from envcheck.scripts.padded_batches import padding_collates
 from envcheck.scripts.tf_values import counter_property
+from envcheck.scripts.thread_workers import reaches_no_loader
 from envcheck.scripts.values import Scope, Value, resolve
 
 _Found = TypeVar("_Found", "_Parser", "_Tree")
@@ -485,6 +486,48 @@ class RunOptions:
                 kind = self.model_kind(exporter, f"{module}.{original}", depth + 1)
         self._kinds[key] = kind
         return kind
+
+    def thread_class(self, reader: str, qualname: str) -> bool:
+        """Whether `qualname` (`kospeech.trainer.SupervisedTrainer`, imported by `reader`)
+        is a class a file of the run defines (following re-exports) whose `num_workers`
+        parameter starts no DataLoader workers (thread_workers.reaches_no_loader)."""
+        found = self._follow_class(reader, qualname, 0)
+        if found is None:
+            return False
+        cls, resolver = found
+        return reaches_no_loader(cls, "num_workers", None, resolver)
+
+    def _run_class(
+        self, shown: str, name: str, depth: int = 0
+    ) -> Optional[tuple[ast.ClassDef, Any]]:
+        """The class of the run that `name`, called in the run's file `shown`, names,
+        with the resolver of the names its own file calls; None when out of sight."""
+        own = self.classes.get(shown, {}).get(name)
+        if own is not None:
+            return own, functools.partial(self._run_class, shown)
+        if "." in name:
+            head, _, rest = name.partition(".")
+            bound = self.aliases.get(shown, {}).get(head)
+            qualname = f"{bound}.{rest}" if bound is not None else None
+        else:
+            origin = self.from_imports.get(shown, {}).get(name)
+            qualname = f"{origin[0]}.{origin[1]}" if origin is not None else None
+        return self._follow_class(shown, qualname, depth) if qualname is not None else None
+
+    def _follow_class(
+        self, reader: str, qualname: str, depth: int
+    ) -> Optional[tuple[ast.ClassDef, Any]]:
+        """The class `qualname` (imported by `reader`) in the file of the run that defines
+        it, following re-exports as model_kind does, with its file's resolver."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.classes)
+        if shown is not None:
+            return self.classes[shown][name], functools.partial(self._run_class, shown)
+        exporter = self._defining_file(reader, qualname, self.from_imports)
+        if exporter is None or depth >= MAX_KIND_DEPTH:
+            return None
+        module, original = self.from_imports[exporter][name]
+        return self._follow_class(exporter, f"{module}.{original}", depth + 1)
 
     def importer_benchmark(self, reader: str) -> Optional[tuple[str, bool]]:
         """(the file, the value) of `torch.backends.cudnn.benchmark = True/False` set by
