@@ -378,7 +378,10 @@ def dataloader_without_workers(facts: Facts) -> Outcome:
     (`self.num_val_workers = self.num_workers`, replaced only `if num_val_workers is not
     None:`, is `num_workers` at the defaults).
     A worker count that defaults to None (a config field filled from YAML) is a
-    placeholder, since DataLoader rejects None: the rules are unknown for it. A helper
+    placeholder, since DataLoader rejects None: the rules are unknown for it; so is a
+    default of 0 that the function building the loader divides by, untested
+    (`num_train_examples / (global_batch_size * num_workers)`, a WebDataset pipeline sized
+    per worker): at 0 the run stops with ZeroDivisionError, so a run passes its own. A helper
     of the file that builds the loader is judged with what the file's one call of it
     passes (`_create_data_loader(path, 64, args.n_cpu)`), unless a decorator fills its
     parameters from a config (detectron2's `@configurable(from_config=...)`: unknown,
@@ -689,7 +692,9 @@ def dataloader_workers_not_persistent(facts: Facts) -> Outcome:
     the iterator, and its workers, stay open between reads, and one pass spans many
     epochs; nor a loader whose dataset the training process
     changes between passes (NCF's `train_loader.dataset.ng_sample()` each epoch, a
-    `dataset.set_epoch(epoch)`): persistent workers would keep their first copy of it
+    `dataset.set_epoch(epoch)`, or a Lightning callback of the Trainer the loader is
+    fitted with setting `trainer.train_dataloader.dataset.real_epoch` in its
+    `on_train_epoch_start`): persistent workers would keep their first copy of it
     and never see the change. A data module's test loader (held in, or built over, a
     name of the test split: `test_loader = DataLoader(test_set, ...)`, in a file that
     neither trains nor names a device) is unknown: the importer reads it after training,

@@ -29,12 +29,20 @@ from envcheck.scripts.datasets import (
 from envcheck.scripts.default_run import off_by_default
 from envcheck.scripts.foreign_datasets import returned_elsewhere
 from envcheck.scripts.hf_trainers import trainer_loaders
-from envcheck.scripts.index import Function, calls_of, code_at, function_owners, module_nodes
+from envcheck.scripts.index import (
+    Function,
+    calls_of,
+    code_at,
+    function_owners,
+    keyword_arg,
+    module_nodes,
+)
 from envcheck.scripts.inference_loaders import mark_inference_only
 from envcheck.scripts.iteration_samplers import iteration_sampler
 from envcheck.scripts.lightning_runner import validated_once
 from envcheck.scripts.loader_marks import mark_loaders, mark_unread_in_class
 from envcheck.scripts.parameters import MAX_CALLS, with_handed_values
+from envcheck.scripts.resampled import mark_changed_by_callbacks
 from envcheck.scripts.text_datasets import assigned_calls, tokenised_text
 from envcheck.scripts.tokenised_maps import tokenised_by_callers, tokenised_map
 from envcheck.scripts.values import Value, keyword_expressions, keyword_values, resolve
@@ -95,6 +103,9 @@ class DataLoaderObserver:
             functools.partial(_function_of, walker),
             walker.module_scope.called_elsewhere,
         )
+        mark_changed_by_callbacks(
+            walker.module, walker.report.loaders, functools.partial(_class_of, walker)
+        )
         if walker.class_elsewhere is not None and walker.attribute_read_elsewhere is not None:
             mark_unread_in_class(
                 walker.module,
@@ -107,6 +118,16 @@ class DataLoaderObserver:
         mark_inference_only(walker.module, walker.index(), walker.report.loaders)
         # a Hugging Face Trainer's own loader, judged by EC501 only (its kind differs)
         walker.report.loaders.extend(trainer_loaders(walker))
+
+
+def _class_of(walker: Walker, func: ast.expr) -> Optional[ast.ClassDef]:
+    """The class a call by `func` builds: the file's own, or one another file of the
+    run defines (`train_callback` from `src.trainer`), else None."""
+    if isinstance(func, ast.Name) and func.id in walker.index().classes:
+        return walker.index().classes[func.id]
+    name = walker.qualname(func)
+    found = None if name is None or walker.class_elsewhere is None else walker.class_elsewhere(name)
+    return None if found is None else found[0]
 
 
 def _function_of(walker: Walker, func: ast.expr) -> Optional[ast.AST]:
@@ -171,6 +192,7 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
         values.setdefault(positional[index], resolve(arg, walker.scope()))
     with_handed_values(walker, node, values, LOADER_ARGS)
     function = walker.functions[-1] if walker.functions else None
+    _zero_ruled_out(function, node, values)
     iteration = iteration_sampler(walker, node)
     walker.report.loaders.append(
         {
@@ -194,6 +216,68 @@ def _loader(walker: Walker, node: ast.Call, name: str) -> None:
             "class_out_of_sight": None if name in walker.loader_classes else name,
         }
     )
+
+
+DIVISIONS = (ast.Div, ast.FloorDiv, ast.Mod)
+
+
+def _zero_ruled_out(function: Optional[ast.AST], call: ast.Call, values: dict[str, Value]) -> None:
+    """A worker count of 0 (an argparse default handed to a parameter) that the enclosing
+    function divides by (`num_train_examples / (global_batch_size * num_workers)`, a
+    WebDataset pipeline sized per worker): at 0 the run dies with ZeroDivisionError
+    before the loader is read, so every run that trains passes a count of its own, which
+    the source does not show: the count is unknown."""
+    written = keyword_arg(call, "num_workers")
+    found = values.get("num_workers")
+    if (
+        function is None
+        or not isinstance(written, ast.Name)
+        or found is None
+        or not found.known
+        or found.value != 0
+    ):
+        return
+    if _tested(function, written.id):
+        return  # `n // workers if workers else n`: 0 may be meant
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, DIVISIONS)
+            and written.id in _factors(node.right)
+        ):
+            values["num_workers"] = Value(
+                False,
+                None,
+                found.text,
+                f"{found.source}, but `{ast.unparse(node)}` (line {node.lineno}) divides by "
+                "it: at 0 the run stops with ZeroDivisionError, so a run passes its own count",
+            )
+            return
+
+
+def _tested(function: ast.AST, name: str) -> bool:
+    """Whether `function` tests `name` anywhere (an `if`, a conditional expression, a
+    comparison, `and`/`or`, `max(1, name)`): a guard that may let 0 through."""
+    for node in ast.walk(function):
+        tests: list[ast.AST] = []
+        if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+            tests = [node.test]
+        elif isinstance(node, (ast.Compare, ast.BoolOp)):
+            tests = [node]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("max", "min"):
+            tests = list(node.args)
+        if any(isinstance(n, ast.Name) and n.id == name for t in tests for n in ast.walk(t)):
+            return True
+    return False
+
+
+def _factors(node: ast.expr) -> set[str]:
+    """The plain names multiplied together in `node` (`a * (b * n)`: a, b, n)."""
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left) | _factors(node.right)
+    return set()
 
 
 def _raw_items(call: ast.Call) -> Optional[str]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
+from envcheck.scripts.index import module_nodes
 from envcheck.scripts.tensors import dotted
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -127,3 +128,85 @@ def _why(statement: ast.stmt) -> str:
         f"its dataset is changed between passes (`{code}`, line {statement.lineno}): "
         "persistent workers would keep serving their first copy of it"
     )
+
+
+# Lightning callback hooks that run before or after every training epoch
+EPOCH_HOOKS = ("on_train_epoch_start", "on_epoch_start", "on_train_epoch_end", "on_epoch_end")
+FIT_LOADER_KEYWORDS = ("train_dataloaders", "train_dataloader", "dataloaders")
+
+
+def mark_changed_by_callbacks(
+    module: ast.Module,
+    loaders: list[dict[str, Any]],
+    class_of: Callable[[ast.expr], Optional[ast.ClassDef]],
+) -> None:
+    """`resampled` for a loader the file hands to a Trainer's `fit` when a callback of
+    that file's Trainers (`callbacks=[train_callback(args)]`, a class of the file or of
+    another file of the run: `class_of` finds it) changes the training loader's dataset
+    in an epoch hook (RWKV's `on_train_epoch_start`: `dataset =
+    trainer.train_dataloader.dataset`, then `dataset.real_epoch = ...`, which
+    `__getitem__` reads). Persistent workers would keep their first copy of it."""
+    waiting = [x for x in loaders if not x.get("resampled")]
+    if not waiting:
+        return
+    fitted: set[str] = set()
+    callbacks: list[ast.expr] = []
+    for node in module_nodes(module):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "fit":
+            given = [
+                *node.args[1:],
+                *(k.value for k in node.keywords if k.arg in FIT_LOADER_KEYWORDS),
+            ]
+            fitted.update(n for n in map(dotted, given) if n)
+        for keyword in node.keywords:
+            if keyword.arg == "callbacks" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                callbacks.extend(e.func for e in keyword.value.elts if isinstance(e, ast.Call))
+    if not fitted or not callbacks:
+        return
+    why = next((w for w in map(lambda c: _epoch_change(class_of(c)), callbacks) if w), None)
+    if why is None:
+        return
+    bound = {
+        node.value.lineno: [dotted(t) for t in node.targets]
+        for node in module_nodes(module)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+    }
+    for loader in waiting:
+        if any(name in fitted for name in bound.get(int(loader.get("line") or 0), [])):
+            loader["resampled"] = why
+
+
+def _epoch_change(found: Optional[ast.ClassDef]) -> Optional[str]:
+    """How an epoch hook of the callback class `found` changes the training loader's
+    dataset (an attribute set on, or a method called on, `x.train_dataloader.dataset` or
+    a local name bound to it), or None."""
+    for method in found.body if found is not None else []:
+        if not isinstance(method, FUNCTIONS) or method.name not in EPOCH_HOOKS:
+            continue
+        held = {"train_dataloader.dataset"}
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign) and _holds_dataset(node.value):
+                held.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in ast.walk(method):
+            if isinstance(node, (ast.Expr, ast.Assign)) and any(
+                name in held or _holds_dataset_text(name) for name in _changed_objects(node)
+            ):
+                code = ast.unparse(node)
+                code = code if len(code) <= 60 else code[:57] + "..."
+                return (
+                    f"a Lightning callback ({found.name}.{method.name}) changes its "  # type: ignore[union-attr]
+                    f"dataset every epoch (`{code}`, line {node.lineno}): persistent "
+                    "workers would keep serving their first copy of it"
+                )
+    return None
+
+
+def _holds_dataset(node: ast.expr) -> bool:
+    name = dotted(node)
+    return name is not None and _holds_dataset_text(name)
+
+
+def _holds_dataset_text(name: str) -> bool:
+    return ".train_dataloader.dataset" in f".{name}" or name.startswith("train_dataloader.dataset")
