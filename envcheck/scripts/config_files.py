@@ -39,6 +39,14 @@ the same key: when every candidate that sets it agrees, the value is used and th
 are named; when they disagree, unknown, naming them. A value that OmegaConf computes (an
 interpolation `${...}`) or leaves to the command line (`???`) is unknown. A config folder
 outside the project's root is never read; a literal default path stays as above.
+
+A config named only on the command line (donut's train.py: `--config`, required, read by
+`sconf.Config(args.config)`, chosen_load) has the YAML files the project ships in its one
+config folder (`config/`, `configs/`, `cfg/`, `cfgs/` or `conf/`, beside the entry point
+or at the project's root; none or several: unknown) as its candidates, at most
+MAX_CANDIDATES: a key is used only when every candidate sets it to the same value (the
+files named); set in some and not in others, or differently, it is unknown. Such a load
+is the run's only where the entry point hands the loaded object in (handed_configs.py).
 """
 
 from __future__ import annotations
@@ -58,6 +66,11 @@ MAX_BYTES = 256 * 1024
 MAX_ALIASES = 64
 MAX_NODES = 20_000
 MAX_CANDIDATES = 32  # config files read as the candidates of one run-time choice
+# loaders of a config file named on the command line whose result is read by attribute:
+# qualified name -> whether its values may be OmegaConf interpolations
+CHOSEN_LOADERS = {"sconf.Config": False, "omegaconf.OmegaConf.load": True}
+# the folders a project ships its configs in, beside the entry point or at its root
+CONFIG_FOLDERS = ("config", "configs", "cfg", "cfgs", "conf")
 SUFFIXES = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".ini": "ini", ".cfg": "ini"}
 # loaders reading an open file: qualified name -> format
 LOADERS = {
@@ -88,6 +101,12 @@ class Load:
     # groups): (shown, data), or None when there were more than MAX_CANDIDATES
     others: Optional[tuple[tuple[str, Mapping[str, Any]], ...]] = ()
     interpolated: bool = False  # OmegaConf: `${...}` and `???` are not plain values
+    # every candidate is a whole config the run may load (chosen_load): a key set in
+    # some and not in others is unknown
+    every: bool = False
+    # the attribute chains the loaded object is read through in the file it is handed
+    # to (`("self", "config")`), None where it is read by any name
+    heads: Optional[frozenset[tuple[str, ...]]] = None
 
     def lookup(self, path: tuple[str, ...]) -> Optional[tuple[Any, str]]:
         """(value, where) for `path` in the file, None when the file does not set it;
@@ -96,6 +115,8 @@ class Load:
         direct = _nested(self.data, path)
         if direct is not None:
             return self._composed(direct[0], path)
+        if self.every and any(_nested(data, path) is not None for _, data in self.others or ()):
+            raise Unknown(f"{'.'.join(path)} is set in some of the config files, not in {self.shown}")
         if not self.flattened or len(path) != 1:
             return None
         found = list(_find(self.data, path[0]))
@@ -119,6 +140,8 @@ class Load:
             if hit is not None:
                 places.append((shown, hit[0]))
         named = ", ".join(f"{key} = {v!r} in {shown}" for shown, v in places)
+        if self.every and len(places) < 1 + len(self.others):
+            raise Unknown(f"{named}; not set in every config file the run may load")
         if len({repr(v) for _, v in places}) > 1:
             raise Unknown(f"the config files this run composes disagree: {named}")
         if self.interpolated and any(_computed(v) for _, v in places):
@@ -250,6 +273,37 @@ def hydra_load(
         return None
     shown = str(Path(folder_name) / name)
     return Load(shown, data, True, False, others, True)
+
+
+def chosen_load(
+    entry: str, interpolated: bool, project_root: Callable[[Path], Optional[Path]]
+) -> Optional[Load]:
+    """The YAML files of the one config folder the project of `entry` ships (beside it or
+    at its root, CONFIG_FOLDERS), as the candidates of a config named on its command
+    line, every one of which must agree; None when there is no such folder or several,
+    it holds none or more than MAX_CANDIDATES, or one cannot be read."""
+    try:
+        script_folder = Path(entry).resolve().parent
+        root = project_root(script_folder) or script_folder
+        folders: set[Path] = set()
+        for place in (script_folder, root):
+            for name in CONFIG_FOLDERS:
+                folder = place / name
+                if folder.is_dir() and not folder.is_symlink():
+                    resolved = folder.resolve()
+                    if resolved.is_relative_to(root):
+                        folders.add(resolved)
+        if len(folders) != 1:
+            return None
+        (folder,) = folders
+        shown = str(folder.relative_to(root))
+        found = _candidates(folder, folder, root, shown)
+    except (OSError, RuntimeError, ValueError):  # a name too long, a link loop: no file
+        return None
+    if not found:
+        return None
+    (first, data), *others = found
+    return Load(first, data, True, False, tuple(others), interpolated, every=True)
 
 
 def _candidates(

@@ -36,6 +36,7 @@ that each file is read once and every lookup agrees on which file defines a name
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import re
 from collections.abc import Callable, Container, Mapping, Sequence
@@ -55,6 +56,7 @@ from envcheck.scripts.configs import (
 )
 from envcheck.scripts.datasets import in_memory
 from envcheck.scripts.foreign_helpers import Foreign, Function, class_methods
+from envcheck.scripts.handed_configs import chosen_loads, handed_heads
 from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
@@ -287,8 +289,14 @@ class RunOptions:
         loads = [load for load in self.config_loads(reader) if load.wrapped]
         found: list[tuple[Any, str]] = []
         for load in loads:
+            skip = start
+            if load.heads is not None:  # handed in: read through its own chains only
+                heads = [h for h in load.heads if chain[: len(h)] == h and len(chain) > len(h)]
+                if not heads:
+                    continue
+                skip = len(heads[0])
             try:
-                hit = load.lookup(chain[start:])
+                hit = load.lookup(chain[skip:])
             except config_files.Unknown as why:
                 return Value(False, None, text, str(why))
             if hit is not None:
@@ -316,9 +324,53 @@ class RunOptions:
         if module is None:
             return []
         composed = self._hydra_loads(reader, module) if "hydra" in text else []
+        composed += self._handed_loads(reader) if "self." in text else []
         if "load" not in text:
             return composed
         return composed + self._file_loads(reader, module, text)
+
+    def _handed_loads(self, reader: str) -> list[config_files.Load]:
+        """The configs an entry point linked to `reader` loads from a file named on its
+        command line and hands to classes of `reader` (handed_configs.py), with the
+        project's shipped configs as candidates (config_files.chosen_load)."""
+        classes = self.classes.get(reader, {})
+        if not classes:
+            return []
+        found: list[config_files.Load] = []
+        for entry, module in self.modules.items():
+            text = self.texts.get(entry, "")
+            if entry == reader or not ("Config(" in text or ".load(" in text):
+                continue
+            if not self.linked(reader, entry):
+                continue
+            aliases = self.aliases.get(entry, {})
+            # a class of `reader` built in a third file may be handed another object
+            elsewhere = {
+                name
+                for shown, names in self.called.items()
+                if shown not in (reader, entry) and self.linked(reader, shown)
+                for name in names
+            }
+
+            def receiving(
+                qualname: str, entry: str = entry, elsewhere: set[str] = elsewhere
+            ) -> Optional[ast.ClassDef]:
+                name = qualname.rpartition(".")[2]
+                if name in elsewhere or name not in classes:
+                    return None
+                shown = self._defining_file(entry, qualname, self.definitions)
+                return classes[name] if shown == reader else None
+
+            for place, name, interpolated in chosen_loads(module, aliases):
+                heads = handed_heads(
+                    module, (place, name), self.functions.get(entry, {}), aliases, receiving, classes
+                )
+                if not heads:
+                    continue
+                load = config_files.chosen_load(entry, interpolated, self.project_root)
+                if load is not None:
+                    found.append(dataclasses.replace(load, heads=heads))
+        return found
 
     def _hydra_loads(self, reader: str, module: ast.Module) -> list[config_files.Load]:
         """The primary configs of `@hydra.main(...)` on the functions of `reader`."""
