@@ -363,7 +363,12 @@ class RunOptions:
 
             for place, name, interpolated in chosen_loads(module, aliases):
                 heads = handed_heads(
-                    module, (place, name), self.functions.get(entry, {}), aliases, receiving, classes
+                    module,
+                    (place, name),
+                    self.functions.get(entry, {}),
+                    aliases,
+                    receiving,
+                    classes,
                 )
                 if not heads:
                     continue
