@@ -819,3 +819,26 @@ def test_ec522_a_message_passing_gnn_is_not_known(tmp_path: Path) -> None:
     result = script_results(tmp_path, GNN_TASK_MODEL, "graph_task_model.py")["EC522"]
     assert result.status.value == "unknown"
     assert "graph network" in result.reason
+
+
+# A project model handed the schema of its tabular features (RecLearn's
+# `DeepFM(feature_columns=feature_columns)` on Criteo): a CTR/recommender model whose
+# step is bound by its embedding gathers, its layers after them narrow: EC522 is
+# unknown (EC507 exempts such models too), where a project model handed no schema trains.
+CTR_MODEL = """
+import tensorflow as tf
+from reclearn.models.ranking import DeepFM
+
+feature_columns, train = create_criteo_dataset("train.txt", embed_dim=8)
+model = DeepFM(feature_columns=feature_columns, hidden_units=[256, 128, 64])
+model.compile(loss="binary_crossentropy", optimizer="adam")
+model.fit(x=train[0], y=train[1], epochs=1, batch_size=4096)
+"""
+
+
+def test_a_project_model_handed_a_feature_schema_is_unknown(tmp_path: Path) -> None:
+    result = script_results(tmp_path / "ctr", CTR_MODEL, "train.py")["EC522"]
+    assert result.status.value == "unknown"
+    assert "CTR or recommender" in str(result.reason)
+    plain = CTR_MODEL.replace("feature_columns=feature_columns, ", "")
+    assert lines(script_results(tmp_path / "plain", plain, "train.py")["EC522"]) == [8]

@@ -413,3 +413,33 @@ def test_a_star_import_does_not_bring_a_name_the_file_binds(tmp_path: Path) -> N
     source = LEARNER.replace("from .imports import *\n", "from .imports import *\ntf = object()\n")
     (tmp_path / "learner.py").write_text(source)
     assert _findings("learner.py", tmp_path, **KERAS2) == []
+
+
+# The class's own `copy()` constructs it anew, passing back what the object holds
+# (`Learner(self.model, self.train_data, self.workers)`): no value of its own, so
+# `self.workers` stays the signature's default of 1 (MIScnn's Neural_Network.copy).
+COPIED_LEARNER = """\
+import tensorflow as tf
+
+
+class Learner:
+    def __init__(self, model, train_data, workers=1):
+        self.model = model
+        self.train_data = train_data
+        self.workers = workers
+
+    def train(self, epochs):
+        self.model.fit(make_sequence(self.train_data), epochs=epochs, workers=self.workers)
+
+    def copy(self):
+        return Learner(self.model, self.train_data, self.workers)
+"""
+
+
+def test_a_copy_passing_the_attribute_back_keeps_the_default(tmp_path: Path) -> None:
+    (tmp_path / "learner.py").write_text(COPIED_LEARNER)
+    assert _findings("learner.py", tmp_path, **KERAS2) == [("EC517", 11)]
+    # a construction passing its own value is read, as before: 8 workers is fine
+    built = COPIED_LEARNER + "\nlearner = Learner(net, data, workers=8)\n"
+    (tmp_path / "learner.py").write_text(built)
+    assert _findings("learner.py", tmp_path, **KERAS2) == []

@@ -264,3 +264,41 @@ def test_in_memory_tensors_only_batched_need_no_prefetch(tmp_path: Path) -> None
     # a map over the slices (file names decoded per element) is real work to overlap
     mapped = source.replace(".shuffle(10000)", ".map(decode, num_parallel_calls=4)")
     assert _audit(tmp_path, mapped)[0] == [("EC512", 3)]
+
+
+# A TFRecord reader built in a factory of the file over a dataset of paths: the sequential
+# read is the reader's own line, found once, not at each call of the factory (one of them
+# in an off-by-default branch); a map that only ensure_shape's and regroups is structural.
+READER_IN_FACTORY = """\
+import tensorflow as tf
+
+
+def shapes(audio, onsets, weight):
+    return audio, {"onset": tf.ensure_shape(onsets, (172, 88))}, {"onset": weight}
+
+
+def records(file_generator):
+    ds = tf.data.Dataset.from_generator(file_generator, output_types=tf.string)
+    ds = tf.data.TFRecordDataset(ds)
+    ds = ds.map(tf.io.parse_tensor, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.map(shapes)
+    ds = ds.apply(tf.data.experimental.ignore_errors())
+    return ds
+
+
+def training(file_generator, pairs=False):
+    single = records(file_generator)
+    if pairs:
+        paired = records(file_generator).batch(2)
+        return tf.data.Dataset.choose_from_datasets([single, paired], tf.data.Dataset.range(2))
+    return single.batch(8).prefetch(tf.data.AUTOTUNE)
+"""
+
+
+def test_reader_built_in_a_factory_is_found_at_the_reader(tmp_path: Path) -> None:
+    found, messages = _audit(tmp_path, READER_IN_FACTORY)
+    assert ("EC515", 10) in found
+    assert [f for f in found if f[0] == "EC515"] == [("EC515", 10)]
+    why = next(m["message"] for m in messages if m["id"] == "EC515")
+    assert "over ds, a dataset of file names" in why
+    assert ("EC511", 12) not in found  # ensure_shape and regrouping: structural

@@ -660,6 +660,16 @@ def _rl_policy_unseen(file_facts: dict[str, Any]) -> bool:
     )
 
 
+def _feature_model(file_facts: dict[str, Any]) -> bool:
+    """The file's model is a project model handed its tabular features' schema
+    (`DeepFM(feature_columns=feature_columns)`: a CTR/recommender model, bound by its
+    embedding gathers), with no Keras layer of its own in sight."""
+    project = file_facts.get("project_keras_model") or {}
+    return bool(project.get("feature_schema")) and not (
+        file_facts.get("keras_layers") or file_facts.get("conv_layers")
+    )
+
+
 def _keras_training(file_facts: dict[str, Any]) -> bool:
     """Keras `fit` on a model with real compute: Keras layers in sight, a model of the
     project whose name says its architecture (`YoloV3(...)`, `create_yolov3_model()`), or
@@ -804,6 +814,10 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
             unknown.append(f"{f.get('path')}: {GRAPH_NETWORK.format(layers=layers, what=what)}")
         elif mixed is None:
             unknown.append(f"{f.get('path')}: the dtype policy is set to a value the source hides")
+        elif not mixed and _feature_model(f):
+            at = f"{f['project_keras_model'].get('feature_schema')}= at line "
+            at += str(f["project_keras_model"].get("line"))
+            unknown.append(f"{f.get('path')}: {FEATURE_TABLES.format(at=at)}")
         elif not mixed and hub:
             unknown.append(f"{f.get('path')}:{hub.get('line')}: {HUB_BODY}")
         elif not mixed:

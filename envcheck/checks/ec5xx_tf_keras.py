@@ -686,7 +686,20 @@ def tf_data_files_without_interleave(facts: Facts) -> Outcome:
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         why = pipeline.get("many_files_without_interleave")
-        return [_hit(pipeline, why=why)] if why else []
+        if not why:
+            return []
+        at = pipeline.get("many_files_at")
+        if isinstance(at, dict):  # a reader built by a factory: at the reader, once
+            return [
+                _hit(
+                    pipeline,
+                    line=at.get("line"),
+                    code=at.get("code"),
+                    column=at.get("column"),
+                    why=why,
+                )
+            ]
+        return [_hit(pipeline, why=why)]
 
     return _judge(
         _items(facts, "tf_pipelines"), hits, "tf.data pipelines", "files read in parallel"

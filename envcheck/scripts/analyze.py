@@ -46,6 +46,7 @@ from envcheck.scripts.inherited import (
     init_attributes,
     parameter_defaults,
     passed_arguments,
+    passed_back,
 )
 from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
@@ -576,6 +577,9 @@ class Walker(ast.NodeVisitor):
         cls = self.owner_class(init)
         if cls is not None:
             scope.defaults = parameter_defaults(init, self.passed_to(cls.name))
+            built = self._calls_by_name().get(cls.name, [])
+            # `Net(..., self.workers)` in the class's own `copy()`: the default stays
+            scope.defaults.update(passed_back(self, init, built))
             if id(init) not in self._constructing:  # a class built in its own __init__
                 self._constructing.add(id(init))
                 built = self._calls_by_name().get(cls.name, [])

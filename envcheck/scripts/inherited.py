@@ -76,6 +76,62 @@ def parameter_defaults(init: ast.FunctionDef, passed: Passed, skip: int = 1) -> 
     return defaults
 
 
+def passed_back(
+    walker: Walker, init: ast.FunctionDef, calls: list[ast.Call]
+) -> dict[str, ast.expr]:
+    """The defaults of parameters that the class's constructions of the file pass only
+    from the class's own methods, each as what the object already holds for it
+    (`Net(self.preprocessor, self.workers)` in a `copy()`, with `self.workers = workers`
+    in `__init__`): the copy brings no value of its own, so the parameter keeps its
+    default. Nothing when a call spreads `*args`/`**kwargs`."""
+    positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after self
+    stored = {
+        s.targets[0].attr: s.value.id
+        for s in init.body
+        if isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Attribute)
+        and isinstance(s.targets[0].value, ast.Name)
+        and s.targets[0].value.id == "self"
+        and isinstance(s.value, ast.Name)
+    }
+    cls = walker.owner_class(init)
+    if cls is None or not stored:
+        return {}
+    methods = {id(s) for s in cls.body}
+    owners = function_owners(walker.module, walker.index().function_nodes)
+    given: dict[str, list[tuple[ast.expr, bool]]] = {}  # parameter -> (argument, own method)
+    for call in calls:
+        if any(k.arg is None for k in call.keywords) or any(
+            isinstance(a, ast.Starred) for a in call.args
+        ):
+            return {}
+        own = id(owners.get(id(call))) in methods
+        pairs = [*zip(positional, call.args, strict=False)]
+        pairs += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+        for name, value in pairs:
+            given.setdefault(name, []).append((value, own))
+    defaults = dict(
+        zip(
+            positional[len(positional) - len(init.args.defaults) :],
+            init.args.defaults,
+            strict=False,
+        )
+    )
+    back: dict[str, ast.expr] = {}
+    for name, arguments in given.items():
+        if name in defaults and all(
+            own
+            and isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == "self"
+            and stored.get(value.attr) == name
+            for value, own in arguments
+        ):
+            back[name] = defaults[name]
+    return back
+
+
 def constructed_values(
     walker: Walker, init: ast.FunctionDef, calls: list[ast.Call]
 ) -> dict[str, ast.expr]:

@@ -21,7 +21,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Optional
 
 from envcheck.scripts.index import code_at, keyword_arg, module_nodes
-from envcheck.scripts.precision import TOY_WIDTH, constant_width, small_layer
+from envcheck.scripts.precision import FEATURE_SCHEMA, TOY_WIDTH, constant_width, small_layer
 from envcheck.scripts.values import resolve
 
 if TYPE_CHECKING:
@@ -335,7 +335,22 @@ def project_model(walker: Walker) -> Optional[dict[str, Any]]:
                 "line": call.lineno,
                 "code": code_at(walker.lines, call.lineno),
                 "callee": ast.unparse(call.func),
+                # handed the schema of tabular features (`DeepFM(feature_columns=...)`):
+                # a CTR/recommender model, one embedding table per feature
+                "feature_schema": _feature_schema(call),
             }
+    return None
+
+
+def _feature_schema(call: ast.Call) -> Optional[str]:
+    """The argument of a model's construction that hands it the schema of its tabular
+    input's features (`feature_columns=feature_columns`, `DeepFM(feature_map)`), or None."""
+    for keyword in call.keywords:
+        if keyword.arg is not None and FEATURE_SCHEMA.search(keyword.arg):
+            return keyword.arg
+    for argument in call.args:
+        if isinstance(argument, ast.Name) and FEATURE_SCHEMA.search(argument.id):
+            return argument.id
     return None
 
 

@@ -42,6 +42,8 @@ STRUCTURAL_TF = {
     "expand_dims",
     "squeeze",
     "identity",
+    # checks the static shape and sets it: no data touched
+    "ensure_shape",
     "transpose",
     "shape",
     "size",

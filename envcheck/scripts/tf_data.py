@@ -809,6 +809,9 @@ class _Pipelines:
             "returned": False,
             "used_by": None,
             "files": self._files(node, name),
+            # the reader itself: a factory's pipeline continues at its callers, but a
+            # sequential read is the reader's own line
+            "reader": node,
             "prefetched_source": name.endswith(PREFETCHED_SOURCES),
             "batched_source": _batched_source(node, name),
         }
@@ -829,6 +832,10 @@ class _Pipelines:
         files = node.args[0] if node.args else keyword_arg(node, "filenames")
         if files is None:
             return None
+        if isinstance(files, ast.Name) and files.id in self.live:
+            # `ds = TFRecordDataset(ds)` over a pipeline of paths (`from_generator`,
+            # `from_tensor_slices(paths)`): one file per element, many of them
+            return f"{short} over {files.id}, a dataset of file names"
         if isinstance(files, ast.Name):
             assigned = self.scope.lookup(files.id)
             files = assigned if assigned is not None and not _wraps(assigned, files) else files
@@ -1327,6 +1334,16 @@ class _Pipelines:
                     many_files = "list_files followed by flat_map (one file at a time)"
             else:
                 many_files = record["files"]
+        many_files_at = None
+        reader = record.get("reader")
+        if many_files and isinstance(reader, ast.Call) and reader is not node:
+            # built by a factory of the file (`built_by`): found at the reader, once, not
+            # at each call of the factory
+            many_files_at = {
+                "line": reader.lineno,
+                "column": reader.col_offset + 1,
+                "code": code_at(self.walker.lines, reader.lineno),
+            }
         line, column = node.lineno, node.col_offset + 1
         if record.get("unpacked") and ops:
             # `ds, info = load(...)`: no statement of the pipeline's own starts it; it is
@@ -1368,6 +1385,7 @@ class _Pipelines:
             # tuple (None: the whole value): a file of the run that imports it may consume it
             "returned_by": _returned_by(record, function),
             "many_files_without_interleave": many_files,
+            "many_files_at": many_files_at,
             "cache_after_random_augmentation": cache_after_random,
             # the choice dataset of choose_from_datasets: it yields indices, not data
             "selector": bool(record.get("selector")),
