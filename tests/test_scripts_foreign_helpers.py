@@ -89,6 +89,17 @@ def accuracy(scores, targets, k):
     return correct.view(-1).float().sum().item() * (100.0 / batch_size)
 """
 
+SOLVER = """\
+import torch
+
+def _check(t):
+    assert (t[1:] > t[:-1]).all(), "t must increase"
+
+def solve(x, t):
+    _check(t)
+    return x * t.sum()
+"""
+
 LOGGED = """\
 def report(loss, verbose=False):
     if verbose:
@@ -293,6 +304,24 @@ CASES = {
         "inter = filled(out.argmax(1), y)",
         False,
     ),
+    "a helper re-exported by its package's __init__ (star import)": (
+        {"utils/__init__.py": "from .util import *\n", "utils/util.py": ACCURACY},
+        "from utils import accuracy",
+        "a = accuracy(out, y, 2)",
+        True,
+    ),
+    "a helper re-exported by its package's __init__ (by name)": (
+        {"utils/__init__.py": "from .util import accuracy\n", "utils/util.py": ACCURACY},
+        "import utils",
+        "a = utils.accuracy(out, y, 2)",
+        True,
+    ),
+    "a re-exported API's internals are the package's (its calls are not read)": (
+        {"solver/__init__.py": "from .api import solve\n", "solver/api.py": SOLVER},
+        "from solver import solve",
+        "z = solve(out, y)",
+        False,
+    ),
     "a syncing helper called under a periodic branch": (
         {"utils.py": ACCURACY},
         "from utils import accuracy",
@@ -300,6 +329,61 @@ CASES = {
         False,
     ),
 }
+
+
+SCORE = """\
+import numpy as np
+
+def text_score(pred, gt, meter):
+    pred = pred.data.cpu().numpy()
+    gt = gt.data.cpu().numpy()
+    meter.update(gt, pred > 0.5)
+    scores, _ = meter.get_scores()
+    return scores
+"""
+
+DEVICE_SCORE = """\
+def text_score(pred, gt, meter):
+    hits = (pred.argmax(1) == gt).float()
+    print(pred.cpu().sum())
+    return hits.mean()
+"""
+
+
+@pytest.mark.parametrize(
+    "helper, host",
+    [(SCORE, True), (DEVICE_SCORE, False)],
+    ids=["returns host values", "returns a device tensor"],
+)
+def test_a_helper_returning_host_values_makes_no_tensor_of_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: str, host: bool
+) -> None:
+    """cal_text_score (DBNet) copies the maps it is handed to NumPy and returns the
+    meter's scores: the sync is the call's; logging the scores reads no tensor. One
+    that returns a tensor computed from them still makes its result a tensor."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("")
+    (root / "utils").mkdir()
+    (root / "utils" / "__init__.py").write_text("from .util import *\n")
+    (root / "utils" / "util.py").write_text(helper)
+    call = "s = text_score(out, y, meter)"
+    logged = "writer.add_scalar('acc', s, step)"
+    imports = (
+        "from torch.utils.tensorboard import SummaryWriter\n"
+        "from utils import text_score\n"
+        "from metrics import Meter\n"
+        "writer = SummaryWriter()\n"
+        "meter = Meter()"
+    )
+    train = TRAIN.format(imports=imports, call=f"{call}\n            {logged}")
+    (root / "train.py").write_text(train)
+    line = next(i for i, text in enumerate(train.splitlines(), 1) if call in text)
+    report = audit(root / "train.py", cwd=root, monkeypatch=monkeypatch)
+    found = [f for f in report["findings"] if f["id"] == "EC509"]
+    assert [f["location"]["line"] for f in found] == ([line] if host else [line, line + 1])
+    if host:
+        assert "text_score()" in found[0]["message"]
 
 
 def sync_lines(report: dict[str, Any]) -> list[int]:
@@ -449,3 +533,104 @@ def test_a_tensor_compared_with_a_device_tensor_is_on_the_device(
     report = audit(root / "training.py", cwd=root, monkeypatch=monkeypatch)
     line = next(i for i, text in enumerate(EPOCH.splitlines(), 1) if "calculate_accuracy(" in text)
     assert sync_lines(report) == [line], report["findings"]
+
+
+GRAD_LOGGER = """\
+import torch
+
+def grad_logger(named_params, verbose=False):
+    norms = []
+    for n, p in named_params:
+        if (p.grad is not None) and not (n.endswith(".bias") or len(p.shape) == 1):
+            norms.append(float(torch.norm(p.grad.data)))
+    return norms
+"""
+
+TIMER = """\
+import torch
+
+def gpu_timer(closure, log_timings=True):
+    log_timings = log_timings and torch.cuda.is_available()
+    if log_timings:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+    result = closure()
+    if log_timings:
+        end.record()
+        torch.cuda.synchronize()
+    return result, 0.0
+"""
+
+CLOSURE_STEP = """\
+import numpy as np
+import torch
+from timer import gpu_timer
+
+
+def main(loader):
+    model = torch.nn.Linear(16, 4).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for itr, (x, y) in enumerate(loader):
+        x = x.to("cuda")
+
+        def train_step():
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            return (float(loss), 1)
+
+        (loss, lr), etime = gpu_timer({flag})
+        assert not np.isnan(loss)
+"""
+
+
+@pytest.mark.parametrize(
+    "helper, syncs",
+    [
+        (GRAD_LOGGER, True),
+        (GRAD_LOGGER.replace("(p.grad is not None)", "verbose"), False),
+    ],
+    ids=["a loop over named_parameters filtered by name", "a flag's branch"],
+)
+def test_a_helper_filtering_the_parameters_it_loops_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: str, syncs: bool
+) -> None:
+    """ijepa's grad_logger reads `float(torch.norm(p.grad))` for the weights it picks
+    with `if p.grad is not None and not n.endswith(".bias")`: a test of the loop's own
+    names filters the parameters, its body runs on every call."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("")
+    (root / "logs.py").write_text(helper)
+    call = "grads = logs.grad_logger(model.named_parameters())"
+    train = TRAIN.format(imports="import logs", call=call)
+    (root / "train.py").write_text(train)
+    line = next(i for i, text in enumerate(train.splitlines(), 1) if call in text)
+    report = audit(root / "train.py", cwd=root, monkeypatch=monkeypatch)
+    assert sync_lines(report) == ([line] if syncs else []), report["findings"]
+
+
+@pytest.mark.parametrize(
+    "flag, syncs",
+    [("train_step", True), ("train_step, log_timings=False", False)],
+    ids=["timing flag left at its default True", "timing turned off"],
+)
+def test_a_closure_the_loop_defines_and_hands_to_a_timer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str, syncs: bool
+) -> None:
+    """ijepa defines `train_step()` in its loop and runs it as `gpu_timer(train_step)`,
+    whose `if log_timings:` (default True, `and torch.cuda.is_available()`) calls
+    torch.cuda.synchronize(): the loop is the step loop, the timer syncs every step, and
+    the closure's names are its own (the loop's `loss` is a float, asserting on it reads
+    no tensor)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "setup.py").write_text("")
+    (root / "timer.py").write_text(TIMER)
+    train = CLOSURE_STEP.format(flag=flag)
+    (root / "train.py").write_text(train)
+    line = next(i for i, text in enumerate(train.splitlines(), 1) if "gpu_timer(" in text)
+    report = audit(root / "train.py", cwd=root, monkeypatch=monkeypatch)
+    closure = line - 2  # `return (float(loss), 1)`: a sync of the step in either case
+    assert sync_lines(report) == ([closure, line] if syncs else [closure]), report["findings"]

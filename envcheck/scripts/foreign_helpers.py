@@ -63,6 +63,8 @@ MAX_DEPTH = 3  # functions read inside one another below the one the step calls
 # functions it calls, `through` them (their names, outermost first)
 Sync = tuple[str, int, str, tuple[str, ...]]
 
+# builtins a test filtering parameters may call: `len(p.shape) == 1`
+FILTER_BUILTINS = frozenset({"len", "isinstance", "hasattr", "getattr", "any", "all"})
 # tensor methods that copy to the host (`.numpy()` fails on a CUDA tensor: never a sync)
 SYNC_METHODS = ("item", "cpu", "tolist")
 CONVERSIONS = ("float", "int", "bool")
@@ -113,6 +115,7 @@ class Foreign:
     resolve: Optional[Callable[[str], Optional[Foreign]]] = None
     _found: dict[tuple[frozenset[str], int], Optional[Sync]] = field(default_factory=dict)
     _scalers: Optional[frozenset[str]] = None
+    _host: dict[frozenset[str], bool] = field(default_factory=dict)  # see returns_host
 
     @property
     def scalers(self) -> frozenset[str]:
@@ -121,18 +124,73 @@ class Foreign:
             self._scalers = scaler_attributes(self.methods.values(), self.aliases)
         return self._scalers
 
-    def first_sync(self, on_device: frozenset[str], depth: int = 0) -> Optional[Sync]:
+    def first_sync(
+        self, on_device: frozenset[str], depth: int = 0, enabled: frozenset[str] = frozenset()
+    ) -> Optional[Sync]:
         """(file, line, what, through) of the first host read the function makes on
         every call when the parameters `on_device` hold device tensors (in another
         file when made by the functions `through` it calls, `depth` levels below the
-        step's call); None when none does."""
-        if not on_device and not self.scalers:
+        step's call) and the flags `enabled` are True (enabled_flags); None when none
+        does."""
+        if not on_device and not self.scalers and not enabled:
             return None
-        key = (on_device, depth)
+        key = (on_device | {f"{f}=True" for f in enabled}, depth)
         if key not in self._found:
             self._found[key] = None  # a function calling itself reads nothing more
-            self._found[key] = _Reader(self, on_device, depth).first()
+            self._found[key] = _Reader(self, on_device, depth, enabled).first()
         return self._found[key]
+
+    def enabled_flags(self, call: ast.Call) -> frozenset[str]:
+        """The parameters defaulting to True that `call` leaves out (ijepa's
+        `gpu_timer(closure, log_timings=True)` called as `gpu_timer(train_step)`), and
+        that the function reassigns at most as `flag = flag and
+        torch.cuda.is_available()` (True on a GPU node): `if flag:` runs on every call."""
+        arguments = self.function.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        defaults = list(
+            zip(
+                positional[len(positional) - len(arguments.defaults) :],
+                arguments.defaults,
+                strict=True,
+            )
+        )
+        defaults += [
+            (a, d)
+            for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+            if d is not None
+        ]
+        given = {k.arg for k in call.keywords}
+        skip = len(call.args) + (1 if self.methods and not _static(self.function) else 0)
+        passed = {a.arg for a in positional[:skip]}
+        flags = {
+            a.arg
+            for a, d in defaults
+            if isinstance(d, ast.Constant) and d.value is True and a.arg not in given | passed
+        }
+        for node in own_nodes(self.function):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for name in (t.id for t in targets if isinstance(t, ast.Name) and t.id in flags):
+                if not _cuda_guarded(node, name):
+                    flags.discard(name)
+        return frozenset(flags)
+
+    def returns_host(self, on_device: frozenset[str]) -> bool:
+        """Whether the function, handed device tensors as the parameters `on_device`,
+        reads them on the host itself on every call (first_sync) and returns only what
+        holds no device tensor (DBNet's `cal_text_score(preds, gt, mask, meter)` copies
+        each to NumPy and returns the meter's scores): its results are host values, the
+        sync is the call's own."""
+        if not on_device or self.first_sync(on_device) is None:
+            return False
+        if on_device not in self._host:
+            reader = _Reader(self, on_device)
+            values = [n.value for n in own_nodes(self.function) if isinstance(n, ast.Return)]
+            self._host[on_device] = bool(values) and all(
+                v is not None and not reader.tensor(v) for v in values
+            )
+        return self._host[on_device]
 
     def parameters(self, call: ast.Call) -> dict[int, str]:
         """Position of each positional argument of `call` -> the parameter it binds (a
@@ -149,6 +207,24 @@ class Foreign:
         if name in {a.arg for a in [*arguments.args, *arguments.kwonlyargs]}:
             return name
         return arguments.kwarg.arg if arguments.kwarg is not None else None
+
+
+def _cuda_guarded(node: ast.AST, flag: str) -> bool:
+    """`flag = flag and torch.cuda.is_available()`: still True on a GPU node."""
+    value = node.value if isinstance(node, ast.Assign) else None
+    return (
+        isinstance(value, ast.BoolOp)
+        and isinstance(value.op, ast.And)
+        and all(
+            (isinstance(v, ast.Name) and v.id == flag)
+            or (
+                isinstance(v, ast.Call)
+                and ast.unparse(v.func).endswith("cuda.is_available")
+                and not v.args
+            )
+            for v in value.values
+        )
+    )
 
 
 def scaler_attributes(methods: Iterable[Function], aliases: dict[str, str]) -> frozenset[str]:
@@ -230,7 +306,14 @@ def instances(
 
 
 class _Reader:
-    def __init__(self, foreign: Foreign, on_device: frozenset[str], depth: int = 0):
+    def __init__(
+        self,
+        foreign: Foreign,
+        on_device: frozenset[str],
+        depth: int = 0,
+        enabled: frozenset[str] = frozenset(),
+    ):
+        self.enabled = enabled
         self.shown = foreign.shown
         self.resolve = foreign.resolve if depth < MAX_DEPTH else None
         self.depth = depth
@@ -240,6 +323,10 @@ class _Reader:
         self.methods = foreign.methods
         self.scalers = foreign.scalers if foreign.methods else frozenset()
         self.read: set[int] = set()  # the class's methods read for syncs, once each
+        self.on_device = on_device
+        # names a loop over the parameters handed on the device binds (`for n, p in
+        # named_params:`): a test of them only filters which parameters (see _filters)
+        self.per_parameter: set[str] = set()
         self.tensors = DeviceTensors(
             [(f, list(own_nodes(f))) for f in self._reached()],
             self.qualname,
@@ -314,7 +401,10 @@ class _Reader:
                 return self.shown, statement.test.lineno, "tests a tensor's value", ()
             found = self._expression(statement.test)
             if found is None and (
-                isinstance(statement, ast.While) or self._passes_type_test(statement.test)
+                isinstance(statement, ast.While)
+                or self._passes_type_test(statement.test)
+                or self._filters(statement.test)
+                or (isinstance(statement.test, ast.Name) and statement.test.id in self.enabled)
             ):
                 found = self._block(statement.body)
             return found
@@ -324,7 +414,18 @@ class _Reader:
             what = "copies a tensor to the host (converts it in place)"
             return self.shown, statement.lineno, what, ()
         if isinstance(statement, (ast.For, ast.AsyncFor)):
-            return self._expression(statement.iter) or self._block(statement.body)
+            found = self._expression(statement.iter)
+            if found is not None:
+                return found
+            outer = set(self.per_parameter)
+            if isinstance(statement.iter, ast.Name) and statement.iter.id in self.on_device:
+                self.per_parameter.update(
+                    n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)
+                )
+            try:
+                return self._block(statement.body)
+            finally:
+                self.per_parameter = outer
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             for item in statement.items:
                 found = self._expression(item.context_expr)
@@ -334,6 +435,16 @@ class _Reader:
         if isinstance(statement, ast.Try):
             return self._block(statement.body) or self._block(statement.finalbody)
         return self._expression(statement)
+
+    def _filters(self, test: ast.expr) -> bool:
+        """`if p.grad is not None and not n.endswith(".bias"):` in a loop over the
+        parameters handed on the device: a test of the loop's own names only (no flag,
+        no tensor's value) picks some of the parameters on every call, so its body runs
+        on every call."""
+        if not self.per_parameter:
+            return False
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        return names <= self.per_parameter | FILTER_BUILTINS and bool(names & self.per_parameter)
 
     def _passes_type_test(self, test: ast.expr) -> bool:
         """`isinstance(v, torch.Tensor)`, `torch.is_tensor(v)` of a device tensor `v`."""

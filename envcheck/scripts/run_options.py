@@ -127,6 +127,9 @@ class _Tree:
         return resolve(self.paths[path][1], self.scope)
 
 
+MAX_REEXPORTS = 2  # package modules re-exporting a name, one importing it from the next
+
+
 class RunOptions:
     """The argparse (and absl) options of every file of one run, by destination, and
     the config trees their modules build (configs.module_config_tree)."""
@@ -813,11 +816,15 @@ class RunOptions:
         if found is None:
             return None
         shown, name = found
+        # a package's API re-exported by its `__init__` (torchdiffeq's `odeint`): its own
+        # body is read, not the package internals it calls (input checks of a solver,
+        # which the user does not change)
+        exported = self._defined_elsewhere(reader, qualname, self.functions, MAX_REEXPORTS)
         return Foreign(
             shown,
             self.functions[shown][name],
             self.aliases[shown],
-            resolve=functools.partial(self.called_function, shown),
+            resolve=functools.partial(self.called_function, shown) if exported else None,
         )
 
     def called_function(self, reader: str, qualname: str) -> Optional[Foreign]:
@@ -834,10 +841,13 @@ class RunOptions:
         return self._foreign[key]
 
     def _defined_elsewhere(
-        self, reader: str, qualname: str, defined: Mapping[str, Container[str]]
+        self, reader: str, qualname: str, defined: Mapping[str, Container[str]], depth: int = 0
     ) -> Optional[tuple[str, str]]:
         """(file, name) of the definition `qualname` names in `reader`: `commons.f` with
-        `import commons`, `f` imported from a module or by `from utils import *`."""
+        `import commons`, `f` imported from a module or by `from utils import *`; or
+        re-exported by the module it names (`from utils import cal_text_score` where
+        utils/__init__.py does `from .util import *` or `from .util import
+        cal_text_score`), through at most MAX_REEXPORTS such modules."""
         candidates = [qualname]
         if "." not in qualname:
             origin = self.from_imports.get(reader, {}).get(qualname)
@@ -847,6 +857,25 @@ class RunOptions:
             shown = self._defining_file(reader, candidate, defined)
             if shown is not None:
                 return shown, candidate.rpartition(".")[2]
+        if depth >= MAX_REEXPORTS:
+            return None
+        for candidate in candidates:
+            # the one module of the run it names, importing the name from another
+            module, _, name = candidate.rpartition(".")
+            exporters = [
+                shown
+                for shown, imported in self.from_imports.items()
+                if shown != reader
+                and module
+                and (name in imported or self.star_imports.get(shown))
+                and name not in self.definitions.get(shown, ())
+                and file_of_module(shown, module)
+                and self.linked(reader, shown)
+            ]
+            if len(exporters) == 1:
+                found = self._defined_elsewhere(exporters[0], name, defined, depth + 1)
+                if found is not None:
+                    return found
         return None
 
     def method_elsewhere(
@@ -868,10 +897,12 @@ class RunOptions:
         if found is None:
             return None
         shown, name = found
+        exported = self._defined_elsewhere(reader, qualname, self.classes, MAX_REEXPORTS)
         methods = class_methods(self.modules[shown], self.classes[shown][name])
         for method in names:
             if method in methods:
-                resolve = functools.partial(self.called_function, shown)
+                # a re-exported class's methods are read, not what they call (see above)
+                resolve = functools.partial(self.called_function, shown) if exported else None
                 return Foreign(shown, methods[method], self.aliases[shown], methods, resolve)
         return None
 

@@ -126,6 +126,7 @@ FLOWS = (
     ast.withitem,
 )
 Resolver = Callable[[ast.Call], Optional[Function]]
+HostResult = Callable[[ast.Call, Callable[[ast.expr], bool]], bool]
 
 
 def dotted(node: ast.AST) -> Optional[str]:
@@ -164,6 +165,7 @@ class DeviceTensors:
         modules: frozenset[str] = frozenset(),
         on_device: tuple[tuple[ast.AST, str], ...] = (),
         held: frozenset[str] = frozenset(),
+        host_result: Optional[HostResult] = None,
     ):
         """`groups`: the nodes of the step, each with the function they belong to (None
         for the module): a local name is one function's, `self.x` is shared. `context`:
@@ -171,8 +173,11 @@ class DeviceTensors:
         the loop), read for values but not for the helpers they call. `on_device`:
         parameters (function, name) a framework hands over on the device (the `batch`
         of a Lightning `training_step`). `held`: the `self.x` attributes the file
-        assigns (`self.model = model`), objects a trainer holds, not methods."""
+        assigns (`self.model = model`), objects a trainer holds, not methods.
+        `host_result`: whether a call of code out of the file, given which expressions
+        hold device tensors, returns host values only (foreign_helpers.returns_host)."""
         self.qualname = qualname
+        self.host_result = host_result
         self.resolve_call = resolve_call
         self.modules = modules  # names of imported modules (and of the file itself)
         self.held = held
@@ -636,7 +641,13 @@ class DeviceTensors:
             and isinstance(func.value, ast.Name)
             and (func.value.id in self.modules or dotted(func) in self.held)
         )
-        return plain and any(self.holds(a, depth) for a in arguments)
+        if not plain or not any(self.holds(a, depth) for a in arguments):
+            return False
+        # a helper of another file of the run that copies what it is handed to the host
+        # and returns only host values (`cal_text_score(preds, ...)` returning NumPy scores)
+        return self.host_result is None or not self.host_result(
+            call, lambda a: self.holds(a, depth)
+        )
 
 
 LISTINGS = {"list", "tuple", "sorted", "set"}

@@ -575,13 +575,23 @@ def _steps_itself(loop: Loop, helpers: list[Function], loaders: _Loaders) -> Opt
     step loop), or in a gradient-accumulation loop nested in it while the optimizer step
     is in its own body (see `_accumulates_inside`). None otherwise."""
     own = [n for statement in loop.body for n in _outside_loops(statement)]
-    direct = _direct_helpers(own, helpers)
+    direct = _direct_helpers(own, helpers) + _handed_closures(loop, own, helpers)
     trains = _trains(own) or any(_runs_backward(h, helpers) for h in direct)
     if not trains and not _accumulates_inside(own, helpers, loaders):
         return None
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         return _short(loop.iter)
     return f"while {_short(loop.test)}"
+
+
+def _handed_closures(loop: Loop, own: list[ast.AST], helpers: list[Function]) -> list[Function]:
+    """The helpers the loop body defines and hands to a call of its own (ijepa's `def
+    train_step(): ...` then `gpu_timer(train_step)`): the call runs them in this step."""
+    defined = {id(s) for s in loop.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    handed = {
+        a.id for c in own if isinstance(c, ast.Call) for a in c.args if isinstance(a, ast.Name)
+    }
+    return [h for h in helpers if id(h) in defined and h.name in handed]
 
 
 def _spread(loop: Loop, helpers: list[Function]) -> bool:
@@ -1035,7 +1045,12 @@ class _StepLoop:
         nodes = [*body, *(n for h in helpers or [] for n in own_nodes(h))]
         # the statements around the loop too: `mloss = torch.zeros(3, device=device)`
         context = list(own_nodes(function if function is not None else walker.module))
-        groups: list[tuple[Optional[ast.AST], list[ast.AST]]] = [(function, body)]
+        # a helper the loop body defines (`def train_step(): ...` handed to a runner) has
+        # its own names: not those of the function holding the loop
+        in_body = {id(n) for n in body}
+        nested = {id(n) for h in helpers or [] if id(h) in in_body for n in own_nodes(h)}
+        own_body = [n for n in body if id(n) not in nested] if nested else body
+        groups: list[tuple[Optional[ast.AST], list[ast.AST]]] = [(function, own_body)]
         groups += [(h, list(own_nodes(h))) for h in helpers or []]
         modules = frozenset([*walker.aliases, *self.callees.itself])
         self.tensors = DeviceTensors(
@@ -1046,6 +1061,7 @@ class _StepLoop:
             modules,
             on_device,
             _held_objects(walker.module),
+            self._host_result,
         )
         self.via: Optional[tuple[ast.Call, str]] = None  # the step's call of a shared helper
         self.reading_helper = False
@@ -1640,7 +1656,7 @@ class _StepLoop:
             tensor = self._tensor(keyword.value) and not self._maybe_none(keyword.value)
             if bound is not None and tensor:
                 on_device.add(bound)
-        found = foreign.first_sync(frozenset(on_device))
+        found = foreign.first_sync(frozenset(on_device), enabled=foreign.enabled_flags(call))
         if found is None:
             return None
         shown, line, what, through = found
@@ -1649,6 +1665,29 @@ class _StepLoop:
         return self._record(
             call, "host_sync", f"{_short(call.func)}()", f"{what} at {shown}:{line}"
         )
+
+    def _host_result(self, call: ast.Call, tensor: Callable[[ast.expr], bool]) -> bool:
+        """Whether `call` runs a function of another file of the run that reads the
+        device tensors it is handed (`tensor` tells which arguments are) on the host and
+        returns host values only (Foreign.returns_host): its results are no tensors."""
+        find = self.walker.function_elsewhere
+        if find is None or self.callees.function(call) is not None:
+            return False
+        name = self.walker.qualname(call.func)
+        foreign = find(name) if name is not None else None
+        if foreign is None:
+            return False
+        parameters = foreign.parameters(call)
+        on_device = {
+            parameters[index]
+            for index, argument in enumerate(call.args)
+            if index in parameters and tensor(argument)
+        }
+        for keyword in call.keywords:
+            bound = foreign.keyword(keyword.arg) if keyword.arg else None
+            if bound is not None and tensor(keyword.value):
+                on_device.add(bound)
+        return foreign.returns_host(frozenset(on_device))
 
     def _parameters_of(self, argument: ast.expr) -> bool:
         """`net.parameters()`, or apex's `amp.master_params(optimizer)` (the fp32 master
@@ -2235,11 +2274,12 @@ def _held_objects(module: ast.Module) -> frozenset[str]:
 
 
 def _parameters_of(argument: ast.expr) -> bool:
-    """`net.parameters()`: a model's parameters, whose gradients live on the device."""
+    """`net.parameters()`, `net.named_parameters()`: a model's parameters, whose
+    gradients live on the device."""
     return (
         isinstance(argument, ast.Call)
         and isinstance(argument.func, ast.Attribute)
-        and argument.func.attr == "parameters"
+        and argument.func.attr in ("parameters", "named_parameters")
         and not argument.args
     )
 
