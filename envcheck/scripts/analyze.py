@@ -22,11 +22,12 @@ import ast
 import functools
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from envcheck.scripts import device, precision, processes
+from envcheck.scripts import config_files, device, precision, processes
 from envcheck.scripts.assignments import main_guard
 from envcheck.scripts.dataloaders import DataLoaderObserver, loader_classes
 from envcheck.scripts.default_run import off_by_default
@@ -52,6 +53,7 @@ from envcheck.scripts.keras import KerasObserver
 from envcheck.scripts.observer import Observer
 from envcheck.scripts.parameters import handed_namespaces
 from envcheck.scripts.parsing import Parsed, error, parse_file, short
+from envcheck.scripts.project_context import project_root
 from envcheck.scripts.run_options import RunOptions
 from envcheck.scripts.tf_data import TfDataObserver
 from envcheck.scripts.tf_loops import TfLoopObserver
@@ -100,6 +102,12 @@ class FileReport:
     torch_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _config_data(reader: str, relative: str) -> Optional[Mapping[str, Any]]:
+    """RunOptions.config_data for a file run alone (no other file of its project read)."""
+    where = config_files.config_path(reader, relative, project_root)
+    return config_files.read_config(where) if where is not None else None
+
+
 def analyze_file(
     path: Path,
     shown: str,
@@ -131,6 +139,10 @@ def analyze_file(
         if run is not None and not walker.module_scope.argparse:
             # a file with no parser of its own reads the options of the run's other files
             walker.module_scope.foreign = functools.partial(run.lookup, shown)
+        # a config file the source names (a DeepSpeed JSON), beside it or at its root
+        walker.config_data = functools.partial(
+            run.config_data if run is not None else _config_data, shown
+        )
         if run is not None:  # config trees hold whether or not the file parses options
             walker.module_scope.configs = functools.partial(run.config, shown)
             walker.held_elsewhere = functools.partial(run.held_in_memory, shown)
@@ -219,6 +231,9 @@ class Walker(ast.NodeVisitor):
         # `models.net.UNet` -> "conv"/"matmul": the kind of a model class (or factory)
         # another file of the run defines, by its layers there (class_kinds.py)
         self.kind_elsewhere: Optional[Callable[[str], Optional[str]]] = None
+        # `"./ds_config_zero2.json"` -> what the config file of the run's project that the
+        # source names holds (config_files.py), or None when it cannot be found or read
+        self.config_data: Optional[Callable[[str], Optional[Mapping[str, Any]]]] = None
         # `commons.clip_grad_value_` -> that function of another file of the run, read in
         # its own module for the host syncs a training step runs through it
         self.function_elsewhere: Optional[Callable[[str], Optional[Foreign]]] = None

@@ -5,7 +5,10 @@ out of sight, only its name could tell whether it convolves (model_names.py). Wh
 file that defines it is read as context (project_context.py), its layers decide: a class
 that builds `nn.Conv2d` or Keras' `layers.Conv2D` (or a torchvision/timm model, or a class
 of its own module that does) is convolutional; one that builds only `nn.Linear`,
-recurrent or attention layers is matmul-bound. A factory function (`def build_model(cfg):
+recurrent or attention layers is matmul-bound; a class named for an embedding
+(`PatchEmbed`, `TokenEmbedding`) whose one conv projects patches or tokens, and a timm
+model named for a vision transformer (`timm.create_model("swin_base_...")`), are
+matmul-bound parts too. A factory function (`def build_model(cfg):
 return Net(cfg)`) is the kind of the classes it builds. Anything else says nothing (None),
 never a guess.
 
@@ -19,7 +22,7 @@ import ast
 import re
 from typing import Callable, Optional
 
-from envcheck.scripts.model_names import architecture, model_like
+from envcheck.scripts.model_names import VISION_TRANSFORMERS, architecture, model_like
 
 # PyTorch's `nn.Conv2d`, `nn.LazyConvTranspose3d`; Keras' `layers.Conv2D`,
 # `Conv2DTranspose`, `Convolution2D`, `SeparableConv2D`, `DepthwiseConv2D`
@@ -47,6 +50,11 @@ MAX_DEPTH = 3
 # Layers of Hugging Face transformers named like a convolution that are none: GPT-2's
 # `Conv1D` is a Linear with its weight transposed (transformers' pytorch_utils).
 TRANSFORMERS_LINEAR = {"Conv1D"}
+
+# A class named for an embedding (`PatchEmbed`, `TokenEmbedding`, `patch_embed`): one conv
+# there projects patches or tokens into a transformer's width (a ViT's stride-p Conv2d is
+# a linear map of each patch), no convolutional network.
+EMBEDDING_NAME = re.compile(r"(Embed(ding)?s?|_embed(ding)?s?)(\d*D)?$")
 
 # (module of the run, a name it imports) -> that name's kind in its defining file
 Elsewhere = Callable[[str, int], Optional[str]]
@@ -77,6 +85,7 @@ def definition_kind(
     heads = _handed_heads(found, handed)
     modules = _project_modules(module)
     values = _local_values(found) - set(definitions) - set(tables)
+    projection = EMBEDDING_NAME.search(name) is not None and _conv_layers(found) == 1
     for node in ast.walk(found):
         if not isinstance(node, ast.Call):
             continue
@@ -105,7 +114,15 @@ def definition_kind(
         if short in linears and short in TRANSFORMERS_LINEAR:
             matmul = True  # Hugging Face's GPT-2 `Conv1D` is a Linear with its weight transposed
             continue
-        if CONV_LAYER.match(short) or text.startswith(CONV_BUILDERS):
+        if CONV_LAYER.match(short) and projection:
+            matmul = True  # a patch or token embedding's one conv: a projection
+            continue
+        if text == "timm.create_model" and _timm_transformer(node):
+            matmul = True  # `timm.create_model("swin_base_patch4_window12_384")`
+            continue
+        if CONV_LAYER.match(short) or (text.startswith(CONV_BUILDERS) and "(" not in text):
+            # (not a method of the model a builder returned: `timm.create_model(...)
+            # .state_dict()` is read as the builder's own call)
             return "conv"
         if short in MATMUL_LAYER_NAMES:
             matmul = True
@@ -139,6 +156,30 @@ def definition_kind(
             return "conv"
         matmul = matmul or kind == "matmul"
     return "matmul" if matmul and not unseen else None
+
+
+def _conv_layers(definition: ast.AST) -> int:
+    """How many convolution layers a definition builds by their class (`nn.Conv2d(...)`)."""
+    return sum(
+        1
+        for node in ast.walk(definition)
+        if isinstance(node, ast.Call)
+        and CONV_LAYER.match(ast.unparse(node.func).rsplit(".", 1)[-1])
+    )
+
+
+def _timm_transformer(node: ast.Call) -> bool:
+    """`timm.create_model("vit_base_patch16_224")`: a timm model whose name, in sight,
+    is a vision transformer's."""
+    given = node.args[0] if node.args else None
+    for keyword in node.keywords:
+        if keyword.arg == "model_name":
+            given = keyword.value
+    return (
+        isinstance(given, ast.Constant)
+        and isinstance(given.value, str)
+        and given.value.lower().startswith(VISION_TRANSFORMERS)
+    )
 
 
 def _table_picks(module: ast.Module, definition: ast.AST) -> dict[str, list[str]]:

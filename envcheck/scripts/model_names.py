@@ -66,6 +66,9 @@ CONV_WORDS = (
 # A name that starts with one of these converts or exports data, whatever it converts
 # to (`convert_coco_dataset_to_yolo`): it does not name the model.
 NOT_MODEL = ("convert", "export")
+# timm's vision transformers by their architecture's name (`swin_base_patch4_window12_384`,
+# `vit_base_patch16_224`): their matmuls, not the one patch-embedding conv, dominate.
+VISION_TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
 MATMUL_WORDS = (
     "rnn",
     "lstm",

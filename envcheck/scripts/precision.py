@@ -109,6 +109,7 @@ from envcheck.scripts.model_names import (
     GRAPH_OUTPUT,
     GRAPH_WRAPPERS,
     HIDDEN_KEYWORD,
+    VISION_TRANSFORMERS,
     WORD_START,
     architecture,
     attention_heads,
@@ -229,7 +230,7 @@ MIXED_VALUES = (
     "pure_fp16",
 )
 # Architectures among torchvision/timm models that are transformers, not convolutional.
-TRANSFORMERS = ("vit", "deit", "swin", "beit", "maxvit", "eva", "cait", "xcit", "mvit")
+TRANSFORMERS = VISION_TRANSFORMERS
 # Their matmuls, not convolutions, dominate: TF32 matters there.
 # Layers whose matmuls dominate the model's compute.
 MATMUL_LAYERS = {f"torch.nn.{n}" for n in MATMUL_LAYER_NAMES} | {"torch.nn.functional.linear"}
@@ -840,7 +841,13 @@ class _Reader:
         spread = any(k.arg is None for k in node.keywords)
         values, opaque = keyword_values(node, scope)
         setting = values.get("mixed_precision")
-        if setting is None:
+        deepspeed = self._deepspeed_precision(node, scope)
+        if setting is None and deepspeed is not None:
+            if deepspeed:
+                self._use(deepspeed, gates, scope)
+            else:
+                self.gates.append((LAUNCH_CONFIG, scope))
+        elif setting is None:
             module = self.walker.module
             launched = opaque or (
                 _reads_launch_precision(module) if spread else _branches_on_launch_precision(module)
@@ -850,6 +857,32 @@ class _Reader:
             self._use(f"Accelerator(mixed_precision={setting.text})", gates, scope)
         else:
             self.gates.append((LAUNCH_CONFIG, scope))
+
+    def _deepspeed_precision(self, node: ast.Call, scope: Scope) -> Optional[str]:
+        """`Accelerator(deepspeed_plugin=DeepSpeedPlugin(hf_ds_config="ds_config.json"))`:
+        the DeepSpeed JSON config then sets the precision. What turns mixed precision on
+        (`"bf16": {"enabled": true}` in the project's file); "" when the config is out of
+        sight or does not settle it (`"enabled": "auto"` follows the launcher); None with
+        no DeepSpeed plugin."""
+        plugin: Optional[ast.expr] = keyword_arg(node, "deepspeed_plugin")
+        if isinstance(plugin, ast.Name):
+            plugin = scope.lookup(plugin.id)
+        if not isinstance(plugin, ast.Call):
+            return None if plugin is None else ""
+        name = self.walker.qualname(plugin.func) or ""
+        if not name.startswith("accelerate.") or not name.endswith("DeepSpeedPlugin"):
+            return ""
+        given = keyword_arg(plugin, "hf_ds_config")
+        path = resolve(given, scope) if given is not None else None
+        read = self.walker.config_data
+        if path is None or not (path.known and isinstance(path.value, str)) or read is None:
+            return ""
+        data = read(path.value)
+        for key in ("bf16", "fp16"):
+            section = data.get(key) if data is not None else None
+            if isinstance(section, dict) and section.get("enabled") is True:
+                return f"{key} enabled in the DeepSpeed config {path.value}"
+        return ""
 
     def _project_setting(self, node: ast.Call, gates: list[ast.expr], scope: Scope) -> None:
         """A precision setting handed to the project's own code (`MixedPrecisionTrainer(

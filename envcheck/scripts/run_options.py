@@ -501,6 +501,12 @@ class RunOptions:
             function is not None and config_files.flattens(function),
         )
 
+    def config_data(self, reader: str, relative: str) -> Optional[Mapping[str, Any]]:
+        """What the config file `relative` (a path the source of `reader` spells out)
+        holds, found beside it or at its project's root; None when not found or not read."""
+        where = config_files.config_path(reader, relative, self.project_root)
+        return config_files.read_config(where) if where is not None else None
+
     def imported(self, reader: str, name: str) -> Optional[tuple[ast.expr, Scope]]:
         """What the one file of the run `reader` imports `name` from (`from config import
         NUM_WORKERS as workers`) assigns it at its top level, with that file's module scope
