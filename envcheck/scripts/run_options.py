@@ -725,7 +725,8 @@ class RunOptions:
         found = {
             located
             for exporter, modules in self.star_imports.items()
-            if exporter != reader
+            if modules
+            and exporter != reader
             and module
             and file_of_module(exporter, module)
             and self.linked(reader, exporter)
