@@ -152,6 +152,7 @@ def analyze_file(
             walker.threads_elsewhere = functools.partial(run.thread_class, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
+            walker.exported_elsewhere = functools.partial(run.exported_function, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.traits_elsewhere = functools.partial(run.model_traits, shown)
             walker.class_elsewhere = functools.partial(run.class_definition, shown)
@@ -237,6 +238,9 @@ class Walker(ast.NodeVisitor):
         # `commons.clip_grad_value_` -> that function of another file of the run, read in
         # its own module for the host syncs a training step runs through it
         self.function_elsewhere: Optional[Callable[[str], Optional[Foreign]]] = None
+        # the same, following re-exports (`utils.reproducibility` with `from .general import
+        # *` in utils/__init__.py): read for the settings and device moves it makes
+        self.exported_elsewhere: Optional[Callable[[str], Optional[Foreign]]] = None
         # `models.LogisticRegression` -> whether that class is one nn.Linear layer there
         self.linear_elsewhere: Optional[Callable[[str], bool]] = None
         # `models.crnn.CRNN` -> what that class builds beyond its kind there
@@ -309,7 +313,7 @@ class Walker(ast.NodeVisitor):
             self.facts["train_at"] = started[0]
         if started is None and self.facts["train_at"] is not None:
             self._handed_model()
-        self.facts["torch"] = self._pytorch()
+        self.facts["torch"] = self._pytorch() or bool(started and started[1].get("torch"))
         self.facts["trains"] = self.facts["train_at"] is not None
         gpu = device.answer(self)
         if started is not None:
@@ -456,11 +460,38 @@ class Walker(ast.NodeVisitor):
             value = resolve(chosen_tf32, self.scope()) if chosen_tf32 is not None else None
             if value is not None and value.known:  # TrainingArguments(tf32=True)
                 self.facts["tf32"] = bool(value.value) or bool(self.facts["tf32"])
+        elif self.facts["cudnn_benchmark"] is None and self._helper_benchmark(name) is not None:
+            # `utils.reproducibility(args, seed)` setting `cudnn.benchmark = True` in its body
+            self.facts["cudnn_benchmark"] = self._helper_benchmark(name)
         elif (name or "").startswith("transformers.") and (name or "").endswith("HfArgumentParser"):
             # TrainingArguments from the command line: `--tf32` turns TF32 on (its default
             # None leaves PyTorch's, off), as `--bf16` turns on mixed precision
             self.facts["tf32_option"] = self.facts["tf32_option"] or "--tf32"
         self.generic_visit(node)
+
+    def _helper_benchmark(self, name: Optional[str]) -> Optional[bool]:
+        """The value a project function of another file of the run (`utils.reproducibility`)
+        gives `torch.backends.cudnn.benchmark` in its own body, not in a branch: a
+        process-wide setting the call makes; None otherwise."""
+        if self.exported_elsewhere is None or not name or "." not in name:
+            return None
+        if name.startswith(("torch.", "numpy.", "os.", "sys.")):
+            return None
+        helper = self.exported_elsewhere(name)
+        if helper is None:
+            return None
+        values = {
+            statement.value.value
+            for statement in helper.function.body
+            if isinstance(statement, ast.Assign)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, bool)
+            and any(
+                qualified_name(t, helper.aliases) == "torch.backends.cudnn.benchmark"
+                for t in statement.targets
+            )
+        }
+        return values.pop() if len(values) == 1 else None
 
     # -- names -----------------------------------------------------------------------------
 
@@ -618,14 +649,17 @@ def _started_run(
     run: RunOptions, reader: str, qualname: str
 ) -> Optional[tuple[str, dict[str, Any]]]:
     """(the file, its facts) of the context file of the run (read, not audited), linked
-    to `reader`, that defines `qualname` with a backward pass in it (a function, or a
+    to `reader`, that defines `qualname` (or re-exports it from the file defining it:
+    a package's `__init__.py`) with a backward pass in it (a function, or a
     method of the class: the training loop, not a factory of that file), analysed once
     per run; None otherwise. A loop in a file audited in the same run is judged there,
     where autocast goes (detr's main.py and engine.py named together)."""
-    shown = run.defining_file(reader, qualname)
-    if shown is None or shown not in run.context or "backward(" not in run.texts.get(shown, ""):
+    found = run.exported_definition(reader, qualname)
+    if found is None:
         return None
-    name = qualname.rpartition(".")[2]
+    shown, name = found
+    if shown not in run.context or "backward(" not in run.texts.get(shown, ""):
+        return None
     definition = next(
         (
             node

@@ -75,7 +75,7 @@ def definition_kind(
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     }
     found = definitions.get(name)
-    if found is None or _data_class(found):
+    if found is None or _data_class(found) or _trainer_class(found):
         return None
     torch_names = _torch_imports(module)
     linears = _imported_from(module, "transformers")
@@ -344,6 +344,22 @@ def _data_class(definition: ast.AST) -> bool:
         return False
     bases = [ast.unparse(base).rsplit(".", 1)[-1] for base in definition.bases]
     return any(base.endswith(("Dataset", "DataLoader")) for base in bases)
+
+
+def _trainer_class(definition: ast.AST) -> bool:
+    """A plain class (no base: `class TrainLoop:`) whose methods run backward passes: the
+    project's trainer, handed the model it trains; the networks it builds for evaluation
+    (a feature extractor for metrics) are not that model."""
+    if not isinstance(definition, ast.ClassDef):
+        return False
+    if any(ast.unparse(base) != "object" for base in definition.bases):
+        return False
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "backward"
+        for node in ast.walk(definition)
+    )
 
 
 def _handed_heads(definition: ast.AST, handed: set[str]) -> set[int]:

@@ -311,7 +311,45 @@ class _Reader:
             return  # creating a device is not using it
         if name in QUIET or name.rsplit(".", 1)[-1] in QUIET:
             return  # printing or logging a device is not using it
+        moved = self._helper_move(name)
+        if moved is not None:
+            self._add("yes", f"{_short(node)} ({moved})", node, function)
+            return
         self._arguments(node, function)
+
+    def _helper_move(self, name: str) -> Optional[str]:
+        """Where a project function of another file of the run (`prepare_input(...)` of
+        lib/utils/general.py) moves what it returns to a CUDA device itself: its body
+        calls `.cuda()` on a name it then returns (`input_tensor, target =
+        input_tensor.cuda(), target.cuda()` ... `return input_tensor, target`), under
+        a flag or not, as the file's own `.cuda()` would count; None otherwise."""
+        find = self.walker.exported_elsewhere
+        if find is None or "." not in name or name.startswith(("torch.", "numpy.")):
+            return None
+        helper = find(name)
+        if helper is None:
+            return None
+        moved = {
+            target.id
+            for node in ast.walk(helper.function)
+            if isinstance(node, ast.Assign)
+            for target, value in _assigned_pairs(node)
+            if isinstance(target, ast.Name) and _cuda_call(value)
+        }
+        returned = {
+            n.id
+            for node in ast.walk(helper.function)
+            if isinstance(node, ast.Return) and node.value is not None
+            for n in ast.walk(node.value)
+            if isinstance(n, ast.Name)
+        }
+        direct = any(
+            isinstance(node, ast.Return) and node.value is not None and _cuda_call(node.value)
+            for node in ast.walk(helper.function)
+        )
+        if direct or moved & returned:
+            return f"its .cuda() in {helper.shown}, line {helper.function.lineno}"
+        return None
 
     def _lightning(self, node: ast.Call, kind: str, function: Optional[Function]) -> None:
         scope = self._scope(function)
@@ -625,6 +663,30 @@ def _device_like(node: ast.expr) -> bool:
     if isinstance(node, ast.IfExp):
         return _device_like(node.body) or _device_like(node.orelse)
     return False
+
+
+def _assigned_pairs(node: ast.Assign) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) of `a = x.cuda()` and `a, b = x.cuda(), y.cuda()`."""
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+            if len(target.elts) == len(node.value.elts):
+                pairs += list(zip(target.elts, node.value.elts, strict=True))
+        else:
+            pairs.append((target, node.value))
+    return pairs
+
+
+def _cuda_call(node: ast.expr) -> bool:
+    """`x.cuda()`, `x.cuda(non_blocking=True)` on a name or attribute (not a module's
+    `torch.cuda`)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "cuda"
+        and isinstance(node.func.value, (ast.Name, ast.Attribute))
+        and text(node.func.value) not in ("torch", "numba", "cupy")
+    )
 
 
 def _self_attribute(node: ast.Attribute) -> bool:

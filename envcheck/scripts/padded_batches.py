@@ -55,8 +55,9 @@ def padding_collates(module: ast.Module, text: str) -> dict[str, str]:
                 found[cls.name] = why
     for cls in classes:
         init = _method(cls, "__init__")
-        if init is None or not any(ast.unparse(b).endswith("DataLoader") for b in cls.bases):
-            continue
+        loader = any(ast.unparse(b).endswith("DataLoader") for b in cls.bases)
+        if init is None or not (loader or cls.name.endswith("DataLoader")):
+            continue  # a DataLoader subclass, or a loader of the project's own (a thread)
         for node in ast.walk(init):
             if (
                 isinstance(node, ast.Assign)
@@ -66,6 +67,28 @@ def padding_collates(module: ast.Module, text: str) -> dict[str, str]:
             ):
                 found[cls.name] = found[node.value.id]
     return found
+
+
+def _length_key(call: ast.Call, function: Function) -> bool:
+    """`max(batch, key=...)` whose key reads a sample's length: a lambda, or a function
+    nested in `function`, returning `len(p[0])` or `p[0].size(0)`."""
+    key = next((k.value for k in call.keywords if k.arg == "key"), None)
+    if isinstance(key, ast.Lambda):
+        return bool(LENGTH.search(ast.unparse(key.body)))
+    if not isinstance(key, ast.Name):
+        return False
+    nested = [
+        n
+        for n in ast.walk(function)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == key.id
+    ]
+    returns = [
+        n.value
+        for d in nested[:1]
+        for n in ast.walk(d)
+        if isinstance(n, ast.Return) and n.value is not None
+    ]
+    return bool(returns) and all(LENGTH.search(ast.unparse(r)) for r in returns)
 
 
 def _method(cls: ast.ClassDef, name: str) -> Optional[Function]:
@@ -93,6 +116,9 @@ def _pads(function: Function, functions: dict[str, Function], depth: int = 0) ->
             and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp))
             and LENGTH.search(ast.unparse(node.args[0].elt))
         ):
+            return f"{ast.unparse(node)} at line {node.lineno}"
+        if name == "max" and len(node.args) == 1 and _length_key(node, function):
+            # `max(batch, key=seq_length_)` with `def seq_length_(p): return len(p[0])`
             return f"{ast.unparse(node)} at line {node.lineno}"
         if depth == 0 and isinstance(func, ast.Name) and func.id in functions:
             why = _pads(functions[func.id], functions, depth + 1)

@@ -769,6 +769,55 @@ class RunOptions:
         or function `qualname` (`trainer.trainer_synapse`) imported by `reader`."""
         return self._defining_file(reader, qualname, self.definitions)
 
+    def exported_definition(
+        self, reader: str, qualname: str, depth: int = 0
+    ) -> Optional[tuple[str, str]]:
+        """(the file, the name) of the top-level class or function `qualname` imported by
+        `reader` (defining_file), following re-exports as model_kind does: kospeech's
+        `from kospeech.trainer import SupervisedTrainer`, which `kospeech/trainer/
+        __init__.py` imports from `.supervised_trainer`; None when out of sight."""
+        module, _, name = qualname.rpartition(".")
+        shown = self._defining_file(reader, qualname, self.definitions)
+        if shown is not None:
+            return shown, name
+        if depth >= MAX_KIND_DEPTH:
+            return None
+        exporter = self._defining_file(reader, qualname, self.from_imports)
+        if exporter is not None:
+            module, original = self.from_imports[exporter][name]
+            return self.exported_definition(exporter, f"{module}.{original}", depth + 1)
+        # `from .general import *` in `lib/utils/__init__.py`: the one module it names
+        # that defines it
+        found = {
+            located
+            for exporter, modules in self.star_imports.items()
+            if modules
+            and exporter != reader
+            and module
+            and file_of_module(exporter, module)
+            and self.linked(reader, exporter)
+            for star in modules
+            for located in [self.exported_definition(exporter, f"{star}.{name}", depth + 1)]
+            if located is not None
+        }
+        return found.pop() if len(found) == 1 else None
+
+    def exported_function(self, reader: str, qualname: str) -> Optional[Foreign]:
+        """The top-level function `qualname` names in `reader` (exported_definition:
+        `utils.reproducibility` through `lib/utils/__init__.py`'s star import), with its
+        file's import aliases; None when out of sight or not a function."""
+        key = (reader, f"{qualname}:exported")
+        if key not in self._foreign:
+            found = self.exported_definition(reader, qualname)
+            self._foreign[key] = self._exported(*found) if found is not None else None
+        return self._foreign[key]
+
+    def _exported(self, shown: str, name: str) -> Optional[Foreign]:
+        function = self.functions.get(shown, {}).get(name)
+        if function is None:
+            return None
+        return Foreign(shown, function, self.aliases[shown])
+
     def held_in_memory(self, reader: str, qualname: str) -> Optional[str]:
         """Why the Dataset class `qualname` (`windows.Windows`, imported by `reader`)
         serves samples from memory, when a file of the run linked to `reader` defines it
@@ -784,7 +833,12 @@ class RunOptions:
         (padded_batches.py); else None."""
         name = qualname.rpartition(".")[2]
         shown = self._defining_file(reader, qualname, self.padded)
-        return f"{self.padded[shown][name]} in {shown}" if shown is not None else None
+        if shown is None:  # re-exported (`from kospeech.data import AudioDataLoader`)
+            found = self.exported_definition(reader, qualname)
+            shown, name = found if found is not None else (None, name)
+        if shown is None or name not in self.padded.get(shown, {}):
+            return None
+        return f"{self.padded[shown][name]} in {shown}"
 
     def maker(self, reader: str, qualname: str) -> Optional[tuple[str, frozenset[str]]]:
         """(the file, the DataLoader keywords it sets itself) for the loader maker
