@@ -77,7 +77,9 @@ def repo(
     (root / ".git").mkdir()
     (root / "lightning_module.py").write_text(MODULE.format(extra=extra))
     (root / "train.py").write_text(ENTRY.format(option=option))
-    for name, text in (configs or {"a.yaml": "num_workers: 8\n", "b.yaml": "num_workers: 8\n"}).items():
+    for name, text in (
+        configs or {"a.yaml": "num_workers: 8\n", "b.yaml": "num_workers: 8\n"}
+    ).items():
         (root / "config" / name).write_text(text)
     return root
 

@@ -116,7 +116,9 @@ class Load:
         if direct is not None:
             return self._composed(direct[0], path)
         if self.every and any(_nested(data, path) is not None for _, data in self.others or ()):
-            raise Unknown(f"{'.'.join(path)} is set in some of the config files, not in {self.shown}")
+            raise Unknown(
+                f"{'.'.join(path)} is set in some of the config files, not in {self.shown}"
+            )
         if not self.flattened or len(path) != 1:
             return None
         found = list(_find(self.data, path[0]))

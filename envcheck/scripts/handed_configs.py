@@ -40,7 +40,9 @@ def chosen_loads(module: ast.Module, aliases: Mapping[str, str]) -> list[tuple[P
     found: list[tuple[Place, str, bool]] = []
     open_options: Optional[set[str]] = None
     places: list[Place] = [module]
-    places += [n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    places += [
+        n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
     for place in places:
         for node in own_nodes(place):
             if not (
