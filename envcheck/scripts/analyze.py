@@ -167,6 +167,9 @@ def analyze_file(
             walker.benchmark_elsewhere = functools.partial(run.importer_benchmark, shown)
             walker.importer_on_gpu = functools.partial(_importer_on_gpu, run, shown)
             walker.model_elsewhere = functools.partial(_importer_model, run, shown)
+            if run.cli_files:
+                walker.cli_arguments = functools.partial(run.cli_arguments, shown)
+                walker.cli_trainer = functools.partial(run.cli_trainer, shown)
             if walker.module_scope.hf_arguments is not None:
                 walker.module_scope.hf_arguments.elsewhere = functools.partial(
                     run.class_definition, shown
@@ -281,6 +284,13 @@ class Walker(ast.NodeVisitor):
         # the one entry point read as context that imports this file, with the kind facts
         # of the model it builds (a trainer handed its model: decision-transformer)
         self.model_elsewhere: Optional[Callable[[], Optional[tuple[str, dict[str, Any]]]]] = None
+        # `__init__` parameter -> (known, value, where) the shipped configs of a
+        # LightningCLI the class is handed to give it (cli_configs.py), and the Trainer
+        # setting those of the file's own LightningCLI give (run_options.py)
+        self.cli_arguments: Optional[
+            Callable[[ast.ClassDef, ast.FunctionDef], dict[str, tuple[bool, Any, str]]]
+        ] = None
+        self.cli_trainer: Optional[Callable[[str], Optional[tuple[bool, Any, str]]]] = None
         self._instances: Optional[dict[str, Optional[str]]] = None
         self.facts: dict[str, Any] = {
             "main_guard": False,
@@ -633,6 +643,14 @@ class Walker(ast.NodeVisitor):
                 self._constructing.discard(id(init))
                 scope.defaults.update(given)
                 scope.passed |= set(given)
+            settings = self.cli_arguments(cls, init) if self.cli_arguments is not None else {}
+            for name, (known, value, where) in settings.items():
+                scope.configured[name] = where  # not the signature's default
+                scope.passed.discard(name)
+                if known:
+                    scope.defaults[name] = ast.Constant(value)
+                else:
+                    scope.defaults.pop(name, None)
         return init_attributes(self, init, scope)
 
     def _torch_backward(self) -> bool:

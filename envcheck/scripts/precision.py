@@ -1092,6 +1092,9 @@ class _Reader:
         LightningCLI's precision is its `trainer_defaults`' (Trainer's keywords are read
         in _call)."""
         kind = runner_kind(self.walker, name)
+        if kind == "LightningCLI" and self._cli_configured(gates, scope):
+            self.lightning_runner = True
+            return
         if kind is None or not trains(node, kind, self.functions.get(id(scope))):
             return
         self.lightning_runner = True
@@ -1107,6 +1110,20 @@ class _Reader:
             self._use(what, gates, scope)
         elif (chosen is not None and not chosen.known) or (chosen is None and opaque):
             self.gates.append((f"the precision in the trainer_defaults {kind}() gets", scope))
+
+    def _cli_configured(self, gates: list[ast.expr], scope: Scope) -> bool:
+        """A LightningCLI whose shipped configs set the Trainer's precision (cli_configs.py:
+        every one of them alike, else unknown): the run's precision is theirs, whether
+        the CLI runs its subcommand or the file fits `cli.trainer`."""
+        found = self.walker.cli_trainer("precision") if self.walker.cli_trainer else None
+        if found is None:
+            return False
+        known, value, where = found
+        if known and str(value) in MIXED_VALUES:
+            self._use(f"LightningCLI with {where}", gates, scope)
+        elif not known:
+            self.gates.append((f"the precision of the LightningCLI ({where})", scope))
+        return True
 
     def _argparse_trainer(
         self, node: ast.Call, name: str, gates: list[ast.expr], scope: Scope

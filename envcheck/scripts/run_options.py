@@ -48,6 +48,13 @@ from envcheck.scripts import config_files
 from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.class_kinds import MAX_DEPTH as MAX_KIND_DEPTH
 from envcheck.scripts.class_kinds import definition_kind, layer_traits, linear_model
+from envcheck.scripts.cli_configs import (
+    class_settings,
+    cli_calls,
+    cli_classes,
+    cli_configs,
+    trainer_setting,
+)
 from envcheck.scripts.configs import (
     attribute_path,
     config_defaults,
@@ -180,6 +187,10 @@ class RunOptions:
         self._attribute_reads: Optional[set[str]] = None
         self._attribute_files = 0
         self._loads: dict[str, list[config_files.Load]] = {}  # file -> config files it loads
+        # entry point -> the LightningCLI configs its project ships (cli_configs.py)
+        self._cli_configs: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+        self.cli_files: set[str] = set()  # files that name a LightningCLI
+        self._cli_arguments: dict[tuple[str, str], dict[str, tuple[bool, Any, str]]] = {}
         # folder -> its project's root (project_context.project_root, set by the run's
         # collector); without it a config file is looked for beside the script only
         self.project_root: Callable[[Path], Optional[Path]] = _no_root
@@ -207,6 +218,8 @@ class RunOptions:
         self.from_imports[shown] = from_imports(module)
         self.modules[shown] = module
         self.texts[shown] = text
+        if "LightningCLI" in text:
+            self.cli_files.add(shown)
         self.top_names[shown] = simple_assignments(module.body)
         self.config_objects[shown] = config_defaults(module)
         self.definitions[shown] = {
@@ -379,6 +392,64 @@ class RunOptions:
                 if load is not None:
                     found.append(dataclasses.replace(load, heads=heads))
         return found
+
+    def cli_arguments(
+        self, reader: str, cls: ast.ClassDef, init: ast.FunctionDef
+    ) -> dict[str, tuple[bool, Any, str]]:
+        """parameter -> (known, value, where) for the `__init__` parameters of `cls` (a
+        class of `reader`) that the shipped configs of a LightningCLI it is handed to, in
+        `reader` or a file linked to it, set (cli_configs.py); several CLIs must agree."""
+        key = (reader, cls.name)
+        if key not in self._cli_arguments:
+            self._cli_arguments[key] = self._cli_class_arguments(reader, cls, init)
+        return self._cli_arguments[key]
+
+    def _cli_class_arguments(
+        self, reader: str, cls: ast.ClassDef, init: ast.FunctionDef
+    ) -> dict[str, tuple[bool, Any, str]]:
+        found: list[dict[str, tuple[bool, Any, str]]] = []
+        for entry in sorted(self.cli_files):
+            module = self.modules[entry]
+            if entry != reader and not self.linked(reader, entry):
+                continue
+            aliases = self.aliases.get(entry, {})
+            for call in cli_calls(module, aliases):
+                for handed, section in cli_classes(call):
+                    if entry == reader:
+                        named = isinstance(handed, ast.Name) and handed.id == cls.name
+                    else:
+                        qualname = _qualified(handed, aliases)
+                        named = qualname.rpartition(".")[2] == cls.name and (
+                            self._defining_file(entry, qualname, self.definitions) == reader
+                        )
+                    configs = self.cli_configs(entry) if named else []
+                    if configs:
+                        found.append(class_settings(configs, section, cls.name, init))
+        if len(found) <= 1:
+            return found[0] if found else {}
+        merged: dict[str, tuple[bool, Any, str]] = {}
+        for name in {n for settings in found for n in settings}:
+            settled = [settings.get(name) for settings in found]
+            first = settled[0]
+            if first is not None and all(g == first for g in settled):
+                merged[name] = first
+            else:
+                merged[name] = (False, None, "the LightningCLIs it is handed to disagree")
+        return merged
+
+    def cli_configs(self, entry: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """The LightningCLI configs the project of `entry` ships (cli_configs.py)."""
+        if entry not in self._cli_configs:
+            load = config_files.chosen_load(entry, True, self.project_root)
+            candidates = [] if load is None else [(load.shown, load.data), *(load.others or ())]
+            self._cli_configs[entry] = cli_configs(candidates)
+        return self._cli_configs[entry]
+
+    def cli_trainer(self, reader: str, key: str) -> Optional[tuple[bool, Any, str]]:
+        """The Trainer setting `key` the shipped configs of `reader`'s LightningCLI give
+        (cli_configs.trainer_setting); None when none sets it."""
+        configs = self.cli_configs(reader)
+        return trainer_setting(configs, key) if configs else None
 
     def _hydra_loads(self, reader: str, module: ast.Module) -> list[config_files.Load]:
         """The primary configs of `@hydra.main(...)` on the functions of `reader`."""

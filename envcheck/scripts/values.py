@@ -136,6 +136,9 @@ class Scope:
         self.attributes: dict[str, tuple[ast.expr, Scope]] = {}
         self.defaults: dict[str, ast.expr] = {}
         self.passed: set[str] = set()  # parameters in `defaults` that the file's call passes
+        # parameters a run's config gives (a LightningCLI's, cli_configs.py) -> where, or
+        # why it is unknown (then not in `defaults`)
+        self.configured: dict[str, str] = {}
         # a parameter handed the parsed command line as a dict (`train(config, ...)` with
         # `config = vars(parse_args())` in its one caller) -> what that caller merged into
         # the dict before (analyze.Walker.scope_of)
@@ -383,11 +386,15 @@ def resolve(node: ast.expr, scope: Scope, depth: int = 0) -> Value:
             expr, there = elsewhere
             found = resolve(expr, there, depth + 1)
             return Value(found.known, found.value, text, found.source)
+        if assigned is None and node.id in scope.configured:
+            return Value(False, None, text, scope.configured[node.id])
         if assigned is None:
             return Value(False, None, text, f"{node.id} is not a simple assignment here")
         found = resolve(assigned, scope, depth + 1)
         source = found.source or f"{node.id} = ..."
-        if found.source == "literal" and node.id in scope.passed:
+        if found.source == "literal" and node.id in scope.configured:
+            source = scope.configured[node.id]
+        elif found.source == "literal" and node.id in scope.passed:
             source = f"{node.id}={ast.unparse(assigned)} passed by the file's call"
         elif found.source == "literal" and assigned is scope.defaults.get(node.id):
             source = f"default {node.id}={ast.unparse(assigned)}"  # a parameter left as it is
