@@ -519,7 +519,10 @@ def _feature_rows(facts: Facts, path: str) -> str:
     evidence=(
         "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-"
         "later-devices (torch.backends.cuda.matmul.allow_tf32 defaults to False since 1.12; "
-        "torch.backends.cudnn.allow_tf32, for convolutions, defaults to True)",
+        "torch.backends.cudnn.allow_tf32, for convolutions, defaults to True; "
+        "torch.backends.cudnn.rnn.fp32_precision, for cuDNN RNNs, defaults to 'tf32')",
+        "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cudnn/RNN.cpp "
+        "(the cuDNN RNN descriptor is set with allowTF32CuDNN(at::Float32Op::RNN))",
     ),
 )
 def tf32_matmul_off(facts: Facts) -> Outcome:
@@ -530,8 +533,17 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     training. Scripts that already use autocast are not flagged (their matmuls run in
     half precision), nor are convolutional models (`nn.Conv*`, torchvision and timm CNNs):
     cuDNN already runs their convolutions in TF32, since `torch.backends.cudnn.allow_tf32`
-    defaults to True (PyTorch CUDA notes), so the advice concerns matmul-heavy models
-    (`nn.Linear` or a class of the file subclassing it, RNNs, transformers, graph
+    defaults to True (PyTorch CUDA notes). Nor are the full-sequence recurrent modules
+    `nn.LSTM`, `nn.GRU` and `nn.RNN` in sight, with Linear heads around them: on a GPU
+    PyTorch runs them through cuDNN, whose RNN descriptor takes its math type from the
+    same switch (`allowTF32CuDNN(at::Float32Op::RNN)` in ATen's native/cudnn/RNN.cpp;
+    `torch.backends.cudnn.rnn.fp32_precision` is "tf32" by default). Their cells
+    (`nn.LSTMCell`, `nn.GRUCell`, `nn.RNNCell`, stepped by hand) are cuBLAS matmuls and
+    count as matmul layers, as does attention beside an LSTM (`nn.MultiheadAttention`, or
+    a class of the file named for attention built of `nn.Linear`: Bahdanau's). So the
+    advice concerns
+    matmul-heavy models
+    (`nn.Linear` or a class of the file subclassing it, RNN cells, transformers, graph
     networks of PyG/DGL layers such as `GCNConv`, in sight or named: `RNNModel()`,
     `GCN()`, a model of the project given attention heads: `Translator(num_heads=8,
     ...)`, or one picked from a registry of model builders by a key naming the
@@ -545,7 +557,7 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     steps its environment before each update; a graph network of message-passing
     layers is unknown too, whatever its width: its gathers and scatters over the edges,
     not its matmuls, bound it);
-    a convolutional backbone feeding recurrent or transformer layers is judged by those.
+    a convolutional backbone feeding RNN cells or transformer layers is judged by those.
     A model loaded quantized (`load_in_8bit=True`, a `BitsAndBytesConfig`) is judged as
     for EC507: its int8 or 16-bit kernels pass, a compute dtype not settled is unknown.
     A model built out of sight whose kind nothing names is unknown. When mixed precision
@@ -581,8 +593,9 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
         if quantized:
             (behind_flags if quantized[0] else unknown).append(f"{f.get('path')}: {quantized[1]}")
             continue
-        if f.get("conv_layers") and not _matmul_bound(f):
-            continue  # convolutions (with Linear heads): cuDNN already allows TF32
+        if (f.get("conv_layers") or f.get("cudnn_rnns")) and not _matmul_bound(f):
+            # convolutions or cuDNN RNNs (with Linear heads): cuDNN already allows TF32
+            continue
         if f.get("toy_model"):
             continue  # a small MLP/RNN: TF32 buys nothing
         if f.get("caller_widths"):
@@ -609,8 +622,8 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             unknown.append(f"{f.get('path')}: whether it trains in float32 {how}")
             continue
         hits.append(_file_hit(f, cap=cap, unless=_unless(gate)))
-    clean = "TF32 or autocast in every matmul-heavy GPU training script (convolutions already "
-    clean += "use TF32: torch.backends.cudnn.allow_tf32 defaults to True)"
+    clean = "TF32 or autocast in every matmul-heavy GPU training script (convolutions and "
+    clean += "cuDNN RNNs already use TF32: torch.backends.cudnn.allow_tf32 defaults to True)"
     return _judged(hits, unknown, f"{len(hits)} file(s)", "; ".join(behind_flags) or clean)
 
 
@@ -620,11 +633,17 @@ HEAD_LAYERS = {"Linear", "linear", "Bilinear"}
 
 
 def _matmul_bound(file_facts: dict[str, Any]) -> bool:
-    """Matmul-heavy layers beside the convolutions (a ResNet backbone feeding a
-    transformer, a file of both CNNs and RNNs): their matmuls do not get cuDNN's TF32.
-    A project class that is one nn.Linear (a linear embedding of a CNN's features) is a
-    head too."""
-    heads = HEAD_LAYERS | set(file_facts.get("linear_models") or [])
+    """Matmul-heavy layers beside the convolutions or cuDNN RNNs (a ResNet backbone
+    feeding a transformer, an LSTM beside attention, RNN cells): their matmuls do not get
+    cuDNN's TF32. A project class that is one nn.Linear (a linear embedding of a CNN's
+    features) is a head too; `nn.LSTM`, `nn.GRU` and `nn.RNN` run in cuDNN, under
+    its TF32 switch, as convolutions do, unless the file's own attention of Linear
+    layers (Bahdanau's `class Attention`, scoring every source position at each
+    decoder step) runs beside them."""
+    rnns = set(file_facts.get("cudnn_rnns") or [])
+    if rnns and file_facts.get("attention_classes"):
+        return True
+    heads = HEAD_LAYERS | set(file_facts.get("linear_models") or []) | rnns
     return bool(set(file_facts.get("matmul_layers") or []) - heads)
 
 

@@ -75,7 +75,15 @@ HF_TORCH_TRAINERS = {
 JAX_ROOTS = {"jax", "flax", "optax"}
 # the facts that tell a model's kind and size (precision.py), taken from the entry point
 # that builds a model a trainer is handed
-MODEL_KIND_FACTS = ("conv_layers", "matmul_layers", "toy_model", "linear_models", "graph_network")
+MODEL_KIND_FACTS = (
+    "conv_layers",
+    "matmul_layers",
+    "cudnn_rnns",
+    "attention_classes",
+    "toy_model",
+    "linear_models",
+    "graph_network",
+)
 # an entry point's source (project_context.ENTRY_MARKERS): a library module importing a
 # trainer builds no run's model
 ENTRY_TEXT = re.compile(r"__main__|parse_args|hydra\.main")
@@ -247,7 +255,7 @@ class Walker(ast.NodeVisitor):
         # `models.LogisticRegression` -> whether that class is one nn.Linear layer there
         self.linear_elsewhere: Optional[Callable[[str], bool]] = None
         # `models.crnn.CRNN` -> what that class builds beyond its kind there
-        # ("recurrent", "graph": class_kinds.layer_traits)
+        # ("recurrent", "cells", "graph": class_kinds.layer_traits)
         self.traits_elsewhere: Optional[Callable[[str], frozenset[str]]] = None
         # `trainer.trainer_synapse` -> (the file, its facts) when another file of the run
         # defines it and trains there: the training loop of the run this file starts

@@ -236,11 +236,15 @@ def _picked_kind(
     return kinds.pop() if len(kinds) == 1 else None
 
 
-# Layers that make a model matmul-bound beside convolutions (a CRNN's BiLSTMs over its
-# conv features): more than a head. Attention beside convolutions of another file is
-# left to the convolutions: such a model (SASRec's attention over kernel-1 Conv1d
-# feed-forwards) is often a narrow transformer whose widths that file does not show.
+# Recurrent layers (a CRNN's BiLSTMs over its conv features). Attention beside
+# convolutions of another file is left to the convolutions: such a model (SASRec's
+# attention over kernel-1 Conv1d feed-forwards) is often a narrow transformer whose
+# widths that file does not show.
 SEQUENCE_LAYERS = {"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"}
+# Those of them stepped by hand, one cuBLAS matmul per step: more than a head beside
+# convolutions. The full-sequence `nn.LSTM`/`nn.GRU`/`nn.RNN` run in cuDNN, under its
+# TF32 switch, as the convolutions do.
+RNN_CELLS = {"LSTMCell", "GRUCell", "RNNCell"}
 # Sparse aggregations over a graph's edges (`h.index_add_(0, dst, msg)`, `torch.spmm`).
 AGGREGATIONS = {"scatter_add", "scatter_add_", "index_add", "index_add_", "spmm"}
 # A parameter holding the indices of a graph's neighbours or edges (`nbr_fea_idx`,
@@ -255,7 +259,8 @@ def layer_traits(module: ast.Module, name: str, depth: int = 0) -> set[str]:
     convolutions, bound it), "graph" for message passing (features gathered by a
     parameter of neighbour or edge indices, `atom_in_fea[nbr_fea_idx, :]`, or summed
     over the edges, `torch.spmm`): a graph network of nn.Linear, whatever "Conv" in its
-    layers' names says."""
+    layers' names says; "cells" too for RNN cells (`nn.LSTMCell`: cuBLAS matmuls, where
+    `nn.LSTM` runs in cuDNN)."""
     definitions = {
         node.name: node
         for node in module.body
@@ -274,6 +279,8 @@ def layer_traits(module: ast.Module, name: str, depth: int = 0) -> set[str]:
         short = ast.unparse(node.func).rsplit(".", 1)[-1]
         if short in SEQUENCE_LAYERS:
             traits.add("recurrent")
+            if short in RNN_CELLS:
+                traits.add("cells")
         elif short in AGGREGATIONS:
             traits.add("graph")
         elif isinstance(node.func, ast.Name) and short in definitions and short != name:

@@ -55,6 +55,10 @@
   registry of model builders by an architecture's name: `sam_model_registry["vit_b"]`, or
   from a registry dict by a key the source settles: `ENCODERS[args.encoder]()` building
   `MLPEncoder` by the option's default (registries.py)), with
+  `cudnn_rnns` those of them that are `nn.LSTM`/`nn.GRU`/`nn.RNN` (run in cuDNN, under
+  its TF32 switch; `nn.LSTMCell` and the other cells are not), `attention_classes` the
+  file's classes named for attention that build `nn.Linear` (an attention of Linear
+  layers, no head), with
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or an
   MLP/RNN/graph network of two or more layers whose widths in sight are all small
   (`nn.Linear(n_obs, 64)`: the input width from the environment is not in sight; widths
@@ -234,6 +238,11 @@ TRANSFORMERS = VISION_TRANSFORMERS
 # Their matmuls, not convolutions, dominate: TF32 matters there.
 # Layers whose matmuls dominate the model's compute.
 MATMUL_LAYERS = {f"torch.nn.{n}" for n in MATMUL_LAYER_NAMES} | {"torch.nn.functional.linear"}
+# The full-sequence recurrent modules PyTorch runs through cuDNN on a GPU; their cells
+# (`nn.LSTMCell`) are cuBLAS matmuls.
+CUDNN_RNNS = {"LSTM", "GRU", "RNN"}
+# A class of the file named for attention (`Attention`, `BahdanauAttention`, `AttnDecoder`).
+ATTENTION_CLASS = re.compile(r"Attention|Attn")
 # A convolution layer or block by its class name (`nn.Conv2d`, `ConvTranspose2d`, a
 # project's `common.Conv`, `ConvBNReLU`), not a word that only starts alike
 # (`transforms.ConvertImageDtype` converts a tensor's dtype).
@@ -566,6 +575,10 @@ class _Reader:
         self.conv = False
         self.matmul: list[str] = []  # what shows matmul-bound layers
         self.graph: list[str] = []  # those of them that are message-passing layers or models
+        self.cudnn_rnns: list[str] = []  # those of them that are cuDNN RNNs (`nn.LSTM`)
+        # the file's classes named for attention that build nn.Linear (Bahdanau's
+        # `class Attention` scoring every source position at each decoder step)
+        self.attention_classes: list[str] = []
         self.linear_models: list[str] = []  # those that are one nn.Linear of the project
         self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
         # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
@@ -736,8 +749,9 @@ class _Reader:
         layer = self._subclassed_layer(node)  # `super().__init__(n_in, n_out)`
         if self._convolutional(node, layer or name, scope):
             self.conv = True
-            if "recurrent" in self._traits_elsewhere(layer or name):
-                # a CRNN of another file: its recurrent layers are more than a head
+            if "cells" in self._traits_elsewhere(layer or name):
+                # a CRNN of another file stepping RNN cells: cuBLAS matmuls, more than a
+                # head (its nn.LSTM layers would run in cuDNN, as the convolutions do)
                 self.matmul.append(_callee(node) or ast.unparse(node.func))
         if self._library_model(node, name, scope) is not None:
             self.small_widths = None  # a named architecture: no toy, whatever its head
@@ -1199,6 +1213,14 @@ class _Reader:
         short = name.rsplit(".", 1)[-1]
         if name in MATMUL_LAYERS:
             self.matmul.append(short)
+            if short in CUDNN_RNNS:
+                self.cudnn_rnns.append(short)
+            if (
+                short in ("Linear", "Bilinear")
+                and self.classes
+                and ATTENTION_CLASS.search(self.classes[-1].name)
+            ):
+                self.attention_classes.append(self.classes[-1].name)
             written = [*node.args[:2]]
             written += [k.value for k in node.keywords if k.arg in SIZED_LAYERS.get(short, ())]
             self._widths(written if short in SIZED_LAYERS else [], scope)
@@ -1575,6 +1597,8 @@ class _Reader:
         found: dict[str, Any] = {"autocast": self.ungated is not None, "amp_gate": None}
         found["conv_layers"] = self.conv
         found["matmul_layers"] = sorted(set(self.matmul))
+        found["cudnn_rnns"] = sorted(set(self.cudnn_rnns))
+        found["attention_classes"] = sorted(set(self.attention_classes))
         # project classes that are one nn.Linear (RepDistiller's `LinearEmbed`): beside a
         # CNN, a head, as `nn.Linear` itself is
         found["linear_models"] = sorted(set(self.linear_models))

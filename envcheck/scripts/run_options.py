@@ -708,7 +708,7 @@ class RunOptions:
 
     def model_traits(self, reader: str, qualname: str, depth: int = 0) -> frozenset[str]:
         """What the model class `qualname` (imported by `reader`) builds beyond its kind
-        in the file of the run that defines it (class_kinds.layer_traits: "recurrent",
+        in the file of the run that defines it (class_kinds.layer_traits: "recurrent", "cells",
         "graph"), following re-exports as model_kind does."""
         name = qualname.rpartition(".")[2]
         shown = self._defining_file(reader, qualname, self.definitions)
