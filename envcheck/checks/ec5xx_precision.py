@@ -685,8 +685,14 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
         or (named and not file_facts.get("toy_model"))
         or file_facts.get("project_keras_model")
     )
-    trains = file_facts.get("keras_fit") or file_facts.get("tf_custom_loop")
-    return bool(trains) and bool(model)
+    return _keras_trains(file_facts) and bool(model)
+
+
+def _keras_trains(file_facts: dict[str, Any]) -> bool:
+    """Keras `fit` or a custom loop, not a TF1 graph whose train op a session runs
+    (`sess.run(train_op)`): no Keras policy casts that graph."""
+    loop = file_facts.get("tf_custom_loop")
+    return bool(file_facts.get("keras_fit") or (loop and not loop.get("session")))
 
 
 @check(
@@ -752,7 +758,9 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     (TF-GNN or tf2-gnn message passing: `GNN(params)`, with at most `Dense` heads beside
     it), bound by gathers and scatters over the edges; nor is a
     custom loop over raw TensorFlow ops (`tf.nn.conv2d`, `tf.matmul` on the script's own
-    `tf.Variable`s), which a Keras policy, casting only Keras layers, leaves in float32.
+    `tf.Variable`s), which a Keras policy, casting only Keras layers, leaves in float32,
+    nor a TF1 graph whose train op a session runs (`train_op = opt.apply_gradients(...)`,
+    then `sess.run(train_op)`: a `tf.contrib.slim` YOLOv3), which no Keras policy casts.
     A model whose body is a TF-Hub SavedModel (`hub.KerasLayer(...)` under a `Dense`
     head) is unknown: the policy leaves the restored float32 graph as it is
     (tensorflow/hub#466). A file whose only Keras layer is one `Dense` head of a width
@@ -785,8 +793,7 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
             return True
         # the model class comes from a file of the run it imports (`from nets import
         # Generator`), which builds the Keras layers
-        trains = file_facts.get("keras_fit") or file_facts.get("tf_custom_loop")
-        return bool(trains) and any(
+        return _keras_trains(file_facts) and any(
             g.get("keras_layers") and not g.get("keras_toy") for g in linked_files(file_facts, run)
         )
 
