@@ -888,3 +888,31 @@ def test_a_project_model_handed_a_feature_schema_is_unknown(tmp_path: Path) -> N
     assert "CTR or recommender" in str(result.reason)
     plain = CTR_MODEL.replace("feature_columns=feature_columns, ", "")
     assert lines(script_results(tmp_path / "plain", plain, "train.py")["EC522"]) == [8]
+
+
+CONFIG_LSTM = """
+from keras.models import Sequential
+from keras.layers import LSTM, Dense, Dropout
+
+
+class Model:
+    def __init__(self, config, channel):
+        self.config = config
+        self.model = Sequential()
+        self.model.add(LSTM(self.config.layers[0], return_sequences=True))
+        self.model.add(Dropout(self.config.dropout))
+        self.model.add(LSTM(self.config.layers[1]))
+        self.model.add(Dense(self.config.n_predictions))
+        self.model.compile(loss="mse", optimizer="adam")
+        self.model.fit(channel.X_train, channel.y_train, epochs=self.config.epochs)
+"""
+
+
+def test_ec522_an_rnn_of_hidden_widths_is_unknown(tmp_path: Path) -> None:
+    """LSTM -> LSTM -> Dense, every width from a config object (telemanom's [80, 80] in
+    its YAML): toy or not, the source does not say. Written widths are judged."""
+    result = script_results(tmp_path, CONFIG_LSTM, "modeling.py")["EC522"]
+    assert result.status.value == "unknown"
+    assert "every width" in result.reason
+    wide = CONFIG_LSTM.replace("self.config.layers[0]", "512")
+    assert script_results(tmp_path, wide, "modeling.py")["EC522"].status.value == "fail"
