@@ -138,6 +138,52 @@ def test_ec522_still_flags_a_custom_loop_over_keras_layers(tmp_path: Path) -> No
     assert len(result.findings) == 1
 
 
+TF1_SESSION = """
+import tensorflow as tf
+
+from model import yolov3
+
+is_training = tf.placeholder(tf.bool, name="phase_train")
+yolo_model = yolov3(80, anchors)
+with tf.variable_scope("yolov3"):
+    pred = yolo_model.forward(image, is_training=is_training)
+loss = yolo_model.compute_loss(pred, y_true)
+optimizer = tf.train.AdamOptimizer(1e-4)
+gvs = optimizer.compute_gradients(loss[0])
+train_op = optimizer.apply_gradients(gvs, global_step=global_step)
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for i in range(1000):
+        _, loss_ = sess.run([train_op, loss], feed_dict={is_training: True})
+"""
+
+
+def test_ec522_leaves_a_tf1_session_graph_alone(tmp_path: Path) -> None:
+    """A TF1 graph (a slim YOLOv3 of the project) whose train op a session runs: no Keras
+    policy casts it (wizyoung's YOLOv3_TensorFlow)."""
+    result = script_results(tmp_path, TF1_SESSION, "train.py")["EC522"]
+    assert not result.findings
+    attribute = TF1_SESSION.replace("train_op", "self.train_op").replace(
+        "[self.train_op, loss]", "model.train_op"
+    )
+    result = script_results(tmp_path, attribute, "train.py")["EC522"]
+    assert not result.findings
+
+
+def test_ec522_still_flags_an_eager_loop_of_a_project_model(tmp_path: Path) -> None:
+    source = TF1_SESSION.split("is_training =")[0] + (
+        "model = yolov3(80, anchors)\n"
+        "optimizer = tf.keras.optimizers.Adam(1e-4)\n"
+        "for x, y in dataset:\n"
+        "    with tf.GradientTape() as tape:\n"
+        "        loss = model.compute_loss(model(x), y)\n"
+        "    grads = tape.gradient(loss, model.trainable_variables)\n"
+        "    optimizer.apply_gradients(zip(grads, model.trainable_variables))\n"
+    )
+    result = script_results(tmp_path, source, "train.py")["EC522"]
+    assert len(result.findings) == 1
+
+
 COUNTER = """
 import tensorflow as tf
 
@@ -842,3 +888,31 @@ def test_a_project_model_handed_a_feature_schema_is_unknown(tmp_path: Path) -> N
     assert "CTR or recommender" in str(result.reason)
     plain = CTR_MODEL.replace("feature_columns=feature_columns, ", "")
     assert lines(script_results(tmp_path / "plain", plain, "train.py")["EC522"]) == [8]
+
+
+CONFIG_LSTM = """
+from keras.models import Sequential
+from keras.layers import LSTM, Dense, Dropout
+
+
+class Model:
+    def __init__(self, config, channel):
+        self.config = config
+        self.model = Sequential()
+        self.model.add(LSTM(self.config.layers[0], return_sequences=True))
+        self.model.add(Dropout(self.config.dropout))
+        self.model.add(LSTM(self.config.layers[1]))
+        self.model.add(Dense(self.config.n_predictions))
+        self.model.compile(loss="mse", optimizer="adam")
+        self.model.fit(channel.X_train, channel.y_train, epochs=self.config.epochs)
+"""
+
+
+def test_ec522_an_rnn_of_hidden_widths_is_unknown(tmp_path: Path) -> None:
+    """LSTM -> LSTM -> Dense, every width from a config object (telemanom's [80, 80] in
+    its YAML): toy or not, the source does not say. Written widths are judged."""
+    result = script_results(tmp_path, CONFIG_LSTM, "modeling.py")["EC522"]
+    assert result.status.value == "unknown"
+    assert "every width" in result.reason
+    wide = CONFIG_LSTM.replace("self.config.layers[0]", "512")
+    assert script_results(tmp_path, wide, "modeling.py")["EC522"].status.value == "fail"

@@ -660,6 +660,11 @@ def _unless(gate: Any) -> str:
 
 TF_MIXED_PRECISION = "https://www.tensorflow.org/guide/mixed_precision"
 # A model whose body is a TF-Hub SavedModel: a Keras policy casts only the Keras layers.
+UNSIZED = (
+    "its Keras layers are RNN, Conv1D or attention (and Dense) layers whose every width "
+    "the source hides (a config's values): whether the model is a toy that gains nothing "
+    "on tensor cores, the source does not say"
+)
 HUB_BODY = (
     "the model's body is a TF-Hub SavedModel (hub.KerasLayer): a mixed-precision policy "
     "leaves its restored float32 graph as it is (https://github.com/tensorflow/hub/issues/"
@@ -704,8 +709,23 @@ def _keras_training(file_facts: dict[str, Any]) -> bool:
         or (named and not file_facts.get("toy_model"))
         or file_facts.get("project_keras_model")
     )
-    trains = file_facts.get("keras_fit") or file_facts.get("tf_custom_loop")
-    return bool(trains) and bool(model)
+    return _keras_trains(file_facts) and bool(model)
+
+
+def _known_model(file_facts: dict[str, Any]) -> bool:
+    """A convolution, a named architecture or a project model beside the file's layers."""
+    return bool(
+        file_facts.get("conv_layers")
+        or set(file_facts.get("matmul_layers") or []) - set(file_facts.get("keras_sized") or [])
+        or file_facts.get("project_keras_model")
+    )
+
+
+def _keras_trains(file_facts: dict[str, Any]) -> bool:
+    """Keras `fit` or a custom loop, not a TF1 graph whose train op a session runs
+    (`sess.run(train_op)`): no Keras policy casts that graph."""
+    loop = file_facts.get("tf_custom_loop")
+    return bool(file_facts.get("keras_fit") or (loop and not loop.get("session")))
 
 
 @check(
@@ -766,12 +786,17 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
     `Dense(32)` -> `Dense(16)` -> `Dense(action_dim)`, whose last width comes from the
     environment; an `LSTM(32)` -> `Dense(1)` forecaster on a short series), gives the
     tensor cores nothing to do and is not flagged (2-D and 3-D convolutions are never a
-    toy's); a reinforcement-learning agent (on Gym or an RL library) whose network no
+    toy's); one of such RNN, `Conv1D` or attention layers (with `Dense`) whose every width
+    the source hides (`LSTM(self.config.layers[0])`, telemanom's widths in its YAML) is
+    unknown: toy or not, the source does not say; a reinforcement-learning agent (on Gym
+    or an RL library) whose network no
     Keras layer in sight shows is unknown, as for EC507, and so is a graph network
     (TF-GNN or tf2-gnn message passing: `GNN(params)`, with at most `Dense` heads beside
     it), bound by gathers and scatters over the edges; nor is a
     custom loop over raw TensorFlow ops (`tf.nn.conv2d`, `tf.matmul` on the script's own
-    `tf.Variable`s), which a Keras policy, casting only Keras layers, leaves in float32.
+    `tf.Variable`s), which a Keras policy, casting only Keras layers, leaves in float32,
+    nor a TF1 graph whose train op a session runs (`train_op = opt.apply_gradients(...)`,
+    then `sess.run(train_op)`: a `tf.contrib.slim` YOLOv3), which no Keras policy casts.
     A model whose body is a TF-Hub SavedModel (`hub.KerasLayer(...)` under a `Dense`
     head) is unknown: the policy leaves the restored float32 graph as it is
     (tensorflow/hub#466). A file whose only Keras layer is one `Dense` head of a width
@@ -804,8 +829,7 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
             return True
         # the model class comes from a file of the run it imports (`from nets import
         # Generator`), which builds the Keras layers
-        trains = file_facts.get("keras_fit") or file_facts.get("tf_custom_loop")
-        return bool(trains) and any(
+        return _keras_trains(file_facts) and any(
             g.get("keras_layers") and not g.get("keras_toy") for g in linked_files(file_facts, run)
         )
 
@@ -839,6 +863,8 @@ def keras_no_mixed_precision(facts: Facts) -> Outcome:
             unknown.append(f"{f.get('path')}: {FEATURE_TABLES.format(at=at)}")
         elif not mixed and hub:
             unknown.append(f"{f.get('path')}:{hub.get('line')}: {HUB_BODY}")
+        elif not mixed and f.get("keras_unsized") and not _known_model(f):
+            unknown.append(f"{f.get('path')}: {UNSIZED}")
         elif not mixed:
             fit: dict[str, Any] = f.get("keras_fit") or f.get("tf_custom_loop") or {}
             path = str(f.get("path"))

@@ -8,7 +8,9 @@ the tensor cores), `keras_layers` (Keras convolution/dense/recurrent/attention l
 `functools.partial` alias too; not a lone `Dense` head of a width out of sight, on the
 caller's model), `keras_toy` (only small Dense, LSTM/GRU, Conv1D or
 attention layers, judged as PyTorch's toy MLPs and RNNs are: precision.small_layer;
-Conv2D/Conv3D are never a toy's), `keras_hub` (a TF-Hub
+Conv2D/Conv3D are never a toy's), `keras_unsized` (only such layers, an RNN, Conv1D or
+attention among them, every width hidden: whether it is a toy the source does not
+say), `keras_hub` (a TF-Hub
 SavedModel as the model's body, under Dense layers only), `keras_floatx` (the dtype
 `set_floatx` sets, when not float32) and `project_keras_model` (a model of the file's own
 package that it compiles or fits). Nothing here judges.
@@ -143,6 +145,16 @@ def finish_model(walker: Walker) -> None:
     else:
         walker.facts["keras_toy"] = False  # its Dense layers are a head on the hub body
     walker.facts["project_keras_model"] = project_model(walker)
+    heavy = walker.facts.pop("keras_heavy", False)
+    # an RNN, 1-D convolution or attention model (Dense beside it) whose every width the
+    # source hides (`LSTM(self.config.layers[0])`, set from a YAML file): toy or not, the
+    # source cannot tell
+    walker.facts["keras_unsized"] = bool(
+        walker.facts.get("keras_layers")
+        and set(walker.facts["keras_sized"]) - {"Dense"}
+        and not heavy
+        and all(w is None for w in widths)
+    )
 
 
 def lone_head(widths: list[Optional[int]], sized: Any, pinned: bool = False) -> bool:
@@ -216,6 +228,7 @@ def _body_layer(walker: Walker) -> None:
     walker.facts["keras_layers"] = True
     walker.facts["keras_toy"] = False
     walker.facts["keras_body"] = True
+    walker.facts["keras_heavy"] = True
 
 
 def _application_by_name(walker: Walker, node: ast.Call) -> bool:

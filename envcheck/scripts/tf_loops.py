@@ -5,8 +5,11 @@ step function called once per batch (`for x, y in dataset: train_step(x, y)`), o
 the body of the loop itself. `finish` records:
 
 - the file fact `tf_custom_loop`: where the first `apply_gradients` is (`{"line",
-  "column", "code", "function"}`), or None: Keras training outside `fit`, which the
-  mixed-precision rule (EC522) judges as it judges `fit`;
+  "column", "code", "function", "session"}`), or None: Keras training outside `fit`, which
+  the mixed-precision rule (EC522) judges as it judges `fit`. `session` is True when the
+  op it returns is run by a TF1 session (`train_op = opt.apply_gradients(...)`, then
+  `sess.run([train_op, loss])`): a graph built once and run, not an eager Keras loop, and
+  no Keras policy casts a `tf.contrib.slim` or raw-op graph;
 - `host_sync` observations (in `torch_calls`, the per-step observations EC509 reads,
   with `"framework": "tensorflow"`) for what an *eager* step does every step that waits
   for the GPU: `.numpy()`, `float(t)`/`int(t)` of a tensor, `%`/f-string/`.format`
@@ -128,6 +131,7 @@ class TfLoopObserver:
                 "column": first.col_offset + 1,
                 "code": code_at(walker.lines, first.lineno),
                 "function": getattr(function, "name", None),
+                "session": _session_op(walker.module, first),
             }
         compiled = _compiled(walker)
         parents = {
@@ -359,6 +363,45 @@ def _first_apply(module: ast.Module) -> Optional[ast.Call]:
         and n.func.attr == "apply_gradients"
     ]
     return min(found, key=lambda n: (n.lineno, n.col_offset)) if found else None
+
+
+def _session_op(module: ast.Module, apply: ast.Call) -> bool:
+    """The op `apply_gradients` returns is bound to a name (`train_op = opt.apply_gradients(
+    ...)`, `self.train_op = ...`, maybe wrapped again: `train_op = tf.group(apply_op, ...)`)
+    that a session runs: `sess.run([train_op, loss], feed_dict=...)`, `sess.run(model.
+    train_op)`, the TF1 graph loop."""
+    nodes = module_nodes(module)
+    assigns = [n for n in nodes if isinstance(n, ast.Assign)]
+    ops: set[str] = set()
+    for node in assigns:
+        if any(n is apply for n in ast.walk(node.value)):
+            ops.update(_op_names(node.targets))
+    for _ in range(2):  # `train_op = tf.group(apply_op, update_ops)`
+        for node in assigns:
+            if any(_op_name(n) in ops for n in ast.walk(node.value)):
+                ops.update(_op_names(node.targets))
+    return bool(ops) and any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "run"
+        and any(_op_name(m) in ops for a in n.args for m in ast.walk(a))
+        for n in nodes
+    )
+
+
+def _op_name(node: ast.AST) -> Optional[str]:
+    """`train_op` of a name or of an attribute (`self.train_op`, `model.train_op`)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _op_names(targets: list[ast.expr]) -> set[str]:
+    found: set[str] = set()
+    for target in targets:
+        elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        found.update(n for n in map(_op_name, elements) if n)
+    return found
 
 
 def _within(node: ast.AST, function: Function) -> bool:
