@@ -709,6 +709,57 @@ def test_an_entry_point_in_sight_training_on_a_gpu_feeds_the_data_module_it_impo
     assert {c["id"]: c["status"] for c in report["checks"]}["EC502"] == "unknown"
 
 
+EXAMPLE_ENTRY = """import argparse
+import torch
+import lib.loaders as loaders
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--name", default="{name}")
+    args = parser.parse_args()
+    loader = loaders.make_loader()
+    model = torch.nn.Conv2d(3, 8, 3){device}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(10):
+        for x, y in loader:
+            loss = model(x{device}).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("devices", "status"),
+    [
+        ((".cuda()",) * 8, "fail"),
+        ((".cuda()",) * 7 + (".cpu()",), "unknown"),
+    ],
+)
+def test_several_example_scripts_training_on_a_gpu_feed_the_data_module_they_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, devices: tuple[str, ...], status: str
+) -> None:
+    """MedicalZooPytorch (sweep AF): lib/medloaders (named) is imported by eight
+    examples/train_*.py, one per data set, none at the root: the examples/ folder holds
+    entry points, and when every one of them that trains does so on CUDA, the loaders'
+    batches go to the GPU unpinned (EC502) whichever runs. One training on the CPU among
+    them: which runs is not in sight, unknown."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "lib" / "loaders").mkdir(parents=True)
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "loaders" / "__init__.py").write_text(DATA_BUILD)
+    (tmp_path / "examples").mkdir()
+    for index, device in enumerate(devices):
+        text = EXAMPLE_ENTRY.format(name=f"set{index}", device=device)
+        (tmp_path / "examples" / f"train_set{index}.py").write_text(text)
+    named = tmp_path / "lib" / "loaders" / "__init__.py"
+    report = audit(named, cwd=tmp_path, monkeypatch=monkeypatch)
+    assert {c["id"]: c["status"] for c in report["checks"]}["EC502"] == status
+
+
 FACTORY = """\
 from torch.utils.data import DataLoader
 from torchvision import datasets

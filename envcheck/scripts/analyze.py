@@ -736,16 +736,24 @@ def _importer_on_gpu(run: RunOptions, reader: str) -> Optional[str]:
     `reader` directly and trains on a GPU itself, its own loop or the one it starts
     (tools/train.py running engine/trainer.py's do_train): the run that feeds the data
     module's batches to the GPU is in sight, as a trainer audited with it is
-    (ec5xx_torch._gpu_importer). None when no importer trains, or none on a GPU."""
+    (ec5xx_torch._gpu_importer). With several (MedicalZoo's examples/train_*.py, one per
+    data set, each importing lib/medloaders) they must agree: one that trains elsewhere
+    than on a GPU, or on a device not settled, leaves the data module unknown (which
+    of them runs is not in sight); one that does not train (a visualisation script)
+    says nothing of where batches go. None when no importer trains, or none on a GPU."""
     importers = sorted({a for a, b in run.links if b == reader and a != reader})
+    first: Optional[str] = None
     for importer in importers:
         if importer not in run.context or importer not in run.modules:
             continue
         facts = _context_facts(run, importer)
-        gpu = (facts or {}).get("gpu")
-        if facts and facts.get("trains") and isinstance(gpu, dict) and gpu.get("trains") == "yes":
-            return importer
-    return None
+        if not facts or not facts.get("trains"):
+            continue
+        gpu = facts.get("gpu")
+        if not isinstance(gpu, dict) or gpu.get("trains") != "yes":
+            return None  # the importers disagree: which one runs is not in sight
+        first = first or importer
+    return first
 
 
 def _backward_in(definition: ast.AST, module: ast.Module) -> bool:

@@ -27,7 +27,7 @@ a third-party package is never found (it is not under the project).
 
 The other way round, a named module that an entry point of the project imports (the
 `trainer.py` or `data/build.py` a user names, imported by `train.py` beside it, at the
-project's root or in its tools/ or scripts/, directly or through its package's
+project's root or in its tools/, scripts/ or examples/, directly or through its package's
 `__init__.py`, or one module away: run.py importing exp/exp_main.py, which imports the
 named data_provider/data_factory.py) is judged with that entry point, where its options,
 config and device are set, when exactly one such file imports it (importer_candidates,
@@ -65,12 +65,13 @@ MAX_IMPORTER_BYTES = 1_000_000  # a candidate entry point larger than this is no
 # a run naming more files than this names its entry points itself: no importer search
 # (each named file would read the same folders again)
 MAX_NAMED_FOR_IMPORTERS = 16
-MAX_SHARED_IMPORTERS = 6  # entry points importing one named file read for what they import
+MAX_SHARED_IMPORTERS = 10  # entry points importing one named file read for what they import
 MAX_PATH_DEPTH = 8  # calls and names followed to read a folder put on sys.path
 PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
 LIBRARY_FOLDERS = ("src", "lib")
-# folders at a project's root that hold its entry points (`tools/train.py`)
-ENTRY_FOLDERS = ("tools", "scripts", "train", "bin")
+# folders at a project's root that hold its entry points (`tools/train.py`, MedicalZoo's
+# `examples/train_brats2019_new.py`, one per data set, importing lib/medloaders)
+ENTRY_FOLDERS = ("tools", "scripts", "train", "bin", "examples")
 # never a project's own module, whatever a folder beside the script holds
 SKIPPED_PARTS = {"site-packages", "dist-packages", "node_modules", ".venv", "venv", "__pycache__"}
 
