@@ -1090,3 +1090,50 @@ def test_an_epoch_loop_over_a_loop_stepping_in_a_helper_is_no_step(tmp_path: Pat
     # the inner loop updates the weights itself (in train_minibatch): the loop around
     # train() is an epoch loop, its print once an epoch, however train() ends
     assert sync_lines(tmp_path, EPOCH_OVER_MINIBATCH_STEPS) == []
+
+
+# -- torch.cuda.empty_cache() every step ------------------------------------------------------
+
+EMPTY_CACHE = """
+model = nn.Linear(16, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+for step, (x, y) in enumerate(loader):
+    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    opt.zero_grad(); loss.backward(); opt.step()
+    torch.cuda.empty_cache()
+    if step % 100 == 0:
+        torch.cuda.empty_cache()
+"""
+
+
+def test_emptying_the_cache_every_step_waits_for_the_gpu(tmp_path: Path) -> None:
+    # kospeech: cudaFree synchronizes the device, and the next step allocates again (7);
+    # every 100 steps is the periodic way (9 not flagged)
+    assert sync_lines(tmp_path, EMPTY_CACHE) == [7]
+
+
+# -- a comprehension copying one item of the batch element by element ------------------------
+
+COMPREHENDED_COPIES = """
+model = nn.Linear(16, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+for i, (input, target) in enumerate(loader):
+    atoms = input[0].cuda()
+    index = [crys_idx.cuda(non_blocking=True) for crys_idx in input[1]]
+    fields = [t.cuda() for t in input]
+    rest = [t.cuda() for t in input[1:]]
+    named = [v.cuda() for v in input[2].values()]
+    loss = model(atoms, index, fields, rest, named).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_comprehension_over_an_item_of_the_batch_copies_element_by_element(
+    tmp_path: Path,
+) -> None:
+    # cgcnn: one index tensor per crystal copied on its own (6); a comprehension over
+    # the batch itself or a slice of it walks its fields, perhaps (7, 8), and one over a
+    # dict's values walks fields (9)
+    result = script_results(tmp_path, HEAD + COMPREHENDED_COPIES, "train.py")["EC510"]
+    offset = HEAD.count("\n")
+    assert [f.location.line - offset for f in result.findings] == [6]

@@ -1469,7 +1469,30 @@ class _StepLoop:
     def _per_element(self, loop: ForLoop) -> bool:
         """An inner loop over the elements of something (samples of the batch), not over
         a dict's fields, a literal tuple of tensors, or another DataLoader."""
-        iterable = unwrap_listing(loop.iter)
+        return self._element_walk(loop.iter) and not _chunk_walk(loop)
+
+    def _comprehended(self, call: ast.Call) -> Optional[ast.comprehension]:
+        """The generator of the comprehension whose element `call` copies to the device,
+        one element at a time, when it walks the elements of something:
+        `[idx.cuda() for idx in input[3]]` (cgcnn: one index tensor per crystal, 256
+        copies a step): a comprehension over one item of something. Not `[t.cuda() for t
+        in batch]` or `batch[1:]` (the step's batch, a tuple of fields perhaps, as in `for
+        x, y in loader`), nor a dict's fields."""
+        generator = _comprehensions(self.walker.module).get(id(call))
+        if generator is None or not isinstance(call.func, ast.Attribute):
+            return None
+        targets = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+        names = {n.id for n in ast.walk(call.func.value) if isinstance(n, ast.Name)}
+        if not names & targets:
+            return None
+        iterable = unwrap_listing(generator.iter)
+        if not isinstance(iterable, ast.Subscript) or isinstance(iterable.slice, ast.Slice):
+            # `batch`, `batch[1:]`: the step's fields perhaps, each copied whole
+            return None
+        return generator if self._element_walk(iterable) else None
+
+    def _element_walk(self, iterable: ast.expr) -> bool:
+        iterable = unwrap_listing(iterable)
         if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
             return False
         if (
@@ -1478,7 +1501,7 @@ class _StepLoop:
             and iterable.func.attr in FIELD_ITERATORS
         ):
             return False
-        if self._field_walk(iterable) or _chunk_walk(loop):
+        if self._field_walk(iterable):
             return False
         return self.loaders.iterated(iterable) is None
 
@@ -1806,6 +1829,9 @@ class _StepLoop:
         func = call.func
         if self.walker.qualname(func) == "torch.cuda.synchronize":
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
+        if self.walker.qualname(func) == "torch.cuda.empty_cache":
+            what = "waits for the GPU (cudaFree of the cache the next step re-allocates)"
+            return self._record(call, "host_sync", _short(call), what)
         if (
             isinstance(func, ast.Attribute)
             and func.attr in SCALE_READS
@@ -1860,6 +1886,14 @@ class _StepLoop:
                     record["inner_loop_line"] = owner.lineno
                     record["inner_loop_code"] = code_at(self.walker.lines, owner.lineno)
                     return record
+            generator = self._comprehended(call) if copy else None
+            if generator is not None:
+                record = self._method(call, "per_sample_copy", "copies one element")
+                record["inner_loop_line"] = generator.iter.lineno
+                record["inner_loop_code"] = (
+                    f"for {ast.unparse(generator.target)} in {ast.unparse(generator.iter)}"
+                )
+                return record
             arguments = [*call.args, *(k.value for k in call.keywords)]
             if (
                 func.attr == "format"
@@ -2461,6 +2495,29 @@ def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
             return None
         return loop
     return None
+
+
+def _comprehensions(module: ast.Module) -> dict[int, ast.comprehension]:
+    """Device copies (`.cuda()`, `.to(...)`) in the element of a comprehension of the
+    file, by id, to the comprehension's generator whose target they may copy."""
+    cached: Optional[dict[int, ast.comprehension]] = module.__dict__.get("_envcheck_comprehensions")
+    if cached is not None:
+        return cached
+    found: dict[int, ast.comprehension] = {}
+    for node in ast.walk(module):
+        if not isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            continue
+        if len(node.generators) != 1:
+            continue
+        for call in ast.walk(node.elt):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("cuda", "to")
+            ):
+                found.setdefault(id(call), node.generators[0])
+    module.__dict__["_envcheck_comprehensions"] = found
+    return found
 
 
 def _stored_keys(module: ast.Module) -> frozenset[str]:
