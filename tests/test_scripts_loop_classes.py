@@ -1137,3 +1137,42 @@ def test_a_comprehension_over_an_item_of_the_batch_copies_element_by_element(
     result = script_results(tmp_path, HEAD + COMPREHENDED_COPIES, "train.py")["EC510"]
     offset = HEAD.count("\n")
     assert [f.location.line - offset for f in result.findings] == [6]
+
+
+# -- a Lightning Callback's per-step hook, handed to the Trainer -----------------------------
+
+CALLBACK_HOOK = """
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import Callback
+
+
+class GradNormCallback(Callback):
+    @staticmethod
+    def gradient_norm(model):
+        total_norm = 0.0
+        for p in model.parameters():
+            if p.grad is not None:
+                param_norm = p.grad.detach().data.norm(2)
+                total_norm += param_norm.item() ** 2
+        return total_norm**0.5
+
+    def on_after_backward(self, trainer, model):
+        model.log("train/grad_norm", self.gradient_norm(model))
+
+
+class UnusedCallback(Callback):
+    def on_after_backward(self, trainer, model):
+        print(sum(p.grad.norm().item() for p in model.parameters()))
+
+
+grad_norm_callback = GradNormCallback()
+trainer = pl.Trainer(max_epochs=3, callbacks=[grad_norm_callback])
+trainer.fit(module, datamodule=data)
+"""
+
+
+def test_a_callback_hook_the_trainer_runs_after_every_backward(tmp_path: Path) -> None:
+    # nougat: the Trainer runs GradNormCallback.on_after_backward after every backward,
+    # an .item() per parameter (13); a callback the file never hands a Trainer is not run
+    # (23 not flagged)
+    assert sync_lines(tmp_path, CALLBACK_HOOK) == [13]

@@ -1078,12 +1078,15 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     `training_step(self, batch, batch_idx)` (or `training_step(self, batch)` of a
     LightningModule) with the helpers it calls: the Trainer runs
     it every step with the batch already on the device (`self.log(...)` keeps the value
-    on the device); likewise a Hugging Face Trainer subclass's `compute_loss(self, model,
-    inputs, ...)` or `training_step(self, model, inputs, ...)` in a file that uses
-    transformers or trl, and its `_prepare_inputs(self, inputs)`, which the Trainer's
-    step calls on every batch (a one-off stage it starts under `if self.values is
-    None:`, a branch that sets what it tests, is not per step). Indexing with a
-    boolean device mask (`x[keep]`, `x[x > 0]`) waits for the mask's count; the
+    on the device), and so are the per-step hooks of a Lightning `Callback` the file
+    hands to a `Trainer(callbacks=[...])` (`on_after_backward(self, trainer, pl_module)`,
+    `on_train_batch_end`, ...); likewise a Hugging Face Trainer subclass's
+    `compute_loss(self, model, inputs, ...)` or `training_step(self, model, inputs,
+    ...)` in a file that uses transformers or trl, and its `_prepare_inputs(self,
+    inputs)`, which the Trainer's step calls on every batch (a one-off stage it
+    starts under `if self.values is None:`, a branch that sets what it tests, is not
+    per step). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
+    the mask's count; the
     lengths `pack_padded_sequence` requires on the CPU, what a reinforcement-learning
     step must hand to the host every step (the action for
     `env.step(action)` / `envs.step(...)`, new priorities for a CPU replay buffer's

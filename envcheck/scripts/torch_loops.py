@@ -151,6 +151,63 @@ def _short_lightning_hooks(module: ast.Module) -> list[Function]:
     ]
 
 
+# A Lightning Callback's hooks the Trainer runs on every training step (or every
+# backward), with `(self, trainer, pl_module, ...)`
+CALLBACK_STEP_HOOKS = (
+    "on_after_backward",
+    "on_before_backward",
+    "on_before_optimizer_step",
+    "on_train_batch_start",
+    "on_train_batch_end",
+)
+
+
+def _callback_hooks(module: ast.Module) -> list[Function]:
+    """The per-step hooks (`on_after_backward(self, trainer, pl_module)`, ...) of a class
+    deriving from a `...Callback` when the file hands an instance of it to a
+    `...Trainer(callbacks=[...])` (nougat's GradNormCallback: `param_norm.item()` per
+    parameter after every backward): the Trainer runs them every step."""
+    classes = {
+        node.name: node
+        for node in module_nodes(module)
+        if isinstance(node, ast.ClassDef)
+        and any((dotted(base) or "").endswith("Callback") for base in node.bases)
+    }
+    if not classes:
+        return []
+    built: dict[str, str] = {}  # name -> callback class of the instance it holds
+    handed: list[ast.expr] = []
+    for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in classes
+        ):
+            built.update(
+                (t.id, node.value.func.id) for t in node.targets if isinstance(t, ast.Name)
+            )
+        elif isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("Trainer"):
+            for keyword in node.keywords:
+                if keyword.arg == "callbacks" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                    handed += keyword.value.elts
+    used: set[str] = set()
+    for element in handed:
+        if isinstance(element, ast.Name) and element.id in built:
+            used.add(built[element.id])
+        elif isinstance(element, ast.Call) and isinstance(element.func, ast.Name):
+            used.add(element.func.id)
+    return [
+        method
+        for name in sorted(used & set(classes))
+        for method in classes[name].body
+        if isinstance(method, FUNCTIONS)
+        and method.name in CALLBACK_STEP_HOOKS
+        and [a.arg for a in method.args.args][:1] == ["self"]
+        and len(method.args.args) >= 3
+    ]
+
+
 def _hf_trainer_hooks(walker: Walker) -> list[Function]:
     """The per-step methods of Trainer subclasses in a file that uses transformers or trl."""
     roots = {qualified.split(".")[0] for qualified in walker.aliases.values()}
@@ -263,6 +320,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         n for n in module_nodes(walker.module) if isinstance(n, FUNCTIONS) and lightning_hook(n)
     ]
     hooks += _hf_trainer_hooks(walker) + _short_lightning_hooks(walker.module)
+    hooks += _callback_hooks(walker.module)
     if (loops or backward_in or hooks) and (
         any(walker.qualname(c.func) in walker.loader_classes for c in calls)
         or any(_trains([c]) for c in calls)
@@ -333,6 +391,8 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             hf = hf_trainer_hook(hook) or hook.name == HF_TRAINER_INPUT_HOOK
             framework = "the Hugging Face Trainer" if hf else "Lightning"
             loader = f"the batches {framework} hands {hook.name}()"
+            if hook.name in CALLBACK_STEP_HOOKS:
+                loader = f"the steps the Lightning Trainer runs {hook.name}() in"
             step = _StepLoop(
                 walker, hook, loader, loaders, seen, hook, body, helpers, callees, _hook_batch(hook)
             )
@@ -345,8 +405,8 @@ def _hook_batch(hook: Function) -> tuple[tuple[ast.AST, str], ...]:
     """The parameter holding a batch already on the device: Lightning's `(self, batch,
     batch_idx)`, the HF Trainer's `(self, model, inputs)`; none for `_prepare_inputs`,
     which gets the collated batch before the Trainer moves it."""
-    if hook.name == HF_TRAINER_INPUT_HOOK:
-        return ()
+    if hook.name == HF_TRAINER_INPUT_HOOK or hook.name in CALLBACK_STEP_HOOKS:
+        return ()  # a callback's batch, when it has one, is not what it mostly reads
     position = 2 if hf_trainer_hook(hook) else 1
     args = hook.args.args
     return ((hook, args[position].arg if len(args) > position else "batch"),)
