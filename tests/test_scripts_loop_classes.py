@@ -1090,3 +1090,89 @@ def test_an_epoch_loop_over_a_loop_stepping_in_a_helper_is_no_step(tmp_path: Pat
     # the inner loop updates the weights itself (in train_minibatch): the loop around
     # train() is an epoch loop, its print once an epoch, however train() ends
     assert sync_lines(tmp_path, EPOCH_OVER_MINIBATCH_STEPS) == []
+
+
+# -- torch.cuda.empty_cache() every step ------------------------------------------------------
+
+EMPTY_CACHE = """
+model = nn.Linear(16, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+for step, (x, y) in enumerate(loader):
+    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+    opt.zero_grad(); loss.backward(); opt.step()
+    torch.cuda.empty_cache()
+    if step % 100 == 0:
+        torch.cuda.empty_cache()
+"""
+
+
+def test_emptying_the_cache_every_step_waits_for_the_gpu(tmp_path: Path) -> None:
+    # kospeech: cudaFree synchronizes the device, and the next step allocates again (7);
+    # every 100 steps is the periodic way (9 not flagged)
+    assert sync_lines(tmp_path, EMPTY_CACHE) == [7]
+
+
+# -- a comprehension copying one item of the batch element by element ------------------------
+
+COMPREHENDED_COPIES = """
+model = nn.Linear(16, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+for i, (input, target) in enumerate(loader):
+    atoms = input[0].cuda()
+    index = [crys_idx.cuda(non_blocking=True) for crys_idx in input[1]]
+    fields = [t.cuda() for t in input]
+    rest = [t.cuda() for t in input[1:]]
+    named = [v.cuda() for v in input[2].values()]
+    loss = model(atoms, index, fields, rest, named).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_comprehension_over_an_item_of_the_batch_copies_element_by_element(
+    tmp_path: Path,
+) -> None:
+    # cgcnn: one index tensor per crystal copied on its own (6); a comprehension over
+    # the batch itself or a slice of it walks its fields, perhaps (7, 8), and one over a
+    # dict's values walks fields (9)
+    result = script_results(tmp_path, HEAD + COMPREHENDED_COPIES, "train.py")["EC510"]
+    offset = HEAD.count("\n")
+    assert [f.location.line - offset for f in result.findings] == [6]
+
+
+# -- a Lightning Callback's per-step hook, handed to the Trainer -----------------------------
+
+CALLBACK_HOOK = """
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import Callback
+
+
+class GradNormCallback(Callback):
+    @staticmethod
+    def gradient_norm(model):
+        total_norm = 0.0
+        for p in model.parameters():
+            if p.grad is not None:
+                param_norm = p.grad.detach().data.norm(2)
+                total_norm += param_norm.item() ** 2
+        return total_norm**0.5
+
+    def on_after_backward(self, trainer, model):
+        model.log("train/grad_norm", self.gradient_norm(model))
+
+
+class UnusedCallback(Callback):
+    def on_after_backward(self, trainer, model):
+        print(sum(p.grad.norm().item() for p in model.parameters()))
+
+
+grad_norm_callback = GradNormCallback()
+trainer = pl.Trainer(max_epochs=3, callbacks=[grad_norm_callback])
+trainer.fit(module, datamodule=data)
+"""
+
+
+def test_a_callback_hook_the_trainer_runs_after_every_backward(tmp_path: Path) -> None:
+    # nougat: the Trainer runs GradNormCallback.on_after_backward after every backward,
+    # an .item() per parameter (13); a callback the file never hands a Trainer is not run
+    # (23 not flagged)
+    assert sync_lines(tmp_path, CALLBACK_HOOK) == [13]

@@ -1031,7 +1031,9 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     **Anti-pattern.** Inside the training step loop (a `for` over a DataLoader whose body
     calls `backward`), code that needs a value from the GPU every step:
     `total += loss.item()`, `loss.cpu()`, `preds.tolist()`, `float(loss)`,
-    `print(loss)` or an f-string with a tensor, `torch.cuda.synchronize()`. CUDA runs
+    `print(loss)` or an f-string with a tensor, `torch.cuda.synchronize()`,
+    `torch.cuda.empty_cache()` (its cudaFree waits for the GPU, and the next step
+    allocates its memory again). CUDA runs
     asynchronously: the CPU normally queues the next kernels while the GPU works. Each
     of these calls blocks the CPU until everything queued has finished, so the GPU idles
     while Python prepares the next step (PyTorch performance tuning guide, "Avoid
@@ -1076,12 +1078,15 @@ def host_sync_every_step(facts: Facts) -> Outcome:
     `training_step(self, batch, batch_idx)` (or `training_step(self, batch)` of a
     LightningModule) with the helpers it calls: the Trainer runs
     it every step with the batch already on the device (`self.log(...)` keeps the value
-    on the device); likewise a Hugging Face Trainer subclass's `compute_loss(self, model,
-    inputs, ...)` or `training_step(self, model, inputs, ...)` in a file that uses
-    transformers or trl, and its `_prepare_inputs(self, inputs)`, which the Trainer's
-    step calls on every batch (a one-off stage it starts under `if self.values is
-    None:`, a branch that sets what it tests, is not per step). Indexing with a
-    boolean device mask (`x[keep]`, `x[x > 0]`) waits for the mask's count; the
+    on the device), and so are the per-step hooks of a Lightning `Callback` the file
+    hands to a `Trainer(callbacks=[...])` (`on_after_backward(self, trainer, pl_module)`,
+    `on_train_batch_end`, ...); likewise a Hugging Face Trainer subclass's
+    `compute_loss(self, model, inputs, ...)` or `training_step(self, model, inputs,
+    ...)` in a file that uses transformers or trl, and its `_prepare_inputs(self,
+    inputs)`, which the Trainer's step calls on every batch (a one-off stage it
+    starts under `if self.values is None:`, a branch that sets what it tests, is not
+    per step). Indexing with a boolean device mask (`x[keep]`, `x[x > 0]`) waits for
+    the mask's count; the
     lengths `pack_padded_sequence` requires on the CPU, what a reinforcement-learning
     step must hand to the host every step (the action for
     `env.step(action)` / `envs.step(...)`, new priorities for a CPU replay buffer's
@@ -1254,7 +1259,8 @@ def per_sample_device_copies(facts: Facts) -> Outcome:
     **Anti-pattern.** Copying to the GPU sample by sample instead of once per batch:
 
     - `.to(device)` / `.cuda()` inside an inner `for` loop over the batch's elements, in
-      the training step loop. Each small copy pays the fixed cost of a transfer (and,
+      the training step loop, or in a comprehension over one item of the batch (`[idx.cuda()
+      for idx in input[3]]`). Each small copy pays the fixed cost of a transfer (and,
       from pageable memory, a synchronisation), so a batch of 256 images costs 256
       transfers instead of one.
     - `.cuda()` / `.to("cuda")` (or `device="cuda"`) inside a `Dataset.__getitem__`.
@@ -1267,7 +1273,9 @@ def per_sample_device_copies(facts: Facts) -> Outcome:
     Inner loops over a dict's fields (`for k, v in batch.items()`) or a tuple of tensors
     copy each field of the batch once and are not flagged, nor is an index loop over the
     batch the step loop yields, whole, when the step reads it by position (`for i in
-    range(len(data)): data[i] = data[i].cuda()`, then `label = data[0]`): a list of fields.
+    range(len(data)): data[i] = data[i].cuda()`, then `label = data[0]`): a list of fields;
+    nor a comprehension over the batch itself or a slice of it (`[t.cuda() for t in
+    batch[1:]]`).
 
     **Best practice.** Return CPU tensors from the Dataset, let the DataLoader collate
     and pin them, and move the whole batch once per step:

@@ -558,6 +558,8 @@ class _Reader:
         func = node.func
         if self.qualname(func) == "torch.cuda.synchronize":
             return "waits for the GPU"
+        if self.qualname(func) == "torch.cuda.empty_cache":
+            return "waits for the GPU (cudaFree of the cache the next step re-allocates)"
         sized = sized_by_tensor(node, self.qualname, self.tensor)
         if sized is not None:
             return f"uses a device tensor as a size ({sized}(): an .item())"

@@ -151,6 +151,63 @@ def _short_lightning_hooks(module: ast.Module) -> list[Function]:
     ]
 
 
+# A Lightning Callback's hooks the Trainer runs on every training step (or every
+# backward), with `(self, trainer, pl_module, ...)`
+CALLBACK_STEP_HOOKS = (
+    "on_after_backward",
+    "on_before_backward",
+    "on_before_optimizer_step",
+    "on_train_batch_start",
+    "on_train_batch_end",
+)
+
+
+def _callback_hooks(module: ast.Module) -> list[Function]:
+    """The per-step hooks (`on_after_backward(self, trainer, pl_module)`, ...) of a class
+    deriving from a `...Callback` when the file hands an instance of it to a
+    `...Trainer(callbacks=[...])` (nougat's GradNormCallback: `param_norm.item()` per
+    parameter after every backward): the Trainer runs them every step."""
+    classes = {
+        node.name: node
+        for node in module_nodes(module)
+        if isinstance(node, ast.ClassDef)
+        and any((dotted(base) or "").endswith("Callback") for base in node.bases)
+    }
+    if not classes:
+        return []
+    built: dict[str, str] = {}  # name -> callback class of the instance it holds
+    handed: list[ast.expr] = []
+    for node in ast.walk(module):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in classes
+        ):
+            built.update(
+                (t.id, node.value.func.id) for t in node.targets if isinstance(t, ast.Name)
+            )
+        elif isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("Trainer"):
+            for keyword in node.keywords:
+                if keyword.arg == "callbacks" and isinstance(keyword.value, (ast.List, ast.Tuple)):
+                    handed += keyword.value.elts
+    used: set[str] = set()
+    for element in handed:
+        if isinstance(element, ast.Name) and element.id in built:
+            used.add(built[element.id])
+        elif isinstance(element, ast.Call) and isinstance(element.func, ast.Name):
+            used.add(element.func.id)
+    return [
+        method
+        for name in sorted(used & set(classes))
+        for method in classes[name].body
+        if isinstance(method, FUNCTIONS)
+        and method.name in CALLBACK_STEP_HOOKS
+        and [a.arg for a in method.args.args][:1] == ["self"]
+        and len(method.args.args) >= 3
+    ]
+
+
 def _hf_trainer_hooks(walker: Walker) -> list[Function]:
     """The per-step methods of Trainer subclasses in a file that uses transformers or trl."""
     roots = {qualified.split(".")[0] for qualified in walker.aliases.values()}
@@ -263,6 +320,7 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
         n for n in module_nodes(walker.module) if isinstance(n, FUNCTIONS) and lightning_hook(n)
     ]
     hooks += _hf_trainer_hooks(walker) + _short_lightning_hooks(walker.module)
+    hooks += _callback_hooks(walker.module)
     if (loops or backward_in or hooks) and (
         any(walker.qualname(c.func) in walker.loader_classes for c in calls)
         or any(_trains([c]) for c in calls)
@@ -333,6 +391,8 @@ def _finish(walker: Walker, report: FileReport, files: FileIndex) -> None:
             hf = hf_trainer_hook(hook) or hook.name == HF_TRAINER_INPUT_HOOK
             framework = "the Hugging Face Trainer" if hf else "Lightning"
             loader = f"the batches {framework} hands {hook.name}()"
+            if hook.name in CALLBACK_STEP_HOOKS:
+                loader = f"the steps the Lightning Trainer runs {hook.name}() in"
             step = _StepLoop(
                 walker, hook, loader, loaders, seen, hook, body, helpers, callees, _hook_batch(hook)
             )
@@ -345,8 +405,8 @@ def _hook_batch(hook: Function) -> tuple[tuple[ast.AST, str], ...]:
     """The parameter holding a batch already on the device: Lightning's `(self, batch,
     batch_idx)`, the HF Trainer's `(self, model, inputs)`; none for `_prepare_inputs`,
     which gets the collated batch before the Trainer moves it."""
-    if hook.name == HF_TRAINER_INPUT_HOOK:
-        return ()
+    if hook.name == HF_TRAINER_INPUT_HOOK or hook.name in CALLBACK_STEP_HOOKS:
+        return ()  # a callback's batch, when it has one, is not what it mostly reads
     position = 2 if hf_trainer_hook(hook) else 1
     args = hook.args.args
     return ((hook, args[position].arg if len(args) > position else "batch"),)
@@ -1469,7 +1529,30 @@ class _StepLoop:
     def _per_element(self, loop: ForLoop) -> bool:
         """An inner loop over the elements of something (samples of the batch), not over
         a dict's fields, a literal tuple of tensors, or another DataLoader."""
-        iterable = unwrap_listing(loop.iter)
+        return self._element_walk(loop.iter) and not _chunk_walk(loop)
+
+    def _comprehended(self, call: ast.Call) -> Optional[ast.comprehension]:
+        """The generator of the comprehension whose element `call` copies to the device,
+        one element at a time, when it walks the elements of something:
+        `[idx.cuda() for idx in input[3]]` (cgcnn: one index tensor per crystal, 256
+        copies a step): a comprehension over one item of something. Not `[t.cuda() for t
+        in batch]` or `batch[1:]` (the step's batch, a tuple of fields perhaps, as in `for
+        x, y in loader`), nor a dict's fields."""
+        generator = _comprehensions(self.walker.module).get(id(call))
+        if generator is None or not isinstance(call.func, ast.Attribute):
+            return None
+        targets = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+        names = {n.id for n in ast.walk(call.func.value) if isinstance(n, ast.Name)}
+        if not names & targets:
+            return None
+        iterable = unwrap_listing(generator.iter)
+        if not isinstance(iterable, ast.Subscript) or isinstance(iterable.slice, ast.Slice):
+            # `batch`, `batch[1:]`: the step's fields perhaps, each copied whole
+            return None
+        return generator if self._element_walk(iterable) else None
+
+    def _element_walk(self, iterable: ast.expr) -> bool:
+        iterable = unwrap_listing(iterable)
         if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
             return False
         if (
@@ -1478,7 +1561,7 @@ class _StepLoop:
             and iterable.func.attr in FIELD_ITERATORS
         ):
             return False
-        if self._field_walk(iterable) or _chunk_walk(loop):
+        if self._field_walk(iterable):
             return False
         return self.loaders.iterated(iterable) is None
 
@@ -1806,6 +1889,9 @@ class _StepLoop:
         func = call.func
         if self.walker.qualname(func) == "torch.cuda.synchronize":
             return self._record(call, "host_sync", _short(call), "waits for the GPU")
+        if self.walker.qualname(func) == "torch.cuda.empty_cache":
+            what = "waits for the GPU (cudaFree of the cache the next step re-allocates)"
+            return self._record(call, "host_sync", _short(call), what)
         if (
             isinstance(func, ast.Attribute)
             and func.attr in SCALE_READS
@@ -1860,6 +1946,14 @@ class _StepLoop:
                     record["inner_loop_line"] = owner.lineno
                     record["inner_loop_code"] = code_at(self.walker.lines, owner.lineno)
                     return record
+            generator = self._comprehended(call) if copy else None
+            if generator is not None:
+                record = self._method(call, "per_sample_copy", "copies one element")
+                record["inner_loop_line"] = generator.iter.lineno
+                record["inner_loop_code"] = (
+                    f"for {ast.unparse(generator.target)} in {ast.unparse(generator.iter)}"
+                )
+                return record
             arguments = [*call.args, *(k.value for k in call.keywords)]
             if (
                 func.attr == "format"
@@ -2461,6 +2555,29 @@ def _element_of(receiver: ast.expr, inner: list[ForLoop]) -> Optional[ForLoop]:
             return None
         return loop
     return None
+
+
+def _comprehensions(module: ast.Module) -> dict[int, ast.comprehension]:
+    """Device copies (`.cuda()`, `.to(...)`) in the element of a comprehension of the
+    file, by id, to the comprehension's generator whose target they may copy."""
+    cached: Optional[dict[int, ast.comprehension]] = module.__dict__.get("_envcheck_comprehensions")
+    if cached is not None:
+        return cached
+    found: dict[int, ast.comprehension] = {}
+    for node in ast.walk(module):
+        if not isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            continue
+        if len(node.generators) != 1:
+            continue
+        for call in ast.walk(node.elt):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("cuda", "to")
+            ):
+                found.setdefault(id(call), node.generators[0])
+    module.__dict__["_envcheck_comprehensions"] = found
+    return found
 
 
 def _stored_keys(module: ast.Module) -> frozenset[str]:
