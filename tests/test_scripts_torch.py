@@ -162,7 +162,7 @@ def test_precision_settings_read_from_the_scripts() -> None:
     # cudnn.benchmark is on for the resnet; float32 without autocast on an A100; no TF32
     # advice for a convolutional model (cudnn.allow_tf32 defaults to True)
     assert failing(clean) == ["EC507"]
-    assert "convolutions already use TF32" in clean["EC508"].reason
+    assert "convolutions and cuDNN RNNs already use TF32" in clean["EC508"].reason
     linear = audit(CORPUS / "torch_no_workers.py", rules=precision)
     assert linear["EC506"].status.value == "pass"  # no convolutions
 

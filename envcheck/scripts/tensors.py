@@ -505,6 +505,17 @@ class DeviceTensors:
         values = [n.value for n in own_nodes(function) if isinstance(n, ast.Return)]
         return bool(values) and all(v is not None and _converted(v) for v in values)
 
+    def _stepped_closure(self, call: ast.Call) -> Optional[Function]:
+        """The closure of `optimizer.step(closure)` (LBFGS and other optimizers that
+        re-evaluate the loss): the step returns what the closure returns."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "step" and len(call.args) == 1):
+            return None
+        argument = call.args[0]
+        if not isinstance(argument, ast.Name):
+            return None
+        return self.resolve_call(ast.Call(func=argument, args=[], keywords=[]))
+
     def _returns_at(self, helper: Function, index: Optional[int] = None) -> bool:
         """Whether `helper` returns a device tensor (at `index` of the tuple it returns).
         Past MAX_HELPERS helpers returning one another's result, not known to: a chain of
@@ -610,6 +621,9 @@ class DeviceTensors:
             if device is not None and not is_cpu(device):
                 return True  # torch.zeros(3, device=device)
             return any(self.holds(a, depth) for a in arguments)
+        stepped = self._stepped_closure(call)
+        if stepped is not None:
+            return self._returns_at(stepped)  # `loss = optimizer.step(closure)`
         helper = self.resolve_call(call)
         if helper is not None:
             key = id(helper)
