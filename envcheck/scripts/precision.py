@@ -58,13 +58,15 @@
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or an
   MLP/RNN/graph network of two or more layers whose widths in sight are all small
   (`nn.Linear(n_obs, 64)`: the input width from the environment is not in sight; widths
-  passed to the file's own class, `Net(7, 16, 2)`, read by widths.py; nothing convolutional,
+  passed to the file's own class, `Net(7, 16, 2)`, read by widths.py; nothing convolutional
+  but, for a toy CNN, `nn.Conv*` layers of at most TOY_CHANNELS channels in sight under
+  nn.Linear layers of at most TOY_HEAD_WEIGHTS weights: a LeNet's 6 and 16 channels;
   no named architecture: a ResNet-50 under a 2048x1 head is none), or a graph network or
   MLP built out of sight and given a small
   hidden width (`GCN(nhid=16)`), or a transformer so given a small width and a few layers
   (`DecisionTransformer(hidden_size=128, n_layer=3)`): nothing for tensor cores to speed
   up. Neither conv nor matmul: the model is built out of sight and the rules that depend
-  on its kind say unknown;
+  on its kind say unknown; `toy_cnn` True for the toy CNN (a LeNet);
 - `rl_environment`: the file imports Gym or Gymnasium (or an RL library on them:
   TorchRL, Tianshou, Stable-Baselines3, dm_env, PettingZoo) or samples a replay memory
   or reads a rollout storage in a file of actions (`mem.sample(batch_size)`,
@@ -260,6 +262,15 @@ TOY_WIDTH = 128
 # A transformer given a width of at most TOY_WIDTH is a toy when its depth in sight is at
 # most this many layers (`n_layer=3`): `n_layer`, `num_layers`, `n_layers`, `depth`.
 TOY_DEPTH = 6
+# Convolutions of at most this many channels, in and out, in sight (a LeNet's 6 and 16 on
+# 32x32 images), under an MLP head of small widths, make a toy CNN: its steps are bound
+# by kernel launches, not by the arithmetic autotuning or tensor cores speed up.
+TOY_CHANNELS = 16
+# torch.nn's convolution layers, whose first two sizes are their channels.
+# ... and the weights of their nn.Linear head at most this many (a LeNet's 400x120, 120x84
+# and 84x10: 59,000), the widths read through the file's constructors (widths.py).
+TOY_HEAD_WEIGHTS = 100_000
+NN_CONV = re.compile(r"^torch\.nn\.(modules\.conv\.)?Conv[123]d$")
 LAYER_COUNT = re.compile(r"^((n|num)_?(hidden_)?layers?|depth)$")
 # The matmul layers whose widths the toy test reads: their size keywords.
 SIZED_LAYERS = {
@@ -571,6 +582,12 @@ class _Reader:
         # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
         # layer with no width in sight, or a layer too wide to be a toy's
         self.small_widths: Optional[list[int]] = []
+        # the channels of the nn.Conv* layers the source shows; None: a convolution of
+        # another kind, or one whose channels are not in sight or above TOY_CHANNELS
+        self.conv_channels: Optional[list[int]] = []
+        # the weights of the nn.Linear layers, their widths read by widths.py; None: a
+        # matmul layer of another kind, or one whose widths are not in sight
+        self.head_weights: Optional[int] = 0
         self.lightning_module = False  # the file defines a LightningModule
         self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
         self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
@@ -736,6 +753,7 @@ class _Reader:
         layer = self._subclassed_layer(node)  # `super().__init__(n_in, n_out)`
         if self._convolutional(node, layer or name, scope):
             self.conv = True
+            self._channels(node, layer or name, scope)
             if "recurrent" in self._traits_elsewhere(layer or name):
                 # a CRNN of another file: its recurrent layers are more than a head
                 self.matmul.append(_callee(node) or ast.unparse(node.func))
@@ -744,6 +762,7 @@ class _Reader:
             self.library_model = True
         if not name.startswith(LIBRARIES) and self._handed_backbone(node, scope):
             self.conv = True
+            self.conv_channels = None
             self.small_widths = None
             self.library_model = True
         self._matmul(node, layer or name, scope)
@@ -1062,6 +1081,7 @@ class _Reader:
             kind = architecture(cls)
             if kind == "conv":
                 self.conv = True
+                self.conv_channels = None
             elif kind == "matmul":
                 self.matmul.append(name.rsplit(".", 1)[-1])
                 self.linear_weights = None
@@ -1185,6 +1205,7 @@ class _Reader:
             written = [*node.args[:2]]
             written += [k.value for k in node.keywords if k.arg in SIZED_LAYERS.get(short, ())]
             self._widths(written if short in SIZED_LAYERS else [], scope)
+            self._head_weights(short, written, scope)
             sizes = [resolve(a, scope) for a in node.args[:2]]
             if (
                 short == "Linear"
@@ -1359,6 +1380,40 @@ class _Reader:
                 self.by_caller = self.by_caller is not False
             elif size is None or size > TOY_WIDTH:
                 self.by_caller = False
+
+    def _head_weights(self, short: str, written: list[ast.expr], scope: Scope) -> None:
+        """Add an nn.Linear's weights (`nn.Linear(16 * 5 * 5, 120)`: 48,000) to the head's;
+        another matmul layer, or a Linear of widths not in sight, leaves them unknown."""
+        if self.head_weights is None:
+            return
+        function = self.functions.get(id(scope))
+        sizes = [width(self.walker, w, function) for w in written[:2]]
+        if short != "Linear" or len(sizes) < 2 or sizes[0] is None or sizes[1] is None:
+            self.head_weights = None
+        else:
+            self.head_weights += sizes[0] * sizes[1]
+
+    def _channels(self, node: ast.Call, name: str, scope: Scope) -> None:
+        """The channels of a convolution in sight: `nn.Conv2d(3, 6, 5)`, `nn.Conv2d(6, 16,
+        5)` of a LeNet, each at most TOY_CHANNELS; any other convolution (a project's
+        class, a functional conv, a torchvision model), or channels not in sight or wider,
+        make the model no toy CNN."""
+        if self.conv_channels is None:
+            return
+        if not NN_CONV.match(name):
+            self.conv_channels = None
+            return
+        function = self.functions.get(id(scope))
+        written = [*node.args[:2]]
+        for i, key in enumerate(("in_channels", "out_channels")):
+            given = keyword_arg(node, key)
+            if given is not None and i >= len(written):
+                written.append(given)
+        sizes = [width(self.walker, w, function) for w in written]
+        if len(sizes) < 2 or any(s is None or s > TOY_CHANNELS for s in sizes):
+            self.conv_channels = None
+        else:
+            self.conv_channels.extend(s for s in sizes if s is not None)
 
     def _sizes(self, sizes: list[Optional[int]]) -> None:
         if self.small_widths is None:
@@ -1573,8 +1628,17 @@ class _Reader:
         )
         # a torchvision/timm model built by name is a whole architecture, whatever its
         # head (`nn.Sequential(*list(resnet50().children())[:-1])` + `nn.Linear(2048, 1)`)
-        toy = constant_toy or (small_net and not self.conv)
+        # a LeNet: a few narrow convolutions in sight under a small MLP head
+        small_cnn = (
+            bool(self.conv_channels)
+            and set(self.matmul) == {"Linear"}
+            and self.head_weights is not None
+            and self.head_weights <= TOY_HEAD_WEIGHTS
+            and not self.library_model
+        )
+        toy = constant_toy or (small_net and not self.conv) or small_cnn
         found["toy_model"] = bool(self.matmul and toy and not self.library_model)
+        found["toy_cnn"] = small_cnn
         roots = {qualified.split(".")[0] for qualified in self.walker.aliases.values()}
         found["rl_environment"] = bool(roots & RL_ENVIRONMENTS) or _replay_agent(self.walker)
         found["env_rollouts"] = (
