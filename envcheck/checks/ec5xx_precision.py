@@ -325,9 +325,12 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     the source spells out that holds none), as `Fabric()` and a Lightning `Trainer` or
     `LightningCLI` (at module level or in the `cli_main()` the main guard calls), and
     `TrainingArguments(...)` without `fp16`/`bf16`; an `Accelerator()` whose precision
-    the script branches on (`8 if accelerator.mixed_precision != "no" else None`) is
+    the script branches on (`8 if accelerator.mixed_precision != "no" else None`, or
+    `"fp16" in accelerator.state.deepspeed_plugin.deepspeed_config`) is
     written for the one `accelerate launch --mixed_precision` or the accelerate config
-    gives, and the rule is unknown (a script that trains with
+    gives, and the rule is unknown, as it is for a subclass of transformers' `Trainer`
+    that the file gives no TrainingArguments (a copied `_inner_training_loop` whose
+    GradScaler the parent turns on from the caller's `--fp16`/`--bf16`) (a script that trains with
     transformers' `Trainer` is a PyTorch script even when it never imports torch). A
     Keras model trained with `fit` (Keras 3 on the torch backend included) takes its
     precision from a Keras mixed-precision policy: EC522 judges it, not this rule. When

@@ -103,6 +103,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from envcheck.scripts.class_kinds import MATMUL_LAYER_NAMES
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.frozen_models import frozen_builds
+from envcheck.scripts.hf_trainers import TRAINER_ROOTS
 from envcheck.scripts.index import keyword_arg, module_nodes, qualified_base
 from envcheck.scripts.lightning_runner import benchmark, runner_kind, trainer_settings, trains
 from envcheck.scripts.model_names import (
@@ -194,6 +195,13 @@ LIGHTNING_DEFAULT = "{short}() " + LIGHTNING_DEFAULT_TAIL
 HF_DEFAULT = "TrainingArguments() at transformers' default fp16=False, bf16=False"
 # Set outside the source, and float32 when not set (the default run is float32).
 OFF_UNLESS_SET = (LAUNCH_CONFIG, HF_COMMAND_LINE)
+# A Hugging Face Trainer subclass of the file (MeZO's `OurTrainer(Trainer)` copying
+# `_inner_training_loop`, its GradScaler under the inherited `self.do_grad_scaling`) that
+# the file gives no TrainingArguments: the caller's arguments set its precision.
+HF_SUBCLASS = (
+    "the fp16/bf16 of the TrainingArguments its caller hands the Trainer subclass {name} "
+    "(the parent class turns on autocast and the GradScaler from them)"
+)
 # A LightningModule whose Trainer is created elsewhere: that Trainer sets the precision.
 LIGHTNING_ELSEWHERE = (
     "the Lightning Trainer that runs this LightningModule (not in this file) sets its precision"
@@ -589,6 +597,7 @@ class _Reader:
         # matmul layer of another kind, or one whose widths are not in sight
         self.head_weights: Optional[int] = 0
         self.lightning_module = False  # the file defines a LightningModule
+        self.hf_subclass: Optional[str] = None  # ... a Hugging Face Trainer subclass
         self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
         self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
         # id(function) -> the names it binds as values (variables, parameters, lambdas)
@@ -622,6 +631,7 @@ class _Reader:
             self._hydra_runner(node, scope)
         elif isinstance(node, ast.ClassDef):
             self._lightning_module(node)
+            self._hf_subclass(node)
             self.classes.append(node)
             for child in ast.iter_child_nodes(node):
                 self.visit(child, gates, scope)
@@ -1086,6 +1096,13 @@ class _Reader:
                 self.matmul.append(name.rsplit(".", 1)[-1])
                 self.linear_weights = None
                 self.small_widths = None
+
+    def _hf_subclass(self, node: ast.ClassDef) -> None:
+        """A class of the file deriving from a Hugging Face Trainer (transformers', trl's)."""
+        for base in node.bases:
+            name = self.walker.qualname(base) or ""
+            if name.startswith(TRAINER_ROOTS) and name.endswith("Trainer"):
+                self.hf_subclass = self.hf_subclass or node.name
 
     def _lightning_module(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -1670,6 +1687,9 @@ class _Reader:
         )
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
+        if self.hf_subclass and not _builds_training_arguments(self.walker):
+            gate = HF_SUBCLASS.format(name=self.hf_subclass)
+            self.gates.append((gate, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
             return found
         gates = [self._gate(expr, scope) for expr, scope in self.gates]
@@ -1872,15 +1892,35 @@ def _as_list(node: Any) -> list[ast.AST]:
     return node if isinstance(node, list) else [node]
 
 
+def _builds_training_arguments(walker: Walker) -> bool:
+    """The file builds or parses the TrainingArguments of a Hugging Face Trainer."""
+    for node in module_nodes(walker.module):
+        if isinstance(node, ast.Call):
+            name = walker.qualname(node.func) or ""
+            short = name.rsplit(".", 1)[-1]
+            if short.endswith("TrainingArguments") or short == "HfArgumentParser":
+                return True
+    return False
+
+
 def _reads_launch_precision(node: ast.AST) -> bool:
     """The code reads the mixed precision its Accelerator got (`accelerator.state.
     mixed_precision`, `accelerator.mixed_precision`): it expects `accelerate launch` or
-    its config to set it."""
+    its config to set it; or the precision section of the DeepSpeed config the launcher
+    gave it (`"fp16" in accelerator.state.deepspeed_plugin.deepspeed_config`)."""
     for found in ast.walk(node):
         if isinstance(found, ast.Attribute) and found.attr == "mixed_precision":
             owner = ast.unparse(found.value).lower()
             if owner.endswith("state") or "accelerator" in owner:
                 return True
+        if (
+            isinstance(found, ast.Compare)
+            and isinstance(found.left, ast.Constant)
+            and found.left.value in ("fp16", "bf16")
+            and isinstance(found.ops[0], (ast.In, ast.NotIn))
+            and "deepspeed_plugin" in ast.unparse(found.comparators[0])
+        ):
+            return True
     return False
 
 
