@@ -1880,3 +1880,73 @@ def test_autocast_of_a_wrapper_built_from_the_run_s_config(tmp_path: Path) -> No
     assert results(tmp_path, WRAPPER_AUTOCAST)["EC507"].status.value == "unknown"
     plain = WRAPPER_AUTOCAST.replace("with accel.autocast():", "if True:")
     assert results(tmp_path, plain)["EC507"].status.value == "fail"
+
+
+LAUNCHER_DEEPSPEED = """
+import torch
+from accelerate import Accelerator
+
+
+class BaseTrainer:
+    def __init__(self, config):
+        self.accelerator = Accelerator(log_with=config.tracker)
+        if self.accelerator.state.deepspeed_plugin is not None:
+            if "fp16" in self.accelerator.state.deepspeed_plugin.deepspeed_config:
+                config = self.accelerator.state.deepspeed_plugin.deepspeed_config
+                config["fp16"]["auto_cast"] = False
+        self.model = self.setup_model()
+        self.opt = torch.optim.AdamW(self.model.parameters())
+
+    def learn(self, loader):
+        self.model, self.opt, loader = self.accelerator.prepare(self.model, self.opt, loader)
+        for batch in loader:
+            loss = self.model(**batch).loss
+            self.accelerator.backward(loss)
+            self.opt.step()
+            self.opt.zero_grad()
+"""
+
+
+def test_accelerator_reading_the_launchers_deepspeed_precision_is_not_known(
+    tmp_path: Path,
+) -> None:
+    """trlx's base trainer: `Accelerator()` with no mixed_precision, then `"fp16" in
+    accelerator.state.deepspeed_plugin.deepspeed_config`: written for the precision that
+    `accelerate launch` and its config give, not Accelerate's float32 default."""
+    found = results(tmp_path, LAUNCHER_DEEPSPEED)
+    assert found["EC507"].status.value == "unknown"
+    plain = LAUNCHER_DEEPSPEED.split("        if self.accelerator.state")[0] + (
+        "        self.model = self.setup_model()"
+        + LAUNCHER_DEEPSPEED.split("        self.model = self.setup_model()")[1]
+    )
+    assert results(tmp_path, plain)["EC507"].status.value == "fail"
+
+
+HF_SUBCLASS_LOOP = """
+import torch
+from transformers import Trainer
+
+
+class OurTrainer(Trainer):
+    def _inner_training_loop(self, batch_size=None, args=None):
+        model = self._wrap_model(self.model_wrapped)
+        for epoch in range(int(args.num_train_epochs)):
+            for step, inputs in enumerate(self.get_train_dataloader()):
+                tr_loss_step = self.training_step(model, inputs)
+                if self.do_grad_scaling:
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                else:
+                    self.optimizer.step()
+                model.zero_grad()
+"""
+
+
+def test_a_trainer_subclass_given_its_arguments_by_the_caller_is_not_known(
+    tmp_path: Path,
+) -> None:
+    """MeZO's `OurTrainer(Trainer)` copying `_inner_training_loop`: the parent turns on
+    autocast and the GradScaler from the TrainingArguments its caller hands it."""
+    found = results(tmp_path, HF_SUBCLASS_LOOP)
+    assert found["EC507"].status.value == "unknown"
+    assert "Trainer subclass OurTrainer" in found["EC507"].reason

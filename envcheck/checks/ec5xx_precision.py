@@ -147,7 +147,9 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     `AspectRatioBasedSampler`) passes, as does one whose loader pads each batch to its
     longest sample (a collate function or class of the project, or a DataLoader subclass
     installing one, padding to `max(x.size(0) for x in batch)` or with `pad_sequence`:
-    utterances and sentences of every length). A model built out of sight whose kind
+    utterances and sentences of every length), as does a small CNN in sight (convolutions
+    of at most 16 channels under a few narrow layers: a LeNet, whose steps are bound by
+    kernel launches). A model built out of sight whose kind
     nothing names is unknown. Graph layers (PyG's `GCNConv`, DGL's `dgl.nn.SAGEConv`)
     are Linear transforms over a sparse aggregation, no cuDNN convolution, whatever their
     names say; a model's kind is read from its constructors and classes (`DGCNN`,
@@ -183,6 +185,9 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
     files, unknown = found
     varying = [f for f in files if f.get("varying_input")]
     files = [f for f in files if not f.get("varying_input")]
+    # a LeNet: a few narrow convolutions, each step bound by kernel launches
+    toys = [f for f in files if f.get("conv_layers") and f.get("toy_cnn")]
+    files = [f for f in files if f not in toys]
     # a LightningModule whose Trainer is another file's: that file's run setting
     elsewhere = [f for f in files if f.get("benchmark_elsewhere") and f.get("conv_layers")]
     unknown += [f"{f.get('path')}: {f.get('benchmark_elsewhere')}" for f in elsewhere]
@@ -194,9 +199,16 @@ def cudnn_benchmark_off(facts: Facts) -> Outcome:
         clean += "; input sizes change between batches in " + ", ".join(
             f"{f.get('path')} ({f.get('varying_input')})" for f in varying
         )
+    if toys:
+        clean += "; " + "; ".join(f"{f.get('path')}: {TOY_CNN}" for f in toys)
     return _judged(hits, unknown, f"{len(hits)} file(s)", clean)
 
 
+# A toy CNN in sight (precision.TOY_CHANNELS).
+TOY_CNN = (
+    "a small CNN (convolutions of a few channels under narrow layers, in sight): its steps "
+    "are bound by kernel launches, not by the convolutions autotuning would speed up"
+)
 FLOAT32 = "trains on a GPU without torch.autocast / GradScaler"
 # The gain depends on the model: worded so where the file does not show it
 MODEL_UNSEEN = (
@@ -313,9 +325,12 @@ def no_mixed_precision(facts: Facts) -> Outcome:
     the source spells out that holds none), as `Fabric()` and a Lightning `Trainer` or
     `LightningCLI` (at module level or in the `cli_main()` the main guard calls), and
     `TrainingArguments(...)` without `fp16`/`bf16`; an `Accelerator()` whose precision
-    the script branches on (`8 if accelerator.mixed_precision != "no" else None`) is
+    the script branches on (`8 if accelerator.mixed_precision != "no" else None`, or
+    `"fp16" in accelerator.state.deepspeed_plugin.deepspeed_config`) is
     written for the one `accelerate launch --mixed_precision` or the accelerate config
-    gives, and the rule is unknown (a script that trains with
+    gives, and the rule is unknown, as it is for a subclass of transformers' `Trainer`
+    that the file gives no TrainingArguments (a copied `_inner_training_loop` whose
+    GradScaler the parent turns on from the caller's `--fp16`/`--bf16`) (a script that trains with
     transformers' `Trainer` is a PyTorch script even when it never imports torch). A
     Keras model trained with `fit` (Keras 3 on the torch backend included) takes its
     precision from a Keras mixed-precision policy: EC522 judges it, not this rule. When

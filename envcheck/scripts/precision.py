@@ -62,13 +62,15 @@
   `toy_model` True when the only ones are a few small `nn.Linear` of constant size, or an
   MLP/RNN/graph network of two or more layers whose widths in sight are all small
   (`nn.Linear(n_obs, 64)`: the input width from the environment is not in sight; widths
-  passed to the file's own class, `Net(7, 16, 2)`, read by widths.py; nothing convolutional,
+  passed to the file's own class, `Net(7, 16, 2)`, read by widths.py; nothing convolutional
+  but, for a toy CNN, `nn.Conv*` layers of at most TOY_CHANNELS channels in sight under
+  nn.Linear layers of at most TOY_HEAD_WEIGHTS weights: a LeNet's 6 and 16 channels;
   no named architecture: a ResNet-50 under a 2048x1 head is none), or a graph network or
   MLP built out of sight and given a small
   hidden width (`GCN(nhid=16)`), or a transformer so given a small width and a few layers
   (`DecisionTransformer(hidden_size=128, n_layer=3)`): nothing for tensor cores to speed
   up. Neither conv nor matmul: the model is built out of sight and the rules that depend
-  on its kind say unknown;
+  on its kind say unknown; `toy_cnn` True for the toy CNN (a LeNet);
 - `rl_environment`: the file imports Gym or Gymnasium (or an RL library on them:
   TorchRL, Tianshou, Stable-Baselines3, dm_env, PettingZoo) or samples a replay memory
   or reads a rollout storage in a file of actions (`mem.sample(batch_size)`,
@@ -105,6 +107,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from envcheck.scripts.class_kinds import MATMUL_LAYER_NAMES
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.frozen_models import frozen_builds
+from envcheck.scripts.hf_trainers import TRAINER_ROOTS
 from envcheck.scripts.index import keyword_arg, module_nodes, qualified_base
 from envcheck.scripts.lightning_runner import benchmark, runner_kind, trainer_settings, trains
 from envcheck.scripts.model_names import (
@@ -196,6 +199,13 @@ LIGHTNING_DEFAULT = "{short}() " + LIGHTNING_DEFAULT_TAIL
 HF_DEFAULT = "TrainingArguments() at transformers' default fp16=False, bf16=False"
 # Set outside the source, and float32 when not set (the default run is float32).
 OFF_UNLESS_SET = (LAUNCH_CONFIG, HF_COMMAND_LINE)
+# A Hugging Face Trainer subclass of the file (MeZO's `OurTrainer(Trainer)` copying
+# `_inner_training_loop`, its GradScaler under the inherited `self.do_grad_scaling`) that
+# the file gives no TrainingArguments: the caller's arguments set its precision.
+HF_SUBCLASS = (
+    "the fp16/bf16 of the TrainingArguments its caller hands the Trainer subclass {name} "
+    "(the parent class turns on autocast and the GradScaler from them)"
+)
 # A LightningModule whose Trainer is created elsewhere: that Trainer sets the precision.
 LIGHTNING_ELSEWHERE = (
     "the Lightning Trainer that runs this LightningModule (not in this file) sets its precision"
@@ -269,6 +279,15 @@ TOY_WIDTH = 128
 # A transformer given a width of at most TOY_WIDTH is a toy when its depth in sight is at
 # most this many layers (`n_layer=3`): `n_layer`, `num_layers`, `n_layers`, `depth`.
 TOY_DEPTH = 6
+# Convolutions of at most this many channels, in and out, in sight (a LeNet's 6 and 16 on
+# 32x32 images), under an MLP head of small widths, make a toy CNN: its steps are bound
+# by kernel launches, not by the arithmetic autotuning or tensor cores speed up.
+TOY_CHANNELS = 16
+# torch.nn's convolution layers, whose first two sizes are their channels.
+# ... and the weights of their nn.Linear head at most this many (a LeNet's 400x120, 120x84
+# and 84x10: 59,000), the widths read through the file's constructors (widths.py).
+TOY_HEAD_WEIGHTS = 100_000
+NN_CONV = re.compile(r"^torch\.nn\.(modules\.conv\.)?Conv[123]d$")
 LAYER_COUNT = re.compile(r"^((n|num)_?(hidden_)?layers?|depth)$")
 # The matmul layers whose widths the toy test reads: their size keywords.
 SIZED_LAYERS = {
@@ -584,7 +603,14 @@ class _Reader:
         # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
         # layer with no width in sight, or a layer too wide to be a toy's
         self.small_widths: Optional[list[int]] = []
+        # the channels of the nn.Conv* layers the source shows; None: a convolution of
+        # another kind, or one whose channels are not in sight or above TOY_CHANNELS
+        self.conv_channels: Optional[list[int]] = []
+        # the weights of the nn.Linear layers, their widths read by widths.py; None: a
+        # matmul layer of another kind, or one whose widths are not in sight
+        self.head_weights: Optional[int] = 0
         self.lightning_module = False  # the file defines a LightningModule
+        self.hf_subclass: Optional[str] = None  # ... a Hugging Face Trainer subclass
         self.lightning_runner = False  # ... and creates the Trainer/Fabric that runs one
         self.functions: dict[int, ast.AST] = {}  # id(scope) -> its function
         # id(function) -> the names it binds as values (variables, parameters, lambdas)
@@ -618,6 +644,7 @@ class _Reader:
             self._hydra_runner(node, scope)
         elif isinstance(node, ast.ClassDef):
             self._lightning_module(node)
+            self._hf_subclass(node)
             self.classes.append(node)
             for child in ast.iter_child_nodes(node):
                 self.visit(child, gates, scope)
@@ -749,6 +776,7 @@ class _Reader:
         layer = self._subclassed_layer(node)  # `super().__init__(n_in, n_out)`
         if self._convolutional(node, layer or name, scope):
             self.conv = True
+            self._channels(node, layer or name, scope)
             if "cells" in self._traits_elsewhere(layer or name):
                 # a CRNN of another file stepping RNN cells: cuBLAS matmuls, more than a
                 # head (its nn.LSTM layers would run in cuDNN, as the convolutions do)
@@ -758,6 +786,7 @@ class _Reader:
             self.library_model = True
         if not name.startswith(LIBRARIES) and self._handed_backbone(node, scope):
             self.conv = True
+            self.conv_channels = None
             self.small_widths = None
             self.library_model = True
         self._matmul(node, layer or name, scope)
@@ -1076,10 +1105,18 @@ class _Reader:
             kind = architecture(cls)
             if kind == "conv":
                 self.conv = True
+                self.conv_channels = None
             elif kind == "matmul":
                 self.matmul.append(name.rsplit(".", 1)[-1])
                 self.linear_weights = None
                 self.small_widths = None
+
+    def _hf_subclass(self, node: ast.ClassDef) -> None:
+        """A class of the file deriving from a Hugging Face Trainer (transformers', trl's)."""
+        for base in node.bases:
+            name = self.walker.qualname(base) or ""
+            if name.startswith(TRAINER_ROOTS) and name.endswith("Trainer"):
+                self.hf_subclass = self.hf_subclass or node.name
 
     def _lightning_module(self, node: ast.ClassDef) -> None:
         for base in node.bases:
@@ -1224,6 +1261,7 @@ class _Reader:
             written = [*node.args[:2]]
             written += [k.value for k in node.keywords if k.arg in SIZED_LAYERS.get(short, ())]
             self._widths(written if short in SIZED_LAYERS else [], scope)
+            self._head_weights(short, written, scope)
             sizes = [resolve(a, scope) for a in node.args[:2]]
             if (
                 short == "Linear"
@@ -1398,6 +1436,40 @@ class _Reader:
                 self.by_caller = self.by_caller is not False
             elif size is None or size > TOY_WIDTH:
                 self.by_caller = False
+
+    def _head_weights(self, short: str, written: list[ast.expr], scope: Scope) -> None:
+        """Add an nn.Linear's weights (`nn.Linear(16 * 5 * 5, 120)`: 48,000) to the head's;
+        another matmul layer, or a Linear of widths not in sight, leaves them unknown."""
+        if self.head_weights is None:
+            return
+        function = self.functions.get(id(scope))
+        sizes = [width(self.walker, w, function) for w in written[:2]]
+        if short != "Linear" or len(sizes) < 2 or sizes[0] is None or sizes[1] is None:
+            self.head_weights = None
+        else:
+            self.head_weights += sizes[0] * sizes[1]
+
+    def _channels(self, node: ast.Call, name: str, scope: Scope) -> None:
+        """The channels of a convolution in sight: `nn.Conv2d(3, 6, 5)`, `nn.Conv2d(6, 16,
+        5)` of a LeNet, each at most TOY_CHANNELS; any other convolution (a project's
+        class, a functional conv, a torchvision model), or channels not in sight or wider,
+        make the model no toy CNN."""
+        if self.conv_channels is None:
+            return
+        if not NN_CONV.match(name):
+            self.conv_channels = None
+            return
+        function = self.functions.get(id(scope))
+        written = [*node.args[:2]]
+        for i, key in enumerate(("in_channels", "out_channels")):
+            given = keyword_arg(node, key)
+            if given is not None and i >= len(written):
+                written.append(given)
+        sizes = [width(self.walker, w, function) for w in written]
+        if len(sizes) < 2 or any(s is None or s > TOY_CHANNELS for s in sizes):
+            self.conv_channels = None
+        else:
+            self.conv_channels.extend(s for s in sizes if s is not None)
 
     def _sizes(self, sizes: list[Optional[int]]) -> None:
         if self.small_widths is None:
@@ -1614,8 +1686,17 @@ class _Reader:
         )
         # a torchvision/timm model built by name is a whole architecture, whatever its
         # head (`nn.Sequential(*list(resnet50().children())[:-1])` + `nn.Linear(2048, 1)`)
-        toy = constant_toy or (small_net and not self.conv)
+        # a LeNet: a few narrow convolutions in sight under a small MLP head
+        small_cnn = (
+            bool(self.conv_channels)
+            and set(self.matmul) == {"Linear"}
+            and self.head_weights is not None
+            and self.head_weights <= TOY_HEAD_WEIGHTS
+            and not self.library_model
+        )
+        toy = constant_toy or (small_net and not self.conv) or small_cnn
         found["toy_model"] = bool(self.matmul and toy and not self.library_model)
+        found["toy_cnn"] = small_cnn
         roots = {qualified.split(".")[0] for qualified in self.walker.aliases.values()}
         found["rl_environment"] = bool(roots & RL_ENVIRONMENTS) or _replay_agent(self.walker)
         found["env_rollouts"] = (
@@ -1647,6 +1728,9 @@ class _Reader:
         )
         if self.lightning_module and not self.lightning_runner:
             self.gates.append((LIGHTNING_ELSEWHERE, self.walker.module_scope))
+        if self.hf_subclass and not _builds_training_arguments(self.walker):
+            gate = HF_SUBCLASS.format(name=self.hf_subclass)
+            self.gates.append((gate, self.walker.module_scope))
         if self.ungated is not None or not self.gates:
             return found
         gates = [self._gate(expr, scope) for expr, scope in self.gates]
@@ -1849,15 +1933,35 @@ def _as_list(node: Any) -> list[ast.AST]:
     return node if isinstance(node, list) else [node]
 
 
+def _builds_training_arguments(walker: Walker) -> bool:
+    """The file builds or parses the TrainingArguments of a Hugging Face Trainer."""
+    for node in module_nodes(walker.module):
+        if isinstance(node, ast.Call):
+            name = walker.qualname(node.func) or ""
+            short = name.rsplit(".", 1)[-1]
+            if short.endswith("TrainingArguments") or short == "HfArgumentParser":
+                return True
+    return False
+
+
 def _reads_launch_precision(node: ast.AST) -> bool:
     """The code reads the mixed precision its Accelerator got (`accelerator.state.
     mixed_precision`, `accelerator.mixed_precision`): it expects `accelerate launch` or
-    its config to set it."""
+    its config to set it; or the precision section of the DeepSpeed config the launcher
+    gave it (`"fp16" in accelerator.state.deepspeed_plugin.deepspeed_config`)."""
     for found in ast.walk(node):
         if isinstance(found, ast.Attribute) and found.attr == "mixed_precision":
             owner = ast.unparse(found.value).lower()
             if owner.endswith("state") or "accelerator" in owner:
                 return True
+        if (
+            isinstance(found, ast.Compare)
+            and isinstance(found.left, ast.Constant)
+            and found.left.value in ("fp16", "bf16")
+            and isinstance(found.ops[0], (ast.In, ast.NotIn))
+            and "deepspeed_plugin" in ast.unparse(found.comparators[0])
+        ):
+            return True
     return False
 
 
