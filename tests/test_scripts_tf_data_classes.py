@@ -1295,3 +1295,142 @@ model.fit(dataset("d", 64, ["a", "b"]))
 
 def test_reader_over_one_joined_path_reads_one_file(tmp_path: Path) -> None:
     assert lines(tmp_path, ONE_JOINED_PATH, "EC515") == [13]
+
+
+# Class (sweep AG): a pipeline read once by a loop that only brings each element to NumPy
+# and counts or collects it (a statistics pass, an export to arrays), calling no model and
+# no step, is not training input: no EC511/EC512/EC515. The same pipeline stepped by a
+# training loop is judged.
+
+STATS = """
+import numpy as np
+
+def read(filename):
+    return tf.data.TFRecordDataset(filename, compression_type="ZLIB")
+
+class Records:
+    def compute_stats(self):
+        ds = tf.data.Dataset.list_files(self.pattern)
+        ds = ds.flat_map(read)
+        ds = ds.map(self.parser())
+        ds = ds.batch(1)
+        self.count = 0
+        for x, y in ds:
+            seq = x.numpy().reshape((self.length, -1))
+            nonzero = np.logical_or(nonzero, (y.numpy() != 0).sum(axis=0) > 0)
+            self.count += 1
+
+    def numpy(self):
+        ds = tf.data.Dataset.list_files(self.pattern)
+        ds = ds.flat_map(read)
+        ds = ds.map(self.parser())
+        ds = ds.batch(1)
+        targets = []
+        for x, y in ds:
+            targets.append(y.numpy().astype("float16"))
+        return np.array(targets)
+"""
+
+STEPPED = """
+def read(filename):
+    return tf.data.TFRecordDataset(filename, compression_type="ZLIB")
+
+def train(model, pattern):
+    ds = tf.data.Dataset.list_files(pattern)
+    ds = ds.flat_map(read)
+    ds = ds.map(parse)
+    ds = ds.batch(1)
+    for x, y in ds:
+        loss = train_step(model, x, y)
+        losses.append(loss.numpy())
+"""
+
+
+def test_one_pass_statistics_over_records_is_not_training_input(tmp_path: Path) -> None:
+    for rule in ("EC511", "EC512", "EC515"):
+        assert lines(tmp_path, STATS, rule) == [], rule
+    assert lines(tmp_path, STEPPED, "EC511") == [11]
+    assert lines(tmp_path, STEPPED, "EC512") == [9]
+    assert lines(tmp_path, STEPPED, "EC515") == [9]
+
+
+# Class (sweep AG): shards read through `from_tensor_slices(files).flat_map(reader)` are
+# read one after another, as list_files(...).flat_map is; and a flat_map in the branch an
+# interleave is not in (`if train: interleave ... else: flat_map`) reads that branch's
+# shards one at a time. Found at the flat_map. One file, or an interleave on the same
+# path, is fine.
+
+SLICED_SHARDS = """
+import glob
+
+def read(filename):
+    return tf.data.TFRecordDataset(filename, compression_type="ZLIB")
+
+def make(pattern, training):
+    files = sorted(glob.glob(pattern))
+    if files:
+        ds = tf.data.Dataset.from_tensor_slices(files)
+    else:
+        ds = tf.data.Dataset.list_files(pattern)
+    if training:
+        ds = ds.repeat()
+        ds = ds.interleave(read, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE)
+    else:
+        ds = ds.flat_map(read)
+    return ds.batch(64).prefetch(tf.data.AUTOTUNE)
+
+def plain(pattern):
+    files = sorted(glob.glob(pattern))
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    ds = ds.flat_map(lambda f: tf.data.TFRecordDataset(f, compression_type="GZIP"))
+    return ds.batch(64).prefetch(tf.data.AUTOTUNE)
+
+def woven(pattern):
+    files = sorted(glob.glob(pattern))
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    ds = ds.interleave(read, num_parallel_calls=tf.data.AUTOTUNE)
+    return ds.batch(64).prefetch(tf.data.AUTOTUNE)
+
+def single():
+    ds = tf.data.Dataset.from_tensor_slices(["train.tfrecord"])
+    return ds.flat_map(tf.data.TFRecordDataset).batch(64).prefetch(tf.data.AUTOTUNE)
+
+def windows(x):
+    ds = tf.data.Dataset.from_tensor_slices(x).window(8)
+    return ds.flat_map(lambda w: w.batch(8)).batch(64).prefetch(tf.data.AUTOTUNE)
+"""
+
+
+def test_flat_map_over_file_names_reads_shards_one_at_a_time(tmp_path: Path) -> None:
+    assert lines(tmp_path, SLICED_SHARDS, "EC515") == [20, 26]
+
+
+# Class (sweep AG): a class defined again further down under the same name never runs:
+# the pipelines of its first definition are not judged.
+
+SHADOWED = """
+class Records:
+    def make(self, files):
+        ds = tf.data.TFRecordDataset(files)
+        return ds.map(self.parse).batch(8).prefetch(1)
+
+class Records:
+    def make(self, files):
+        ds = tf.data.TFRecordDataset(files, num_parallel_reads=8)
+        return ds.map(self.parse, num_parallel_calls=8).batch(8).prefetch(1)
+
+class Used:
+    def make(self, files):
+        ds = tf.data.TFRecordDataset(files)
+        return ds.map(self.parse).batch(8).prefetch(1)
+
+used = Used()
+
+class Used:
+    pass
+"""
+
+
+def test_shadowed_class_definition_is_not_judged(tmp_path: Path) -> None:
+    assert lines(tmp_path, SHADOWED, "EC511") == [18]
+    assert lines(tmp_path, SHADOWED, "EC515") == [17]

@@ -195,13 +195,16 @@ def _demonstration(pipeline: dict[str, Any]) -> bool:
 
 def _not_training(pipeline: dict[str, Any]) -> bool:
     """A demonstration, a pipeline built in a serving/export input function
-    (`serving_input_fn`: one request's serialized examples at export time), or one only
+    (`serving_input_fn`: one request's serialized examples at export time), one only
     read by loops that write its elements to record files (an offline TFRecord
-    conversion): none feeds training, which is all EC511-EC513 judge."""
+    conversion), or one only read by a loop that brings each element to NumPy and counts
+    or collects it, calling nothing else (a one-pass statistic or export to arrays):
+    none feeds training, which is all EC511-EC513 judge."""
     return (
         _demonstration(pipeline)
         or bool(pipeline.get("serving"))
         or bool(pipeline.get("written_out"))
+        or bool(pipeline.get("host_pass"))
     )
 
 
@@ -376,7 +379,11 @@ def tf_data_no_prefetch(facts: Facts) -> Outcome:
     such pipelines, are still in memory.
     Pipelines built in a serving/export input function (`serving_input_fn`,
     `serving_input_receiver_fn`: one request's serialized examples parsed at export
-    time) are not training input and are not judged, here nor by EC511/EC513.
+    time) are not training input and are not judged, here nor by EC511/EC513; nor are
+    pipelines only read by a loop that brings each element to NumPy and counts,
+    aggregates or collects it, calling nothing else (`for x, y in ds: n += 1;
+    ys.append(y.numpy())`: a one-pass statistic or an export to arrays, no model, no step,
+    in no other loop), here nor by EC511/EC513/EC515.
 
     **Best practice.** End every input pipeline with `.batch(...).prefetch(tf.data.AUTOTUNE)`.
     """
@@ -677,7 +684,12 @@ def tf_data_files_without_interleave(facts: Facts) -> Outcome:
     flagged, nor is a reader over one file: a constant path, a list of one, or a variable
     named for one file, `TFRecordDataset(input_file)`, `TFRecordDataset(tfrecord_name)`,
     or one path built as a string, `os.path.join(root, "r{:02d}.tfrecords".format(i))`,
-    an f-string.)
+    an f-string.) `from_tensor_slices(files).flat_map(tf.data.TFRecordDataset)` (or a
+    lambda or function of the file returning a reader) reads them one after another too,
+    and so does a `flat_map` in the branch an `interleave` is not in (`if training:
+    ds.interleave(...)` `else: ds.flat_map(...)`): found at the flat_map. A pipeline only
+    read by a loop that counts or collects its elements as NumPy (a one-pass statistic or
+    export, see EC512) is not training input and is not judged.
 
     **Best practice.** Read shards in parallel: `interleave(tf.data.TFRecordDataset,
     cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE)` or
@@ -686,7 +698,7 @@ def tf_data_files_without_interleave(facts: Facts) -> Outcome:
 
     def hits(pipeline: dict[str, Any]) -> list[Hit]:
         why = pipeline.get("many_files_without_interleave")
-        if not why:
+        if not why or pipeline.get("host_pass"):
             return []
         at = pipeline.get("many_files_at")
         if isinstance(at, dict):  # a reader built by a factory: at the reader, once

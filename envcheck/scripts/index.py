@@ -82,6 +82,25 @@ def module_nodes(tree: ast.AST) -> list[ast.AST]:
     return cached
 
 
+def shadowed_definitions(module: ast.Module) -> list[ast.stmt]:
+    """Module-level classes and functions defined again further down under the same name,
+    with no statement between the two reading the name (no call, no subclass, no
+    decorator): the first definition is never used, its methods never run."""
+    found: list[ast.stmt] = []
+    body = module.body
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    for index, statement in enumerate(body):
+        if not isinstance(statement, kinds):
+            continue
+        for later in body[index + 1 :]:
+            if isinstance(later, kinds) and later.name == statement.name:
+                found.append(statement)
+                break
+            if any(isinstance(n, ast.Name) and n.id == statement.name for n in ast.walk(later)):
+                break
+    return found
+
+
 def function_owners(tree: ast.AST, functions: list[Function]) -> dict[int, ast.AST]:
     """id(node) -> the innermost function holding it (outer functions listed first), once
     per tree."""

@@ -39,6 +39,7 @@ from envcheck.scripts.index import (
     keyword_arg,
     module_nodes,
     own_nodes,
+    shadowed_definitions,
 )
 from envcheck.scripts.keras import GENERATOR_METHODS, uses_tensorflow
 from envcheck.scripts.map_functions import MapTarget, map_targets
@@ -176,6 +177,43 @@ TRAINING_MARKS = ("grad", "train", "optimi", "minimize", "backward", "fit")
 # Writers of record files (`tf.io.TFRecordWriter`, `tf.python_io.TFRecordWriter`): a loop
 # that reads a pipeline to `writer.write(...)` its elements converts data offline.
 RECORD_WRITERS = ("TFRecordWriter",)
+# What a loop may call on the host while collecting a pipeline's elements as NumPy
+# arrays: builtins, and methods of the arrays and lists it builds.
+HOST_BUILTINS = LOOKS | {
+    "abs",
+    "bool",
+    "dict",
+    "float",
+    "int",
+    "max",
+    "min",
+    "range",
+    "round",
+    "set",
+    "sorted",
+    "sum",
+    "tuple",
+    "zip",
+    "enumerate",
+}
+HOST_METHODS = {
+    "all",
+    "any",
+    "append",
+    "astype",
+    "copy",
+    "extend",
+    "flatten",
+    "max",
+    "mean",
+    "min",
+    "ravel",
+    "reshape",
+    "squeeze",
+    "sum",
+    "tolist",
+    "transpose",
+}
 PY_FUNCTIONS = {
     "tensorflow.py_function",
     "tensorflow.numpy_function",
@@ -199,7 +237,9 @@ def _pipelines(walker: Walker) -> None:
     """The file's tf.data pipelines, each judged where it reaches its consumer."""
     files = walker.index()
     bodies: list[tuple[Optional[ast.AST], list[ast.stmt]]] = [(None, walker.module.body)]
-    bodies += [(f, f.body) for f in files.function_nodes]
+    # a class or function defined again further down never runs: its pipelines are none
+    dead = {id(n) for d in shadowed_definitions(walker.module) for n in ast.walk(d)}
+    bodies += [(f, f.body) for f in files.function_nodes if id(f) not in dead]
     # Rounds: the first finds the functions (and methods) that return a pipeline; the
     # next reads their callers with those pipelines as sources, so a pipeline is judged
     # where it reaches its consumer, with what the caller adds (prefetch, batch). A
@@ -327,6 +367,9 @@ class _Pipelines:
         # names past `if is_tf_dataset(x): return ...`: another kind of dataset from there on
         self.other_kind: set[str] = set()
         self.loop_depth = 0  # loops around the statement read now, in this body
+        # the `if` branches around the statement read now: (id of the If, "body"/"orelse")
+        self.branch: list[tuple[int, str]] = []
+        self.op_branches: dict[int, tuple[tuple[int, str], ...]] = {}  # id(op) -> branch
 
     def read(self, body: list[ast.stmt]) -> None:
         for statement in body:
@@ -403,14 +446,19 @@ class _Pipelines:
         # Plain statements nested in blocks (if/for/with/try) are read in order too.
         other = self._other_kind_branch(statement)
         looping = isinstance(statement, (ast.For, ast.AsyncFor, ast.While))
+        branching = isinstance(statement, ast.If)
         for field in ("body", "orelse", "finalbody"):
             held = self._set_aside(other) if field == "body" and other else None
             self.loop_depth += looping and field == "body"
+            if branching:
+                self.branch.append((id(statement), field))
             for child in getattr(statement, field, []) or []:
                 if isinstance(child, ast.stmt) and not isinstance(
                     child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
                 ):
                     self._statement(child)
+            if branching:
+                self.branch.pop()
             self.loop_depth -= looping and field == "body"
             if held is not None:
                 self._restore(*held)
@@ -679,7 +727,9 @@ class _Pipelines:
         elif consumer is not None:  # `ds.make_one_shot_iterator().get_next()` reads it
             base["used_by"] = base["used_by"] or consumer
         for op in reversed(ops):
-            base["ops"].append(self._op(op))
+            entry = self._op(op)
+            self.op_branches[id(entry)] = tuple(self.branch)
+            base["ops"].append(entry)
         base["chain"] = call  # the whole expression, as a caller may hand it on
         base["variable"] = target or base.get("variable")
         if returned:
@@ -880,6 +930,8 @@ class _Pipelines:
             func = call.args[0] if call.args else keyword_arg(call, "map_func")
             op["map_function"] = ast.unparse(func) if func is not None else None
             op["makes_datasets"] = self._makes_datasets(func)
+            if name == "flat_map":
+                op["reads_files"] = self._reads_files(func)
             op["structural"] = structural_only(self.walker, self.files, func, self.scope)
             op["arithmetic"] = op["structural"] or structural_only(
                 self.walker, self.files, func, self.scope, arithmetic=True
@@ -900,6 +952,58 @@ class _Pipelines:
                 if isinstance(r, ast.Return) and r.value is not None
             ]
         return bool(returned) and all(self._is_dataset(r) for r in returned)
+
+    def _reads_files(self, func: Optional[ast.expr]) -> bool:
+        """`flat_map(tf.data.TFRecordDataset)`, `flat_map(lambda f: TFRecordDataset(f,
+        ...))`, or a function of the file returning such a reader: each element is a file
+        name, read to its end before the next one is opened."""
+        if func is None:
+            return False
+        if self._file_reader(func):
+            return True
+        returned: list[ast.expr] = []
+        if isinstance(func, ast.Lambda):
+            returned = [func.body]
+        elif isinstance(func, ast.Name) and func.id in self.files.functions:
+            returned = [
+                r.value
+                for r in own_nodes(self.files.functions[func.id])
+                if isinstance(r, ast.Return) and r.value is not None
+            ]
+        return bool(returned) and all(
+            isinstance(r, ast.Call) and self._file_reader(r.func) for r in returned
+        )
+
+    def _file_reader(self, func: ast.expr) -> bool:
+        name = self.walker.qualname(func) or ""
+        return name in SOURCES and name.rsplit(".", 1)[-1] in FILE_READERS
+
+    def _serial_reads(self, record: dict[str, Any]) -> Optional[dict[str, Any]]:
+        """The `flat_map` over file names (of `list_files`, or of `from_tensor_slices`
+        of a list of paths, mapped to a reader) that no `interleave` of the pipeline
+        shares a branch with: `if train: ds = ds.interleave(read, num_parallel_calls=n)
+        else: ds = ds.flat_map(read)` reads the evaluation shards one after another."""
+        ops: list[dict[str, Any]] = record["ops"]
+        listed = record["files"] == "list_files"
+        if not listed and not (
+            record["source"] in IN_MEMORY_SOURCES and self._many_names(record["node"])
+        ):
+            return None
+        woven = [self.op_branches.get(id(op), ()) for op in ops if op["op"] == "interleave"]
+        for op in ops:
+            if op["op"] != "flat_map" or not (listed or op.get("reads_files")):
+                continue
+            path = self.op_branches.get(id(op), ())
+            if all(_exclusive(path, other) for other in woven):
+                return op
+        return None
+
+    def _many_names(self, node: ast.Call) -> bool:
+        """`from_tensor_slices(files)`: not a constant, nor a list of one."""
+        given = node.args[0] if node.args else keyword_arg(node, "tensors")
+        if given is None or isinstance(given, ast.Constant) or self._one_string(given):
+            return False
+        return not (isinstance(given, (ast.List, ast.Tuple)) and len(given.elts) <= 1)
 
     def _is_dataset(self, node: ast.expr) -> bool:
         if not isinstance(node, ast.Call):
@@ -1090,6 +1194,7 @@ class _Pipelines:
                     if callee in CONSUMERS:
                         self._mark(arg.id, callee)
                         self.live[arg.id].setdefault("writes", []).append(False)
+                        self.live[arg.id].setdefault("collects", []).append(False)
                         self._consumer_read(self.live[arg.id], node, callee)
                     elif own:
                         self._handed_to_own(self.live[arg.id], node, arg)
@@ -1098,6 +1203,7 @@ class _Pipelines:
                         if callee in CONSUMERS:
                             record["used_by"] = record["used_by"] or callee
                             record.setdefault("writes", []).append(False)
+                            record.setdefault("collects", []).append(False)
                             self._consumer_read(record, node, callee)
                         elif own:
                             self._handed_to_own(record, node, arg)
@@ -1138,6 +1244,14 @@ class _Pipelines:
         or module holding the loop, where the writer is opened)."""
         writes = _writes_records(self.walker, self.files, loop, body or self.walker.module)
         record.setdefault("writes", []).append(writes)
+        # a statistics or export pass: read once, each element brought to NumPy and kept
+        # or counted on the host (`for x, y in ds: n += 1; stats.append(y.numpy())`)
+        collects = (
+            self.loop_depth == 0
+            and not _called_in_loops(self.walker.module, self.function, own=False)
+            and _collects_on_host(self.walker, loop.body)
+        )
+        record.setdefault("collects", []).append(collects)
 
     def _handed_to_own(self, record: dict[str, Any], call: ast.Call, arg: ast.expr) -> None:
         """A pipeline passed to a function of this file: consumed there (`def fit(ds):
@@ -1161,6 +1275,7 @@ class _Pipelines:
                 self.walker, self.files, function, parameter
             )
             record.setdefault("writes", []).append(written)
+            record.setdefault("collects", []).append(False)
 
     def _returned_at(self, statement: ast.stmt) -> None:
         """Where each returned pipeline sits in what the function returns: `return ds`
@@ -1335,8 +1450,16 @@ class _Pipelines:
             else:
                 many_files = record["files"]
         many_files_at = None
+        serial = self._serial_reads(record) if many_files is None else None
+        if serial is not None:
+            # found at the flat_map: the branch it is in reads the files one at a time
+            many_files = f"{record['source']} of file names read through flat_map "
+            many_files += "(one file at a time)"
+            if "interleave" in names:
+                many_files += ", in a branch without the interleave"
+            many_files_at = {k: serial.get(k) for k in ("line", "column", "code")}
         reader = record.get("reader")
-        if many_files and isinstance(reader, ast.Call) and reader is not node:
+        if many_files and serial is None and isinstance(reader, ast.Call) and reader is not node:
             # built by a factory of the file (`built_by`): found at the reader, once, not
             # at each call of the factory
             many_files_at = {
@@ -1407,6 +1530,12 @@ class _Pipelines:
             # read only by loops that write its elements to record files (TFRecordWriter)
             # and train nothing: an offline conversion, no fit or training step reads it
             "written_out": bool(record.get("writes")) and all(record["writes"]),
+            # read only by loops that bring each element to NumPy and count, aggregate or
+            # collect it on the host, calling nothing else (no model, no step): a one-pass
+            # statistic or an export to arrays, not a training input pipeline
+            "host_pass": bool(record.get("collects"))
+            and all(record["collects"])
+            and "repeat" not in names,
         }
 
 
@@ -1451,18 +1580,26 @@ def _trains_elsewhere(module: ast.Module, files: FileIndex, reader: ast.AST) -> 
     return False
 
 
-def _called_in_loops(module: ast.Module, function: Optional[ast.AST]) -> bool:
+def _called_in_loops(module: ast.Module, function: Optional[ast.AST], own: bool = True) -> bool:
     """The function is called from inside a loop of the file (`for step in ...:
-    evaluate()`): what it reads once per call it reads again and again."""
+    evaluate()`): what it reads once per call it reads again and again. `own=False`:
+    not counting its own loops, nor a call on what a loop reads (`for x in ds:
+    x.numpy()` calls the element's method, not a method `numpy` of the file)."""
     name = getattr(function, "name", None)
     if name is None:
         return False
+    inside = set() if own else {id(n) for n in ast.walk(function)}  # type: ignore[arg-type]
     for loop in module_nodes(module):
-        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)) or id(loop) in inside:
             continue
+        elements = set()
+        if not own and isinstance(loop, (ast.For, ast.AsyncFor)):
+            elements = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
         for node in ast.walk(loop):
             func = node.func if isinstance(node, ast.Call) else None
             called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if isinstance(func, ast.Attribute) and getattr(func.value, "id", None) in elements:
+                continue
             if called == name:
                 return True
     return False
@@ -1693,6 +1830,41 @@ def _writes_records(walker: Walker, files: FileIndex, loop: ast.For, holder: ast
         isinstance(n, ast.Call) and (walker.qualname(n.func) or "").endswith(RECORD_WRITERS)
         for n in ast.walk(holder)
     )
+
+
+def _collects_on_host(walker: Walker, body: list[ast.stmt]) -> bool:
+    """A loop body that turns what it reads into NumPy (`x.numpy()`) and only reshapes,
+    counts, aggregates or collects it there: every call a `.numpy()`, a NumPy function,
+    a method of the arrays or lists it builds (`.reshape`, `.astype`, `.sum`,
+    `.append`) or a builtin (`len`, `int`, `print`). No model, no step, no function of
+    the file: a pass that trains nothing and reads each element once."""
+    converted = False
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return False
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "numpy" and not node.args:
+                converted = True
+                continue
+            if (walker.qualname(func) or "").startswith("numpy."):
+                continue
+            if isinstance(func, ast.Name) and func.id in HOST_BUILTINS:
+                continue
+            if isinstance(func, ast.Attribute) and func.attr in HOST_METHODS:
+                continue
+            return False
+    return converted
+
+
+def _exclusive(path: tuple[tuple[int, str], ...], other: tuple[tuple[int, str], ...]) -> bool:
+    """Two places in opposite branches of one `if` (its body and its else): never both run."""
+    for here, there in zip(path, other, strict=False):
+        if here != there:
+            return here[0] == there[0]
+    return False
 
 
 def _works(walker: Walker, body: list[ast.stmt]) -> bool:
