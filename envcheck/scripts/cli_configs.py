@@ -29,7 +29,7 @@ import ast
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from envcheck.scripts.config_files import _computed
+from envcheck.scripts.config_files import computed_value
 from envcheck.scripts.device import LIGHTNING_ROOTS
 from envcheck.scripts.index import module_nodes, qualified_base
 
@@ -151,8 +151,8 @@ def _settled(label: str, places: list[tuple[str, Any, bool]]) -> tuple[Any, str]
     """(value, where) when every place (file, value, whether it sets it) gives one plain
     value; Unsettled otherwise."""
     values = [value for _, value, _ in places]
-    if any(_computed(v) for v in values):
-        computed = next(f"{label} = {v!r} in {s}" for s, v, _ in places if _computed(v))
+    if any(computed_value(v) for v in values):
+        computed = next(f"{label} = {v!r} in {s}" for s, v, _ in places if computed_value(v))
         raise Unsettled(f"{computed}: computed by OmegaConf or left to the command line")
     if not all(isinstance(v, (bool, int, float, str, type(None))) for v in values):
         odd = next(

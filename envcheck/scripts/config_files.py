@@ -146,7 +146,7 @@ class Load:
             raise Unknown(f"{named}; not set in every config file the run may load")
         if len({repr(v) for _, v in places}) > 1:
             raise Unknown(f"the config files this run composes disagree: {named}")
-        if self.interpolated and any(_computed(v) for _, v in places):
+        if self.interpolated and any(computed_value(v) for _, v in places):
             raise Unknown(f"{named}: computed by OmegaConf or left to the command line")
         if len(places) > 1:
             return value, f"{named} (every config file setting it agrees)"
@@ -168,12 +168,12 @@ def _nested(data: Mapping[str, Any], path: tuple[str, ...]) -> Optional[tuple[An
     return (node,)
 
 
-def _computed(value: Any) -> bool:
+def computed_value(value: Any) -> bool:
     """An OmegaConf value that is not the file's own: an interpolation or `???`."""
     if isinstance(value, str):
         return "${" in value or value.strip() == "???"
     if isinstance(value, (list, tuple)):
-        return any(_computed(v) for v in value)
+        return any(computed_value(v) for v in value)
     return False
 
 

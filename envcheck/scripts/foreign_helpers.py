@@ -41,6 +41,9 @@ does not settle to True) syncs whatever it is handed: `get_scale()` returns
 `self._scale.item()` and `state_dict()` calls `get_scale()` (torch/amp/grad_scaler.py;
 "get_scale incurs a CPU-GPU sync"). timm-style `NativeScaler.state_dict()` wrappers,
 read every step for logging (`loss_scaler.state_dict()["scale"]`), wait for the GPU so.
+
+Size: one reader of helper bodies for every kind of per-step host read, so that a sync
+found through a helper is found by the same rules as one in the step itself.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ calls its base's gets nothing from it. A base named through the module's own ali
 A constructor's `self.x = value` assignments are read here for the walker too, with the
 arguments a `self.save_hyperparameters()` of the file keeps as attributes, and those
 Lightning's keeps in `self.hparams` (key `hparams.<name>`).
+
+Size: base-class constructors, Lightning hyperparameters and constructor arguments
+passed back are one question (what `self.x` holds), kept in one module.
 """
 
 from __future__ import annotations

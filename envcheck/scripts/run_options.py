@@ -150,6 +150,7 @@ class RunOptions:
         self._found: dict[tuple[str, str, Optional[str]], Optional[Value]] = {}
         self.imports: dict[str, list[str]] = {}  # file -> the modules it imports
         self._linked: Optional[dict[str, int]] = None  # file -> its group of linked files
+        self._members: Optional[dict[int, list[str]]] = None  # group -> its files
         self.path_adders: set[str] = set()  # files that put folders on sys.path
         self._by_group: dict[str, dict[int, list[_Parser]]] = {}  # option -> group -> parsers
         self.called: dict[str, set[str]] = {}  # file -> the names it calls (`f()`, `x.f()`)
@@ -200,6 +201,7 @@ class RunOptions:
         disk: linked whatever their paths look like."""
         self.links.append((importer, imported))
         self._linked = None
+        self._members = None
         self._by_group = {}
 
     def add(self, shown: str, module: ast.Module, text: str, own_options: bool = True) -> None:
@@ -245,6 +247,7 @@ class RunOptions:
         if adds_to_sys_path(module):
             self.path_adders.add(shown)
         self._linked = None
+        self._members = None
         self._by_group = {}
         if not own_options:
             shared = option_defaults(module) if any(m in text for m in MARKERS) else {}
@@ -1087,15 +1090,28 @@ class RunOptions:
         module, _, name = qualname.rpartition(".")
         if not module or not name:
             return None
+        # only the files of `reader`'s group: scanning all of `defined` per lookup took N²
+        # when every file of a run of N imports the same library name (`from
+        # torch.utils.data import DataLoader` in N `data.py`)
         files = [
             shown
-            for shown, names in defined.items()
-            if shown != reader
-            and name in names
-            and file_of_module(shown, module)
-            and self.linked(reader, shown)
+            for shown in self._group_files(reader)
+            if shown != reader and name in defined.get(shown, ()) and file_of_module(shown, module)
         ]
         return files[0] if len(files) == 1 else None
+
+    def _group_files(self, reader: str) -> list[str]:
+        """The files linked to `reader` by imports (its group), itself included."""
+        groups = self._groups()
+        group = groups.get(reader)
+        if group is None:
+            return []
+        if self._members is None:
+            members: dict[int, list[str]] = {}
+            for shown, number in groups.items():
+                members.setdefault(number, []).append(shown)
+            self._members = members
+        return self._members.get(group, [])
 
     def _module_constant(self, reader: str, chain: tuple[str, ...], text: str) -> Optional[Value]:
         """`cfg.NUM_WORKERS` with `import config as cfg`: the constant config.py of the
