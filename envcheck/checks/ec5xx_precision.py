@@ -555,7 +555,17 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     `torch.backends.cudnn.rnn.fp32_precision` is "tf32" by default). Their cells
     (`nn.LSTMCell`, `nn.GRUCell`, `nn.RNNCell`, stepped by hand) are cuBLAS matmuls and
     count as matmul layers, as does attention beside an LSTM (`nn.MultiheadAttention`, or
-    a class of the file named for attention built of `nn.Linear`: Bahdanau's). So the
+    a class of the file named for attention built of `nn.Linear`: Bahdanau's), and so
+    does a Linear beside them projecting onto a vocabulary, a cuBLAS matmul at every time
+    step and about half such a model's compute: a word LM's `nn.Linear(nhid, ntoken)`, a
+    seq2seq decoder's `nn.Linear(hid_dim, output_dim)` with `output_dim =
+    len(TRG.vocab)`, any Linear of more than 1024 outputs (the finding names it). A
+    Linear whose width is settled at most 1024 or named for a class count (`nclass =
+    len(alphabet) + 1` with a literal alphabet, `num_classes`) is a head; when no Linear
+    beside the RNNs has a width the source tells, whether they are heads is unknown. A
+    model class of another file of the project built of cuDNN RNNs and Linear layers
+    (a word LM's `RNNModel`, a speaker encoder) is judged by its layers there; beside
+    convolutions, a CRNN's, the convolutions decide, whatever its head. So the
     advice concerns
     matmul-heavy models
     (`nn.Linear` or a class of the file subclassing it, RNN cells, transformers, graph
@@ -593,6 +603,7 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
     files, unknown, cap = found
     hits: list[Hit] = []
     behind_flags: list[str] = []
+    projections: list[str] = []  # vocabulary projections beside cuDNN RNNs, by file
     for f in files:
         if f.get("autocast") or f.get("tf32") is True:
             continue
@@ -609,6 +620,10 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             (behind_flags if quantized[0] else unknown).append(f"{f.get('path')}: {quantized[1]}")
             continue
         if (f.get("conv_layers") or f.get("cudnn_rnns")) and not _matmul_bound(f):
+            unread = f.get("rnn_unread_linears")
+            if unread and not f.get("conv_layers"):
+                # a head or a vocabulary's projection: the source does not tell
+                unknown.append(f"{f.get('path')}: {RNN_UNREAD.format(layers=', '.join(unread))}")
             # convolutions or cuDNN RNNs (with Linear heads): cuDNN already allows TF32
             continue
         if f.get("toy_model"):
@@ -637,14 +652,31 @@ def tf32_matmul_off(facts: Facts) -> Outcome:
             unknown.append(f"{f.get('path')}: whether it trains in float32 {how}")
             continue
         hits.append(_file_hit(f, cap=cap, unless=_unless(gate)))
+        if f.get("rnn_projections") and not f.get("conv_layers"):
+            projections.append(f"{f.get('path')}: {', '.join(f['rnn_projections'])}")
     clean = "TF32 or autocast in every matmul-heavy GPU training script (convolutions and "
     clean += "cuDNN RNNs already use TF32: torch.backends.cudnn.allow_tf32 defaults to True)"
-    return _judged(hits, unknown, f"{len(hits)} file(s)", "; ".join(behind_flags) or clean)
+    reason = f"{len(hits)} file(s)"
+    if projections and hits:
+        reason += f" ({RNN_PROJECTION.format(layers='; '.join(projections))})"
+    return _judged(hits, unknown, reason, "; ".join(behind_flags) or clean)
 
 
 # Layers that are only a convolutional model's head; anything else among the matmul
 # layers (recurrent, attention, transformer blocks, a named transformer) dominates.
 HEAD_LAYERS = {"Linear", "linear", "Bilinear"}
+
+
+# A Linear beside cuDNN RNNs onto a vocabulary: cuBLAS matmuls at every time step.
+RNN_PROJECTION = (
+    "the cuDNN RNNs run in TF32 already, but not the projection onto the vocabulary "
+    "beside them, a cuBLAS matmul at every time step: {layers}"
+)
+RNN_UNREAD = (
+    "the output width of {layers} beside the cuDNN RNNs (which run in TF32 already) is not "
+    "in sight: a small head leaves TF32 matmuls little to buy, a projection onto a "
+    "vocabulary much"
+)
 
 
 def _matmul_bound(file_facts: dict[str, Any]) -> bool:
@@ -654,10 +686,14 @@ def _matmul_bound(file_facts: dict[str, Any]) -> bool:
     features) is a head too; `nn.LSTM`, `nn.GRU` and `nn.RNN` run in cuDNN, under
     its TF32 switch, as convolutions do, unless the file's own attention of Linear
     layers (Bahdanau's `class Attention`, scoring every source position at each
-    decoder step) runs beside them."""
+    decoder step) runs beside them, or, with no convolutions, a Linear projecting onto
+    a vocabulary (projections.py: `nn.Linear(nhid, ntoken)`, a seq2seq decoder's
+    `nn.Linear(hid_dim, output_dim)`), as much work as the RNNs."""
     rnns = set(file_facts.get("cudnn_rnns") or [])
     if rnns and file_facts.get("attention_classes"):
         return True
+    if file_facts.get("rnn_projections") and not file_facts.get("conv_layers"):
+        return True  # a projection onto a vocabulary, wider than any head
     heads = HEAD_LAYERS | set(file_facts.get("linear_models") or []) | rnns
     return bool(set(file_facts.get("matmul_layers") or []) - heads)
 

@@ -80,6 +80,8 @@ MODEL_KIND_FACTS = (
     "matmul_layers",
     "cudnn_rnns",
     "attention_classes",
+    "rnn_projections",
+    "rnn_unread_linears",
     "toy_model",
     "linear_models",
     "graph_network",
@@ -163,6 +165,7 @@ def analyze_file(
             walker.exported_elsewhere = functools.partial(run.exported_function, shown)
             walker.linear_elsewhere = functools.partial(run.linear_model, shown)
             walker.traits_elsewhere = functools.partial(run.model_traits, shown)
+            walker.rnn_elsewhere = functools.partial(run.rnn_model, shown)
             walker.class_elsewhere = functools.partial(run.class_definition, shown)
             walker.classes_of_file = run.classes_of_file
             walker.attribute_read_elsewhere = functools.partial(run.reads_attribute, shown)
@@ -257,6 +260,12 @@ class Walker(ast.NodeVisitor):
         # `models.crnn.CRNN` -> what that class builds beyond its kind there
         # ("recurrent", "cells", "graph": class_kinds.layer_traits)
         self.traits_elsewhere: Optional[Callable[[str], frozenset[str]]] = None
+        # `model.RNNModel` -> the Linear layers of that class when it is an RNN-only model
+        # there (nn.LSTM and Linear layers), each a "projection", "head" or None by its
+        # output width (class_kinds.rnn_linears); None for any other class
+        self.rnn_elsewhere: Optional[
+            Callable[[str], Optional[tuple[tuple[Optional[str], str], ...]]]
+        ] = None
         # `trainer.trainer_synapse` -> (the file, its facts) when another file of the run
         # defines it and trains there: the training loop of the run this file starts
         self.started_elsewhere: Optional[Callable[[str], Optional[tuple[str, dict[str, Any]]]]] = (

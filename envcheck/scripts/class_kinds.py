@@ -245,6 +245,7 @@ SEQUENCE_LAYERS = {"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"}
 # convolutions. The full-sequence `nn.LSTM`/`nn.GRU`/`nn.RNN` run in cuDNN, under its
 # TF32 switch, as the convolutions do.
 RNN_CELLS = {"LSTMCell", "GRUCell", "RNNCell"}
+CUDNN_RNN_LAYERS = SEQUENCE_LAYERS - RNN_CELLS
 # Sparse aggregations over a graph's edges (`h.index_add_(0, dst, msg)`, `torch.spmm`).
 AGGREGATIONS = {"scatter_add", "scatter_add_", "index_add", "index_add_", "spmm"}
 # A parameter holding the indices of a graph's neighbours or edges (`nbr_fea_idx`,
@@ -286,6 +287,80 @@ def layer_traits(module: ast.Module, name: str, depth: int = 0) -> set[str]:
         elif isinstance(node.func, ast.Name) and short in definitions and short != name:
             traits |= layer_traits(module, short, depth + 1)
     return traits
+
+
+# Layers an RNN-only model may build beside its cuDNN RNNs and Linear layers: nothing
+# of them is matmul work (`nn.Embedding` is a lookup).
+RNN_COMPANIONS = {
+    "Embedding",
+    "Dropout",
+    "ReLU",
+    "Tanh",
+    "Sigmoid",
+    "Softmax",
+    "LogSoftmax",
+    "LayerNorm",
+    "BatchNorm1d",
+    "Sequential",
+    "ModuleList",
+    "Parameter",
+    "Identity",
+}
+# A project's dropout around the RNN's weights or outputs (`WeightDrop`, `LockedDropout`).
+DROPOUT_NAME = re.compile(r"Drop")
+# a Linear's output width as the class writes it -> "projection", "head", None
+LinearWidth = Callable[[ast.expr], Optional[str]]
+
+
+def rnn_linears(
+    module: ast.Module, name: str, read: LinearWidth, depth: int = 0
+) -> Optional[list[tuple[Optional[str], str]]]:
+    """The Linear layers of an RNN-only model class `name` defined at the top level of
+    `module` (a word LM of `nn.LSTM` layers and its `nn.Linear(nhid, ntoken)` decoder),
+    each with what `read` makes of its output width ("projection", "head", None) and its
+    text; None for a class that builds anything else (convolutions, attention, RNN
+    cells, a class of another module whose layers are out of sight) or no cuDNN RNN
+    (`nn.LSTM`, `nn.GRU`, `nn.RNN`)."""
+    definitions = {
+        node.name: node
+        for node in module.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    found = definitions.get(name)
+    if not isinstance(found, ast.ClassDef) or depth > MAX_DEPTH:
+        return None
+    linears: list[tuple[Optional[str], str]] = []
+    rnn = False
+    built = [
+        node
+        for method in found.body
+        if isinstance(method, ast.FunctionDef) and method.name == "__init__"
+        for node in ast.walk(method)
+    ]
+    if not built:
+        return None
+    for node in built:
+        if not isinstance(node, ast.Call):
+            continue
+        short = ast.unparse(node.func).rsplit(".", 1)[-1]
+        if not short[:1].isupper() or short.endswith(("Error", "Exception", "Warning")):
+            continue  # a function or method, or an error raised: no layer
+        if short in CUDNN_RNN_LAYERS:
+            rnn = True
+        elif short == "Linear":
+            written = node.args[1] if len(node.args) > 1 else None
+            written = next((k.value for k in node.keywords if k.arg == "out_features"), written)
+            linears.append((read(written) if written is not None else None, ast.unparse(node)))
+        elif short in definitions and short != name:
+            inner = rnn_linears(module, short, read, depth + 1)
+            if inner is None:
+                return None
+            linears += inner
+        elif not (short in RNN_COMPANIONS or DROPOUT_NAME.search(short)):
+            return None
+    if depth == 0 and not rnn:
+        return None
+    return linears
 
 
 def _gathered(node: ast.Subscript, handed: set[str]) -> bool:

@@ -130,6 +130,7 @@ from envcheck.scripts.model_names import (
 )
 from envcheck.scripts.padded_batches import padding_collates
 from envcheck.scripts.parameters import handed_value, parameter_default
+from envcheck.scripts.projections import output_width
 from envcheck.scripts.registries import picked_name
 from envcheck.scripts.training_calls import outside_step
 from envcheck.scripts.values import Scope, Value, keyword_values, resolve
@@ -598,6 +599,9 @@ class _Reader:
         # the file's classes named for attention that build nn.Linear (Bahdanau's
         # `class Attention` scoring every source position at each decoder step)
         self.attention_classes: list[str] = []
+        # nn.Linear layers by their output width (projections.py): "projection" (onto a
+        # vocabulary, or wider than a head), "head", None (not known) -> how written
+        self.linears: dict[Optional[str], list[str]] = {}
         self.linear_models: list[str] = []  # those that are one nn.Linear of the project
         self.linear_weights: Optional[int] = 0  # constant nn.Linear weights; None: not known
         # the widths of the small layers the source shows (nn.Linear, nn.RNN); None: a
@@ -1258,6 +1262,9 @@ class _Reader:
                 and ATTENTION_CLASS.search(self.classes[-1].name)
             ):
                 self.attention_classes.append(self.classes[-1].name)
+            if short == "Linear":
+                kind, text = output_width(self.walker, node, self.functions.get(id(scope)))
+                self.linears.setdefault(kind, []).append(text)
             written = [*node.args[:2]]
             written += [k.value for k in node.keywords if k.arg in SIZED_LAYERS.get(short, ())]
             self._widths(written if short in SIZED_LAYERS else [], scope)
@@ -1309,6 +1316,19 @@ class _Reader:
                 self.linear_models.append(self.matmul[-1])
             else:
                 self._sized_model(node, scope)
+            self._rnn_elsewhere(name)
+
+    def _rnn_elsewhere(self, name: str) -> None:
+        """A model class of another file of the run built of cuDNN RNNs and Linear layers
+        (a word LM's `RNNModel`): its RNNs run in TF32 as the file's own `nn.LSTM` would,
+        its Linear layers are heads or projections by their output widths there."""
+        rnn_of = self.walker.rnn_elsewhere
+        linears = rnn_of(name) if rnn_of is not None and "." in name else None
+        if linears is None:
+            return
+        self.cudnn_rnns.append(self.matmul[-1])
+        for kind, text in linears:
+            self.linears.setdefault(kind, []).append(f"{self.matmul[-1]}: {text}")
 
     def _linear_elsewhere(self, name: str) -> bool:
         """Whether a model class of another file of the run is one nn.Linear layer there
@@ -1671,6 +1691,16 @@ class _Reader:
         found["matmul_layers"] = sorted(set(self.matmul))
         found["cudnn_rnns"] = sorted(set(self.cudnn_rnns))
         found["attention_classes"] = sorted(set(self.attention_classes))
+        # beside cuDNN RNNs: the Linear layers projecting onto a vocabulary (or wider than
+        # a head), and whether those whose width is not known stand beside no head
+        found["rnn_projections"] = (
+            sorted(set(self.linears.get("projection", []))) if self.cudnn_rnns else []
+        )
+        found["rnn_unread_linears"] = (
+            sorted(set(self.linears.get(None, [])))
+            if self.cudnn_rnns and not self.linears.get("head")
+            else []
+        )
         # project classes that are one nn.Linear (RepDistiller's `LinearEmbed`): beside a
         # CNN, a head, as `nn.Linear` itself is
         found["linear_models"] = sorted(set(self.linear_models))

@@ -47,7 +47,12 @@ from typing import Any, Optional, TypeVar
 from envcheck.scripts import config_files
 from envcheck.scripts.assignments import simple_assignments
 from envcheck.scripts.class_kinds import MAX_DEPTH as MAX_KIND_DEPTH
-from envcheck.scripts.class_kinds import definition_kind, layer_traits, linear_model
+from envcheck.scripts.class_kinds import (
+    definition_kind,
+    layer_traits,
+    linear_model,
+    rnn_linears,
+)
 from envcheck.scripts.cli_configs import (
     class_settings,
     cli_calls,
@@ -68,6 +73,7 @@ from envcheck.scripts.handed_instances import handed_class
 from envcheck.scripts.index import module_nodes
 from envcheck.scripts.module_constants import file_of_module, module_aliases, module_constants
 from envcheck.scripts.padded_batches import padding_collates
+from envcheck.scripts.projections import written_kind
 from envcheck.scripts.tf_values import counter_property
 from envcheck.scripts.thread_workers import reaches_no_loader
 from envcheck.scripts.values import Scope, Value, resolve
@@ -722,6 +728,35 @@ class RunOptions:
             return frozenset()
         module, original = self.from_imports[exporter][name]
         return self.model_traits(exporter, f"{module}.{original}", depth + 1)
+
+    def rnn_model(
+        self, reader: str, qualname: str, depth: int = 0
+    ) -> Optional[tuple[tuple[Optional[str], str], ...]]:
+        """The Linear layers of the RNN-only model class `qualname` (imported by `reader`)
+        in the file of the run that defines it (class_kinds.rnn_linears), each with its
+        output width read there (projections.written_kind: the module's constants and
+        those it star-imports, `from params_model import *`); None for any other class,
+        following re-exports as model_kind does."""
+        name = qualname.rpartition(".")[2]
+        shown = self._defining_file(reader, qualname, self.definitions)
+        if shown is not None:
+            constants = dict(self.constants.get(shown, {}))
+            for module in self.star_imports.get(shown, []):
+                files = [
+                    other
+                    for other in self.constants
+                    if other != shown and file_of_module(other, module)
+                ]
+                if len(files) == 1:
+                    constants = {**self.constants[files[0]], **constants}
+            read = functools.partial(written_kind, constants=constants)
+            found = rnn_linears(self.modules[shown], name, read)
+            return None if found is None else tuple(found)
+        exporter = self._defining_file(reader, qualname, self.from_imports)
+        if exporter is None or depth >= MAX_KIND_DEPTH:
+            return None
+        module, original = self.from_imports[exporter][name]
+        return self.rnn_model(exporter, f"{module}.{original}", depth + 1)
 
     def _imported_kind(self, shown: str, name: str, depth: int) -> Optional[str]:
         """The kind of a name the run's file `shown` imports (`from .backbone import
