@@ -14,6 +14,10 @@ never a guess.
 
 `linear_model` tells a class that is one `nn.Linear` layer and nothing else (a logistic
 regression, a linear probe on features): matmul-bound, but a single GEMM per step.
+
+Size: every trait of a model class read in another file (its kind, recurrent cells,
+graph layers, the widths of an RNN model's Linear layers) comes from one reading of
+the class, kept in one module.
 """
 
 from __future__ import annotations
