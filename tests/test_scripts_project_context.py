@@ -1130,3 +1130,117 @@ def test_a_trainer_s_branch_on_an_entry_point_s_int_option_defaulting_to_0(
     (root / "train.py").write_text(VISDOM_ENTRY)
     report = audit(root / "solver.py", cwd=root, monkeypatch=monkeypatch)
     assert [f for f in report["findings"] if f["id"] == "EC509"] == []
+
+
+SLOWFAST_LOADER = """\
+import torch
+
+
+def construct_loader(cfg, split):
+    dataset = torch.utils.data.TensorDataset(torch.randn(8, 3))
+    return torch.utils.data.DataLoader(
+        dataset, batch_size=4, num_workers=cfg.DATA_LOADER.NUM_WORKERS, pin_memory=True
+    )
+"""
+SLOWFAST_ENTRY = """\
+import argparse
+from proj.datasets import loader
+from proj.utils.parser import load_config
+
+
+def train(cfg):
+    train_loader = loader.construct_loader(cfg, "train")
+
+
+if __name__ == "__main__":
+    train(load_config(argparse.ArgumentParser().parse_args()))
+"""
+
+
+def test_a_yacs_tree_behind_the_entry_point_s_config_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TimeSformer (sweep AH): datasets/loader.py (named) reads
+    `cfg.DATA_LOADER.NUM_WORKERS` from a `cfg` parameter; the entry points importing it
+    (tools/train_net.py, tools/test_net.py) load `cfg` with utils/parser.py, which imports
+    config/defaults.py's yacs tree (`_C.DATA_LOADER.NUM_WORKERS = 8`): one import past the
+    depth limit, read because it builds a config tree (8 workers on 2 CPUs, EC504). A
+    plain module at the same place is not read."""
+    (tmp_path / ".git").mkdir()
+    for folder in ("proj/config", "proj/datasets", "proj/utils", "tools"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "proj" / "config" / "defaults.py").write_text(
+        "from fvcore.common.config import CfgNode\n_C = CfgNode()\n_C.DATA_LOADER = CfgNode()\n"
+        "_C.DATA_LOADER.NUM_WORKERS = 8\n\n\ndef get_cfg():\n    return _C.clone()\n"
+    )
+    (tmp_path / "proj" / "utils" / "checkpoint.py").write_text("import os\n")
+    (tmp_path / "proj" / "utils" / "parser.py").write_text(
+        "import proj.utils.checkpoint as cu\nfrom proj.config.defaults import get_cfg\n\n\n"
+        "def load_config(args):\n    return get_cfg()\n"
+    )
+    (tmp_path / "proj" / "datasets" / "loader.py").write_text(SLOWFAST_LOADER)
+    for entry in ("train_net.py", "test_net.py"):
+        (tmp_path / "tools" / entry).write_text(SLOWFAST_ENTRY)
+    report = audit(Path("proj/datasets/loader.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert found is not None and found["id"] == "EC504"
+    assert "defaults.py" in found["message"]
+    context = report["facts"]["scripts"]["context"]
+    assert any(c.endswith("defaults.py") for c in context)
+    assert not any(c.endswith("checkpoint.py") for c in context)  # no tree: not read
+
+
+TRAINER_MODULE = """\
+import torch
+from tqdm import tqdm
+
+
+class ModelTrainer:
+    def evaluate(self, test_list, nDataLoaderThread, **kwargs):
+        dataset = torch.utils.data.TensorDataset(torch.randn(8, 3))
+        test_loader = torch.utils.data.DataLoader(
+            dataset, batch_size=1, num_workers=nDataLoaderThread, pin_memory=True
+        )
+        with tqdm(test_loader, unit="utt") as bar:
+            for data in bar:
+                out = data[0].cuda()
+        with tqdm(test_list) as bar:
+            for line in bar:
+                print(line)
+"""
+TRAINER_ENTRY = """\
+import argparse
+from trainer import ModelTrainer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--nDataLoaderThread", type=int, default={n})
+parser.add_argument("--test_list", type=str, default="")
+args = parser.parse_args()
+trainer = ModelTrainer()
+for epoch in range(10):
+    trainer.evaluate({how})
+"""
+
+
+@pytest.mark.parametrize(
+    "n, how, rule",
+    [(5, "**vars(args)", "EC504"), (2, "**vars(args)", None), (5, "args.test_list, 4", None)],
+)
+def test_a_parameter_an_entry_point_fills_with_vars_of_its_parsed_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int, how: str, rule: str | None
+) -> None:
+    """voxceleb_trainer (sweep AH): SpeakerNet.py (named) builds its evaluation loader with
+    `num_workers=nDataLoaderThread`, a parameter of a method nothing there calls;
+    trainSpeakerNet.py calls it with `**vars(args)`, so it gets `--nDataLoaderThread`'s
+    default. A call passing the parameter any other way (positionally here, 4, which
+    the file's own calls would settle) gives no option value. The loader is iterated once
+    through a progress bar (`with tqdm(loader) as bar:`): read once, not EC503's."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "trainer.py").write_text(TRAINER_MODULE)
+    (tmp_path / "train.py").write_text(TRAINER_ENTRY.format(n=n, how=how))
+    report = audit(Path("trainer.py"), cwd=tmp_path, monkeypatch=monkeypatch)
+    found = workers_finding(report)
+    assert (found["id"] if found else None) == rule
+    if found:
+        assert "nDataLoaderThread" in found["message"] and "train.py" in found["message"]
+    assert not any(f["id"] == "EC503" for f in report["findings"])

@@ -58,7 +58,7 @@ from envcheck.scripts.run_options import RunOptions
 from envcheck.scripts.tf_data import TfDataObserver
 from envcheck.scripts.tf_loops import TfLoopObserver
 from envcheck.scripts.torch_loops import TorchLoopObserver
-from envcheck.scripts.values import Scope, resolve
+from envcheck.scripts.values import Scope, Value, resolve
 
 WALK_RECURSION_LIMIT = 4_000
 # Settings a script makes by assignment.
@@ -159,6 +159,7 @@ def analyze_file(
             walker.maker_elsewhere = functools.partial(run.maker, shown)
             walker.padded_elsewhere = functools.partial(run.padded_batches, shown)
             walker.workers_elsewhere = functools.partial(run.worker_parameter, shown)
+            walker.splatted_elsewhere = functools.partial(run.splatted_option, shown)
             walker.threads_elsewhere = functools.partial(run.thread_class, shown)
             walker.kind_elsewhere = functools.partial(run.model_kind, shown)
             walker.function_elsewhere = functools.partial(run.function_elsewhere, shown)
@@ -240,6 +241,9 @@ class Walker(ast.NodeVisitor):
         # `qualname` -> (the file, position, name) of the parameter a loader maker another
         # file of the run defines hands its DataLoaders as num_workers
         self.workers_elsewhere: Optional[Callable[[str], Optional[tuple[str, int, str]]]] = None
+        # (function, parameter) -> the option default other files of the run hand that
+        # parameter of a function of this file nothing here calls, by `f(**vars(args))`
+        self.splatted_elsewhere: Optional[Callable[[str, str], Optional[Value]]] = None
         # `kospeech.trainer.SupervisedTrainer` -> whether that class, defined in another file
         # of the run, starts no DataLoader workers from its num_workers (thread_workers.py)
         self.threads_elsewhere: Optional[Callable[[str], bool]] = None

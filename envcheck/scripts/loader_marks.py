@@ -574,7 +574,8 @@ def _own(scope: ast.AST) -> list[ast.AST]:
 
 class ScopeReads:
     """One scope's own nodes with the names they read, the `for` loops by the name they
-    iterate and the nodes inside a loop, gathered in one pass: asking each loader's
+    iterate (through a progress bar wrapping it in a `with`: `with tqdm(loader) as bar:
+    for batch in bar:`) and the nodes inside a loop, gathered in one pass: asking each loader's
     questions of the whole scope anew made a file of N loaders take N² time (1,000
     loaders and their loops: a minute)."""
 
@@ -586,13 +587,28 @@ class ScopeReads:
         self.assigns: dict[int, list[ast.Assign]] = {}  # id(value) -> assignments of it
         self.in_for_or_while: set[int] = set()  # ids of nodes strictly inside a for/while
         self.in_async_for: set[int] = set()
+        # id(a `for` over `bar` in `with tqdm(loader, ...) as bar:`) -> "loader": that
+        # loop iterates the loader
+        wrapped = {
+            id(loop): item.context_expr.args[0].id
+            for node in self.nodes
+            if isinstance(node, ast.With)
+            for item in node.items
+            if isinstance(item.optional_vars, ast.Name)
+            and isinstance(item.context_expr, ast.Call)
+            and item.context_expr.args
+            and isinstance(item.context_expr.args[0], ast.Name)
+            for statement in node.body
+            for loop in ast.walk(statement)
+            if isinstance(loop, ast.For) and _iterated_name(loop.iter) == item.optional_vars.id
+        }
         for node in self.nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 self.loads.setdefault(node.id, []).append(node)
             elif isinstance(node, ast.For):
                 iterated = _iterated_name(node.iter)
                 if iterated is not None:
-                    self.loops.setdefault(iterated, []).append(node)
+                    self.loops.setdefault(wrapped.get(id(node), iterated), []).append(node)
             if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
                 for argument in node.args:
                     self.callers.setdefault(id(argument), []).append(node)

@@ -100,6 +100,10 @@ def parameter_value(
             value = handed if handed is not None else value
         found.append(value)
     if not found:
+        # nothing here calls it: the calls of the run's other files, `f(**vars(args))`
+        splatted = _splatted(walker, function, name, method)
+        if splatted is not None:
+            return splatted
         if default is None:
             return Value(False, None, name, f"{name} has no default and no caller in the file")
         return _at_default(walker, function, name, default)
@@ -109,6 +113,15 @@ def parameter_value(
     if unknown is not None:
         return Value(False, None, name, unknown.source)
     return Value(False, None, name, f"the calls to {function.name}() pass different values")
+
+
+def _splatted(walker: Walker, function: Function, name: str, method: bool) -> Optional[Value]:
+    """`name` as the run's other files hand it, by `f(**vars(args))` alone
+    (RunOptions.splatted_option), to `function`, which nothing in this file calls."""
+    called = _called_as(walker, function)
+    if walker.splatted_elsewhere is None or _calls(walker, called, method):
+        return None
+    return walker.splatted_elsewhere(called.removeprefix("class "), name)
 
 
 def _is_parameter(function: Optional[ast.AST], name: str) -> bool:

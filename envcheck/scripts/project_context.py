@@ -22,7 +22,9 @@ searched for the imports that follow, as Python would: CenterNet's `import _init
 then `from opts import opts` is `src/lib/opts.py`; a script that extends sys.path in a
 way its source does not settle also has `lib/` and `src/` beside it and `lib/` at the root
 searched. Imports of the files found are followed too (MAX_DEPTH; a package's `__init__.py`
-at the last level has the modules it re-exports read with it), within MAX_FILES files;
+at the last level has the modules it re-exports read with it, and a module building a
+config tree, `_C = CN()` then `_C.X.Y = 8`, is read one import past the last level:
+tools/train.py -> utils/parser.py -> config/defaults.py), within MAX_FILES files;
 a third-party package is never found (it is not under the project).
 
 The other way round, a named module that an entry point of the project imports (the
@@ -362,6 +364,24 @@ def _entry_text(candidate: Path) -> Optional[str]:
     return text
 
 
+# `_C = CN()` ... `_C.DATA_LOADER.NUM_WORKERS = 8` at a module's top level (a yacs
+# defaults tree, configs.module_config_tree), found in the text before parsing it
+_TREE_ROOT = re.compile(r"^(\w+) *= *[\w.]+\(", re.M)
+
+
+def _config_tree_text(path: Path) -> bool:
+    """Whether the module at `path` builds a config tree at its top level (`_C = CN()`,
+    `_C.TRAIN.workers = 16`): read one import past the depth limit, since the tree a
+    run's `cfg` comes from sits behind the loader of its parser (tools/train.py imports
+    utils/parser.py, which imports config/defaults.py), and the settings every file of the
+    run reads through a `cfg` handed round are its defaults."""
+    text = _small_text(path)
+    if text is None:
+        return False
+    roots = {m.group(1) for m in _TREE_ROOT.finditer(text)}
+    return any(re.search(rf"^{re.escape(root)}\.\w+\.\w+ *=", text, re.M) for root in roots)
+
+
 def _small_text(path: Path) -> Optional[str]:
     try:
         if path.stat().st_size > MAX_IMPORTER_BYTES:
@@ -464,7 +484,7 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
         path, shown, module, depth, folders = queue.pop(0)
         for imported in _project_files(path, module, folders):
             real = str(_real(imported))
-            if real in shown_of:
+            if real in shown_of and depth <= MAX_DEPTH:
                 result.links.append((shown, shown_of[real]))
                 continue
             if real in seen:
@@ -472,6 +492,10 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             if len(result.files) >= MAX_FILES:
                 result.truncated = True
                 return result
+            # past the depth limit only a config tree is read and linked, nothing else
+            # (_config_tree_text)
+            if depth > MAX_DEPTH and not _config_tree_text(imported):
+                continue
             seen.add(real)
             name = shown_path(imported, shown, path)
             parsed = parse_file(imported, name)
@@ -487,6 +511,8 @@ def context_files(scripts: list[tuple[Path, str, ast.Module]], known: list[Path]
             # import _C as cfg`) is read with it, one level more at the depth limit
             if depth + 1 < MAX_DEPTH or (imported.name == "__init__.py" and depth < MAX_DEPTH):
                 queue.append((imported, name, parsed[0], depth + 1, folders))
+            elif depth < MAX_DEPTH:  # its imports: a config tree only, and no further
+                queue.append((imported, name, parsed[0], MAX_DEPTH + 1, folders))
     return result
 
 

@@ -970,6 +970,59 @@ class RunOptions:
         position, parameter = self.worker_params[shown][name]
         return shown, position, parameter
 
+    def splatted_option(self, reader: str, function: str, name: str) -> Optional[Value]:
+        """Parameter `name` of `function`, a function or method of `reader` that nothing
+        in `reader` calls, where every call of it in the other files of the run linked to
+        `reader` hands it the parsed command line as keywords, `f(**vars(args))`, and
+        passes `name` no other way (voxceleb_trainer's `trainer.evaluateFromList(
+        **vars(args))` in trainSpeakerNet.py, whose `--nDataLoaderThread` defaults to 5):
+        the default of that file's option `--name`, when all such calls agree. None when
+        no other file calls it, a call passes anything else for it, or the caller's own
+        parser (of the run) does not define the option."""
+        found: list[Value] = []
+        for shown, names in self.called.items():
+            if function not in names or shown == reader or not self.linked(reader, shown):
+                continue
+            parser = next((p for p in self.parsers if p.shown == shown), None)
+            if parser is None:
+                parser = self.shared_parsers.get(shown)
+            for node in module_nodes(self.modules[shown]):
+                if not isinstance(node, ast.Call):
+                    continue
+                func = node.func
+                called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                if called != function:
+                    continue
+                splatted = [
+                    k
+                    for k in node.keywords
+                    if k.arg is None
+                    and isinstance(k.value, ast.Call)
+                    and isinstance(k.value.func, ast.Name)
+                    and k.value.func.id == "vars"
+                    and len(k.value.args) == 1
+                ]
+                if (
+                    len(splatted) != 1
+                    or len(splatted) != sum(k.arg is None for k in node.keywords)
+                    or node.args
+                    or any(k.arg == name for k in node.keywords)
+                    or parser is None
+                    or name not in parser.options
+                ):
+                    return None
+                value = parser.default(name)
+                where = f"{parser.options[name][0]} defaults to {value.value!r} in {shown}"
+                found.append(Value(value.known, value.value, name, f"{where} (**vars)"))
+        if not found:
+            return None
+        unknown = next((v for v in found if not v.known), None)
+        if unknown is not None:
+            return Value(False, None, name, unknown.source)
+        if len({repr(v.value) for v in found}) > 1:
+            return Value(False, None, name, f"the calls of {function}() elsewhere disagree")
+        return found[0]
+
     def function_elsewhere(self, reader: str, qualname: str) -> Optional[Foreign]:
         """The top-level function `qualname` names in `reader` (`commons.clip_grad_value_`
         with `import commons`; `accuracy` imported by `from utils import *` or `from .utils
