@@ -197,3 +197,27 @@ def project_checks(
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     return {c["id"]: (c["status"], c.get("reason") or "") for c in report["checks"]}
+
+
+def audit_report(root: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The JSON report of `envcheck scripts SCRIPT` run inside the project at `root`,
+    against an 8 x A100, 2-CPU node, with no file's analysis failing."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from envcheck.cli import app
+
+    monkeypatch.chdir(root)
+    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(A100_NODE), script]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    assert not report["facts"]["scripts"].get("errors"), report["facts"]["scripts"]
+    return report
+
+
+def rule_status(report: dict[str, Any], rule: str) -> tuple[str, str]:
+    """(status, reason) of `rule` in a report of audit_report."""
+    check = next(c for c in report["checks"] if c["id"] == rule)
+    return check["status"], check.get("reason") or ""

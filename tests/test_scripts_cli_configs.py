@@ -12,14 +12,11 @@ that no run uses.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from typer.testing import CliRunner
-
-from envcheck.cli import app
+from conftest import audit_report, rule_status
 
 TARGET = Path(__file__).parent / "fixtures" / "gpu" / "datacenter-8x-a100-foreign-process.json"
 
@@ -95,18 +92,10 @@ def repo(
 
 
 def audit(root: Path, monkeypatch: pytest.MonkeyPatch, named: str) -> dict[str, Any]:
-    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(TARGET)]
-    monkeypatch.chdir(root)
-    result = CliRunner().invoke(app, [*args, named])
-    assert result.exit_code == 0, result.output
-    report: dict[str, Any] = json.loads(result.stdout)
-    assert not report["facts"]["scripts"].get("errors"), report["facts"]["scripts"]
-    return report
+    return audit_report(root, named, monkeypatch)
 
 
-def status(report: dict[str, Any], rule: str) -> tuple[str, str]:
-    check = next(c for c in report["checks"] if c["id"] == rule)
-    return check["status"], check.get("reason") or ""
+status = rule_status
 
 
 @pytest.mark.parametrize(

@@ -10,14 +10,12 @@ real command line, from the repository's root.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from conftest import audit_report, rule_status
 
-from envcheck.cli import app
 from envcheck.scripts import config_files
 from envcheck.scripts.project_context import project_root
 
@@ -101,18 +99,10 @@ def repo(tmp_path: Path, yaml_text: str, default: str = "default='config/ade.yam
 
 
 def audit(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    args = ["scripts", "--format", "json", "--exit-zero", "--target", str(TARGET)]
-    monkeypatch.chdir(root)
-    result = CliRunner().invoke(app, [*args, "tool/train.py"])
-    assert result.exit_code == 0, result.output
-    report: dict[str, Any] = json.loads(result.stdout)
-    assert not report["facts"]["scripts"].get("errors"), report["facts"]["scripts"]
-    return report
+    return audit_report(root, "tool/train.py", monkeypatch)
 
 
-def status(report: dict[str, Any], rule: str) -> tuple[str, str]:
-    check = next(c for c in report["checks"] if c["id"] == rule)
-    return check["status"], check.get("reason") or ""
+status = rule_status
 
 
 def test_workers_from_the_yaml_default_fail(

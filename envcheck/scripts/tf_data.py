@@ -942,16 +942,21 @@ class _Pipelines:
     def _makes_datasets(self, func: Optional[ast.expr]) -> bool:
         """`range_ds.map(lambda i: ds.apply(...))`: the function returns a dataset, to be
         read by the interleave or flat_map that follows; the map itself reads nothing."""
-        returned: list[ast.expr] = []
+        returned = self._returned_values(func)
+        return bool(returned) and all(self._is_dataset(r) for r in returned)
+
+    def _returned_values(self, func: Optional[ast.expr]) -> list[ast.expr]:
+        """What a map function returns: a lambda's body, or the returns of a function of
+        the file; nothing for anything else."""
         if isinstance(func, ast.Lambda):
-            returned = [func.body]
-        elif isinstance(func, ast.Name) and func.id in self.files.functions:
-            returned = [
+            return [func.body]
+        if isinstance(func, ast.Name) and func.id in self.files.functions:
+            return [
                 r.value
                 for r in own_nodes(self.files.functions[func.id])
                 if isinstance(r, ast.Return) and r.value is not None
             ]
-        return bool(returned) and all(self._is_dataset(r) for r in returned)
+        return []
 
     def _reads_files(self, func: Optional[ast.expr]) -> bool:
         """`flat_map(tf.data.TFRecordDataset)`, `flat_map(lambda f: TFRecordDataset(f,
@@ -961,15 +966,7 @@ class _Pipelines:
             return False
         if self._file_reader(func):
             return True
-        returned: list[ast.expr] = []
-        if isinstance(func, ast.Lambda):
-            returned = [func.body]
-        elif isinstance(func, ast.Name) and func.id in self.files.functions:
-            returned = [
-                r.value
-                for r in own_nodes(self.files.functions[func.id])
-                if isinstance(r, ast.Return) and r.value is not None
-            ]
+        returned = self._returned_values(func)
         return bool(returned) and all(
             isinstance(r, ast.Call) and self._file_reader(r.func) for r in returned
         )
