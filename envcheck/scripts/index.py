@@ -6,6 +6,8 @@ a framework base, and helpers to walk a node's own statements (not nested functi
 from __future__ import annotations
 
 import ast
+import bisect
+import itertools
 import re
 from collections.abc import Mapping
 from typing import Iterator, Optional, Union
@@ -85,20 +87,32 @@ def module_nodes(tree: ast.AST) -> list[ast.AST]:
 def shadowed_definitions(module: ast.Module) -> list[ast.stmt]:
     """Module-level classes and functions defined again further down under the same name,
     with no statement between the two reading the name (no call, no subclass, no
-    decorator): the first definition is never used, its methods never run."""
-    found: list[ast.stmt] = []
+    decorator): the first definition is never used, its methods never run. Only names
+    defined twice are looked for, each statement walked once: scanning the rest of the
+    file per definition took N² (1,000 functions, 37 s)."""
     body = module.body
     kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    places: dict[str, list[int]] = {}
     for index, statement in enumerate(body):
-        if not isinstance(statement, kinds):
-            continue
-        for later in body[index + 1 :]:
-            if isinstance(later, kinds) and later.name == statement.name:
-                found.append(statement)
-                break
-            if any(isinstance(n, ast.Name) and n.id == statement.name for n in ast.walk(later)):
-                break
-    return found
+        if isinstance(statement, kinds):
+            places.setdefault(statement.name, []).append(index)
+    twice = {name for name, at in places.items() if len(at) > 1}
+    if not twice:
+        return []
+    reads: dict[str, list[int]] = {}
+    for index, statement in enumerate(body):
+        for name in {n.id for n in ast.walk(statement) if isinstance(n, ast.Name)} & twice:
+            reads.setdefault(name, []).append(index)
+    found: list[ast.stmt] = []
+    for name in twice:
+        at = places[name]
+        for index, following in itertools.pairwise(at):
+            # the first read after this definition comes only at or after the next one
+            read = reads.get(name, [])
+            first = bisect.bisect_right(read, index)
+            if first == len(read) or read[first] >= following:
+                found.append(body[index])
+    return sorted(found, key=lambda d: d.lineno)
 
 
 def function_owners(tree: ast.AST, functions: list[Function]) -> dict[int, ast.AST]:
